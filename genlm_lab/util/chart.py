@@ -1,0 +1,168 @@
+"""`Chart`: a dict of values with a default, for distributions and scores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import html
+
+from genlm_lab.util.escape import escape_bytes
+
+
+def format_key(key: Any) -> str:
+    """Readable text for a chart key: bytes escaped, byte slots named."""
+    if isinstance(key, (bytes, bytearray)):
+        return escape_bytes(bytes(key), visible_space=True)
+    return str(key)
+
+
+class Chart(dict):
+    """A dictionary with a default value, plus the operations of a distribution.
+
+    Missing keys read as `zero` (without being inserted), so charts add and
+    multiply pointwise like sparse vectors. Tables render readably in Jupyter
+    (`_repr_html_`) and convert to pandas.
+
+    Args:
+        zero: the value of every key not stored.
+        vals: initial `(key, value)` pairs or a mapping.
+    """
+
+    def __init__(self, zero: Any = 0, vals: Iterable | dict = ()) -> None:
+        super().__init__(vals)
+        self.zero = zero
+
+    def __missing__(self, key: Hashable) -> Any:
+        return self.zero
+
+    def spawn(self) -> Chart:
+        """An empty chart with the same zero."""
+        return Chart(self.zero)
+
+    def copy(self) -> Chart:
+        return Chart(self.zero, self)
+
+    def __reduce__(self):
+        return (Chart, (self.zero, dict(self)))
+
+    def __add__(self, other: dict) -> Chart:
+        out = self.copy()
+        for key, value in other.items():
+            out[key] = out[key] + value
+        return out
+
+    def __mul__(self, other: dict) -> Chart:
+        out = self.spawn()
+        for key, value in self.items():
+            product = value * (other[key] if key in other else getattr(other, "zero", 0))
+            if product != self.zero:
+                out[key] = product
+        return out
+
+    def trim(self) -> Chart:
+        """The chart without entries equal to zero."""
+        return Chart(self.zero, {k: v for k, v in self.items() if v != self.zero})
+
+    def sum(self) -> Any:
+        return sum(self.values(), start=type(self.zero)(0) if self.zero == 0 else 0)
+
+    def max(self) -> Any:
+        return max(self.values())
+
+    def min(self) -> Any:
+        return min(self.values())
+
+    def argmax(self) -> Hashable:
+        """The key of the largest value."""
+        return max(self, key=self.__getitem__)
+
+    def argmin(self) -> Hashable:
+        return min(self, key=self.__getitem__)
+
+    def top(self, k: int) -> Chart:
+        """The `k` entries with the largest values, largest first."""
+        keys = sorted(self, key=self.__getitem__, reverse=True)[:k]
+        return Chart(self.zero, [(key, self[key]) for key in keys])
+
+    def sort(self, **kwargs: Any) -> Chart:
+        return Chart(self.zero, [(k, self[k]) for k in sorted(self, **kwargs)])
+
+    def sort_descending(self) -> Chart:
+        return self.top(len(self))
+
+    def normalize(self) -> Chart:
+        """Values divided by their sum (unchanged when the sum is zero)."""
+        total = self.sum()
+        if total == 0:
+            return self.copy()
+        return Chart(self.zero, [(k, v / total) for k, v in self.items()])
+
+    def filter(self, keep: Callable[[Hashable], bool]) -> Chart:
+        return Chart(self.zero, [(k, v) for k, v in self.items() if keep(k)])
+
+    def map_values(self, f: Callable[[Any], Any]) -> Chart:
+        return Chart(f(self.zero), [(k, f(v)) for k, v in self.items()])
+
+    def map_keys(self, f: Callable[[Hashable], Hashable]) -> Chart:
+        return Chart(self.zero, [(f(k), v) for k, v in self.items()])
+
+    def project(self, f: Callable[[Hashable], Hashable]) -> Chart:
+        """Map every key through `f`, summing the values of keys that collide."""
+        out = self.spawn()
+        for key, value in self.items():
+            new_key = f(key)
+            out[new_key] = out[new_key] + value
+        return out
+
+    def metric(self, other: dict) -> float:
+        """Largest absolute difference over the union of keys."""
+        other = other if isinstance(other, Chart) else Chart(self.zero, other)
+        return max((abs(self[k] - other[k]) for k in self.keys() | other.keys()), default=0)
+
+    def assert_equal(
+        self, want: dict, *, domain: Iterable | None = None, tol: float = 1e-5
+    ) -> None:
+        """Raise `AssertionError` naming every key whose values differ by more than tol."""
+        want = want if isinstance(want, Chart) else Chart(self.zero, want)
+        keys = self.keys() | want.keys() if domain is None else domain
+        bad = [(k, self[k], want[k]) for k in keys if not abs(self[k] - want[k]) <= tol]
+        if bad:
+            lines = "\n".join(f"  {k!r}: got {g}, want {w}" for k, g, w in bad)
+            raise AssertionError(f"{len(bad)} value(s) differ by more than {tol}:\n{lines}")
+
+    def to_dict(self) -> dict:
+        return dict(self)
+
+    def to_pandas(self, key_name: str = "key", value_name: str = "value"):
+        """A DataFrame with one row per entry, largest value first."""
+        import pandas as pd
+
+        rows = sorted(self.items(), key=lambda kv: kv[1], reverse=True)
+        return pd.DataFrame(
+            {key_name: [k for k, _ in rows], value_name: [v for _, v in rows]}
+        )
+
+    def __repr__(self) -> str:
+        return f"Chart({self.zero!r}, {dict(self.trim())!r})"
+
+    def __str__(self) -> str:
+        rows = self.trim().sort_descending()
+        body = "\n".join(f"  {format_key(k)!r}: {v}," for k, v in rows.items())
+        return "Chart {\n" + body + ("\n" if body else "") + "}"
+
+    def _repr_html_(self) -> str:
+        rows = self.trim().sort_descending()
+        cells = "".join(
+            f"<tr><td><code>{html.escape(format_key(k))}</code></td>"
+            f"<td style='text-align:right'>{html.escape(_fmt(v))}</td></tr>"
+            for k, v in rows.items()
+        )
+        return (
+            "<table class='genlm-chart'><thead><tr><th>key</th><th>value</th></tr>"
+            f"</thead><tbody>{cells}</tbody></table>"
+        )
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,36 @@
+"""Small numerically careful helpers over log-weights."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+
+def logsumexp(values: Iterable[float]) -> float:
+    """log(sum(exp(v))) without overflow; -inf for an empty or all -inf input."""
+    arr = np.asarray(list(values), dtype=np.float64)
+    if arr.size == 0:
+        return -math.inf
+    top = arr.max()
+    if not np.isfinite(top):
+        return float(top) if top == math.inf else -math.inf
+    return float(top + np.log(np.exp(arr - top).sum()))
+
+
+def logmeanexp(values: Iterable[float]) -> float:
+    """log(mean(exp(v))): the log of an average of weights given in log space."""
+    arr = np.asarray(list(values), dtype=np.float64)
+    if arr.size == 0:
+        return -math.inf
+    return logsumexp(arr) - math.log(arr.size)
+
+
+def normalize_log_weights(log_weights: Iterable[float]) -> np.ndarray:
+    """Exponentiate and normalise log-weights; all -inf gives all zeros."""
+    arr = np.asarray(list(log_weights), dtype=np.float64)
+    total = logsumexp(arr)
+    if total == -math.inf:
+        return np.zeros_like(arr)
+    return np.exp(arr - total)
