@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make lab` and `make test`.
+VENV := .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup lab test test-fast bench lint format clean
+
+setup:
+	@bash scripts/setup.sh
+
+lab: setup
+	$(VENV)/bin/genlm-lab lab
+
+test: setup
+	$(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
+test-fast: setup
+	$(PY) -m pytest tests -m "not slow and not browser" -x -q
+
+bench: setup
+	@bash scripts/setup.sh bench
+	$(PY) benchmarks/run_all.py
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info

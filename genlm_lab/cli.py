@@ -1,0 +1,166 @@
+"""The `genlm-lab` command: `doctor`, `lab`, `report` and `workshop reset`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _line(name: str, ok: bool | None, detail: str) -> str:
+    mark = {True: "ok  ", False: "MISS", None: "--  "}[ok]
+    return f"[{mark}] {name:<14} {detail}"
+
+
+def _version(module: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:
+        return None
+
+
+def doctor_lines(load_model: bool = True) -> list[str]:
+    """One line per fact a user needs to trust the set-up (versions, tools, model)."""
+    lines = [_line("python", True, f"{platform.python_version()} ({sys.executable})")]
+    for dist in ("torch", "transformers", "numba", "anywidget", "jupyterlab"):
+        v = _version(dist)
+        lines.append(_line(dist, v is not None, v or "not installed"))
+    dot = shutil.which("dot")
+    lines.append(
+        _line(
+            "graphviz dot",
+            dot is not None,
+            dot or "missing: trie views fall back to HTML (apt-get install graphviz)",
+        )
+    )
+    try:
+        import torch
+
+        cuda = torch.cuda.is_available()
+        detail = torch.cuda.get_device_name(0) if cuda else "no CUDA device: CPU backends only"
+    except Exception as exc:  # torch broken: say so, keep going
+        cuda, detail = False, f"torch failed to import: {exc}"
+    lines.append(_line("cuda", cuda or None, detail))
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    lines.append(
+        _line("vllm", has_vllm or None, _version("vllm") or "not installed (pip install genlm-lab[vllm])")
+    )
+    lines.extend(_model_lines(load_model))
+    return lines
+
+
+def _model_lines(load_model: bool) -> list[str]:
+    try:
+        from genlm_lab.backend.models import default_model_status
+    except ImportError as exc:
+        return [_line("default model", False, f"model support missing: {exc}")]
+    status = default_model_status()
+    lines = [
+        _line("model file", status.get("gguf") is not None, str(status.get("gguf") or status)),
+        _line(
+            "model cache",
+            bool(status.get("cached")),
+            f"{status.get('cache_dir')} ({'converted' if status.get('cached') else 'not yet converted'})",
+        ),
+    ]
+    if load_model:
+        try:
+            from genlm_lab.backend.models import load_hf_model
+
+            model, _ = load_hf_model("smollm2-135m")
+            n = sum(p.numel() for p in model.parameters())
+            lines.append(_line("model loads", True, f"SmolLM2-135M, {n / 1e6:.1f} M parameters"))
+        except Exception as exc:
+            lines.append(_line("model loads", False, f"{type(exc).__name__}: {exc}"))
+    return lines
+
+
+def notebooks_dir() -> Path | None:
+    """The bundled tutorials: `notebooks/` beside the package in a source checkout."""
+    candidate = Path(__file__).resolve().parent.parent / "notebooks"
+    return candidate if candidate.is_dir() else None
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    lines = doctor_lines(load_model=not args.no_model)
+    print("\n".join(lines))
+    return 0 if not any(line.startswith("[MISS] model") for line in lines) else 1
+
+
+def _cmd_lab(args: argparse.Namespace) -> int:
+    folder = Path(args.dir) if args.dir else notebooks_dir()
+    if folder is None or not folder.is_dir():
+        print("genlm-lab: no notebooks folder found; pass one with --dir", file=sys.stderr)
+        return 2
+    first = folder / "00_quickstart.ipynb"
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
+    if first.exists():
+        cmd.append(str(first))
+    cmd.extend(args.extra)
+    env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
+    return subprocess.call(cmd, env=env)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from genlm_lab.widgets.report import write_report
+
+    out = Path(args.output or Path(args.record).with_suffix(".html"))
+    write_report(args.record, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_workshop(args: argparse.Namespace) -> int:
+    from genlm_lab.workshop import reset_exercises
+
+    count = reset_exercises(args.notebook, args.output)
+    print(f"blanked {count} answer(s) in {args.output or args.notebook}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="genlm-lab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    doctor = sub.add_parser("doctor", help="check versions, tools and the default model")
+    doctor.add_argument("--no-model", action="store_true", help="skip loading the model")
+    doctor.set_defaults(func=_cmd_doctor)
+
+    lab = sub.add_parser("lab", help="start JupyterLab on the bundled notebooks")
+    lab.add_argument("--dir", help="notebook folder (default: the bundled notebooks/)")
+    lab.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to jupyter lab")
+    lab.set_defaults(func=_cmd_lab)
+
+    report = sub.add_parser("report", help="write a standalone HTML page of an SMC record")
+    report.add_argument("record", help="an SMCRecord JSON file (smc_standard(..., json_file=...))")
+    report.add_argument("-o", "--output", help="output HTML (default: RECORD.html)")
+    report.set_defaults(func=_cmd_report)
+
+    workshop = sub.add_parser("workshop", help="workshop tools")
+    wsub = workshop.add_subparsers(dest="workshop_command", required=True)
+    reset = wsub.add_parser("reset", help="blank the answers of an exercise notebook")
+    reset.add_argument("notebook")
+    reset.add_argument("-o", "--output", help="write the blank copy here instead")
+    reset.set_defaults(func=_cmd_workshop)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `genlm-lab` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"genlm-lab {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

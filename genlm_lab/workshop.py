@@ -1,0 +1,82 @@
+"""Reset the exercises of a workshop notebook, so a teaching session starts blank.
+
+An exercise cell marks its worked answer between two comment lines::
+
+    # BEGIN ANSWER
+    answer = 42
+    # END ANSWER
+
+`reset_exercises` replaces each such block with a placeholder (``answer = ...``
+lines keep their left-hand side, `def` lines keep their signature) and clears the outputs of the notebook, leaving the
+checking cells (plain asserts with explanations) untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+BEGIN = "# BEGIN ANSWER"
+END = "# END ANSWER"
+PLACEHOLDER = "# YOUR ANSWER HERE (replace the ... below)"
+
+_BLOCK = re.compile(
+    rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}[^\n]*\n(?P<body>.*?)^[ \t]*{re.escape(END)}[^\n]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_ASSIGN = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=(?!=)")
+
+
+def blank_answer(source: str) -> str:
+    """Replace every answer block in a cell's source by a placeholder.
+
+    Assignments keep their left-hand side (``x = ...``) so the checking cell
+    still names what to compute; other lines disappear.
+    """
+
+    def _blank(match: re.Match) -> str:
+        indent = match["indent"]
+        names = []
+        for line in match["body"].splitlines():
+            top_level = line.startswith(indent) and not line[len(indent) :][:1].isspace()
+            assign = _ASSIGN.match(line[len(indent) :]) if top_level else None
+            if assign:
+                names.append(f"{indent}{assign['lhs'].rstrip()} = ...")
+            elif top_level and line[len(indent) :].startswith(("def ", "async def ")):
+                names.append(f"{line.rstrip()}\n{indent}    ...")
+        body = "\n".join(names) if names else f"{indent}..."
+        return f"{indent}{BEGIN}\n{indent}{PLACEHOLDER}\n{body}\n{indent}{END}"
+
+    return _BLOCK.sub(_blank, source)
+
+
+def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
+    """Blank the answers of a workshop notebook and clear its outputs.
+
+    Args:
+        path: the notebook to reset.
+        out: where to write the reset copy (defaults to overwriting `path`).
+
+    Returns:
+        The number of answer blocks blanked.
+
+    Raises:
+        ValueError: if the notebook holds no answer block (wrong file?).
+    """
+    nb = nbformat.read(str(path), as_version=4)
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        n = len(_BLOCK.findall(cell.source))
+        if n:
+            cell.source = blank_answer(cell.source)
+            count += n
+        cell.outputs = []
+        cell.execution_count = None
+    if count == 0:
+        raise ValueError(f"{path} has no '{BEGIN}' ... '{END}' block to reset")
+    nbformat.write(nb, str(out or path))
+    return count

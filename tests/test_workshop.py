@@ -1,0 +1,55 @@
+"""Resetting workshop exercises keeps checks, blanks answers, and refuses non-workshops."""
+
+import nbformat
+import pytest
+
+from genlm_lab.workshop import BEGIN, END, PLACEHOLDER, blank_answer, reset_exercises
+
+
+def test_blank_answer_keeps_names_and_signatures_and_drops_the_rest():
+    source = f"x = 1\n{BEGIN}\ndef f(y):\n    return y + 1\ntotal, n = 3, 4\ncount = f(2)\n{END}\nassert count == 3"
+    blank = blank_answer(source)
+    assert blank.splitlines() == [
+        "x = 1",
+        BEGIN,
+        PLACEHOLDER,
+        "def f(y):",
+        "    ...",
+        "total, n = ...",
+        "count = ...",
+        END,
+        "assert count == 3",
+    ]
+
+
+def test_blank_answer_respects_indentation_and_comparisons():
+    source = f"if True:\n    {BEGIN}\n    value = 2\n    value == 2\n    {END}\n"
+    assert blank_answer(source) == f"if True:\n    {BEGIN}\n    {PLACEHOLDER}\n    value = ...\n    {END}\n"
+
+
+def test_reset_exercises_blanks_every_block_and_clears_outputs(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 42\n{END}")
+    answer.outputs = [nbformat.v4.new_output("stream", text="42\n")]
+    answer.execution_count = 3
+    check = nbformat.v4.new_code_cell("assert answer == 42, 'the answer is the product 6 * 7'")
+    nb.cells = [nbformat.v4.new_markdown_cell("# Exercise"), answer, check]
+    path = tmp_path / "workshop.ipynb"
+    nbformat.write(nb, path)
+
+    out = tmp_path / "blank.ipynb"
+    assert reset_exercises(path, out) == 1
+    blank = nbformat.read(out, as_version=4)
+    assert "42" not in blank.cells[1].source and "answer = ..." in blank.cells[1].source
+    assert blank.cells[1].outputs == [] and blank.cells[1].execution_count is None
+    assert blank.cells[2].source == check.source
+    assert nbformat.read(path, as_version=4).cells[1].source == answer.source
+
+
+def test_reset_exercises_refuses_a_notebook_without_answers(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(1)")]
+    path = tmp_path / "plain.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match="no '# BEGIN ANSWER'"):
+        reset_exercises(path)
