@@ -6,6 +6,8 @@ measured side by side in one process, so they survive a noisy machine better
 than absolute times. Usage::
 
     python benchmarks/run_all.py [trie backend ...]   # default: all
+
+Running a subset rewrites only those sections of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def _machine() -> str:
 
     cpu = platform.processor() or platform.machine()
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return f"{platform.node()} · {os.cpu_count()} cores · {cpu} · {device} · torch {torch.__version__}"
+    return (
+        f"{platform.node()} · {os.cpu_count()} cores · {cpu} · {device} · torch {torch.__version__}"
+    )
 
 
 def _load(path: Path):
@@ -54,13 +58,23 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _read_sections(path: Path) -> dict[str, str]:
+    """Earlier results by benchmark, so running one benchmark keeps the others."""
+    if not path.exists():
+        return {}
+    sections = {}
+    for chunk in path.read_text().split("\n## ")[1:]:
+        sections[chunk.split(" ", 1)[0]] = "## " + chunk.rstrip() + "\n"
+    return sections
+
+
 def main(names: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(HERE))
     scripts = sorted(HERE.glob("bench_*.py"))
     if names:
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
-    sections, failed = [], 0
+    sections, failed = _read_sections(HERE / "RESULTS.md"), 0
     for script in scripts:
         print(f"== {script.stem}", flush=True)
         start = time.perf_counter()
@@ -73,15 +87,16 @@ def main(names: list[str]) -> int:
         elapsed = time.perf_counter() - start
         text = table(rows)
         print(text, flush=True)
-        sections.append(f"## {script.stem} ({elapsed:.0f} s)\n\n{text}\n")
+        stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        sections[script.stem] = f"## {script.stem} ({stamp}, {elapsed:.0f} s)\n\n{text}\n"
     header = (
         "# Benchmark results\n\n"
-        f"Written by `make bench` (benchmarks/run_all.py) on {dt.date.today().isoformat()}.\n"
+        "Written by `make bench` (benchmarks/run_all.py); each section says when it last ran.\n"
         f"Machine: {_machine()}.\n\n"
         "Ratios compare implementations measured side by side in the same run.\n\n"
     )
-    out = HERE / ("RESULTS.md" if not names else f"RESULTS-{'-'.join(names)}.md")
-    out.write_text(header + "\n".join(sections))
+    out = HERE / "RESULTS.md"
+    out.write_text(header + "\n".join(sections[k] for k in sorted(sections)))
     print(f"wrote {out}")
     return 1 if failed else 0
 

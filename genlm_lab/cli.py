@@ -50,7 +50,11 @@ def doctor_lines(load_model: bool = True) -> list[str]:
     lines.append(_line("cuda", cuda or None, detail))
     has_vllm = importlib.util.find_spec("vllm") is not None
     lines.append(
-        _line("vllm", has_vllm or None, _version("vllm") or "not installed (pip install genlm-lab[vllm])")
+        _line(
+            "vllm",
+            has_vllm or None,
+            _version("vllm") or "not installed (pip install genlm-lab[vllm])",
+        )
     )
     lines.extend(_model_lines(load_model))
     return lines

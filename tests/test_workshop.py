@@ -24,7 +24,10 @@ def test_blank_answer_keeps_names_and_signatures_and_drops_the_rest():
 
 def test_blank_answer_respects_indentation_and_comparisons():
     source = f"if True:\n    {BEGIN}\n    value = 2\n    value == 2\n    {END}\n"
-    assert blank_answer(source) == f"if True:\n    {BEGIN}\n    {PLACEHOLDER}\n    value = ...\n    {END}\n"
+    assert (
+        blank_answer(source)
+        == f"if True:\n    {BEGIN}\n    {PLACEHOLDER}\n    value = ...\n    {END}\n"
+    )
 
 
 def test_reset_exercises_blanks_every_block_and_clears_outputs(tmp_path):

@@ -95,8 +95,7 @@ class AsyncLM(ABC):
         for pos, tok in enumerate(ids):
             if isinstance(tok, bool) or not hasattr(tok, "__index__"):
                 raise ValueError(
-                    f"token id {tok!r} at position {pos} is not an int "
-                    f"(got {type(tok).__name__})"
+                    f"token id {tok!r} at position {pos} is not an int (got {type(tok).__name__})"
                 )
             tok = int(tok)
             if not 0 <= tok < n:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 class Token(bytes):
     """The byte string of a token, carrying its token id.
 
@@ -19,9 +20,7 @@ class Token(bytes):
 
     def __new__(cls, token_id: int, byte_string: bytes) -> Token:
         if not isinstance(byte_string, (bytes, bytearray)):
-            raise TypeError(
-                f"Token byte_string must be bytes, got {type(byte_string).__name__}"
-            )
+            raise TypeError(f"Token byte_string must be bytes, got {type(byte_string).__name__}")
         self = super().__new__(cls, byte_string)
         self.token_id = int(token_id)
         return self

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
-
-import html
 
 from genlm_lab.util.escape import escape_bytes
 
@@ -139,9 +138,7 @@ class Chart(dict):
         import pandas as pd
 
         rows = sorted(self.items(), key=lambda kv: kv[1], reverse=True)
-        return pd.DataFrame(
-            {key_name: [k for k, _ in rows], value_name: [v for _, v in rows]}
-        )
+        return pd.DataFrame({key_name: [k for k, _ in rows], value_name: [v for _, v in rows]})
 
     def __repr__(self) -> str:
         return f"Chart({self.zero!r}, {dict(self.trim())!r})"
