@@ -1,0 +1,87 @@
+"""Chart: defaults, pointwise algebra, ordering helpers and readable rendering."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from genlm_lab.util import Chart
+
+values = st.dictionaries(st.integers(0, 20), st.floats(0, 10, allow_nan=False), max_size=12)
+
+
+def test_missing_keys_read_as_zero_without_being_stored():
+    chart = Chart(0.0, {"a": 1.0})
+    assert chart["b"] == 0.0
+    assert "b" not in chart
+
+
+@given(values, values)
+def test_add_is_pointwise_over_the_union(a, b):
+    total = Chart(0.0, a) + Chart(0.0, b)
+    for key in a.keys() | b.keys():
+        assert total[key] == pytest.approx(a.get(key, 0.0) + b.get(key, 0.0))
+
+
+@given(values, values)
+def test_mul_is_pointwise_and_drops_zeros(a, b):
+    product = Chart(0.0, a) * Chart(0.0, b)
+    for key in a.keys() | b.keys():
+        assert product[key] == pytest.approx(a.get(key, 0.0) * b.get(key, 0.0))
+    assert all(v != 0.0 for v in product.values())
+
+
+@given(values)
+def test_normalize_sums_to_one_and_keeps_ratios(a):
+    chart = Chart(0.0, a)
+    norm = chart.normalize()
+    total = sum(a.values())
+    if total == 0:
+        assert norm == chart
+    else:
+        assert norm.sum() == pytest.approx(1.0)
+        for key, value in a.items():
+            assert norm[key] == pytest.approx(value / total)
+
+
+@given(values, st.integers(0, 15))
+def test_top_keeps_the_k_largest_in_order(a, k):
+    top = Chart(0.0, a).top(k)
+    assert len(top) == min(k, len(a))
+    kept = list(top.values())
+    assert kept == sorted(kept, reverse=True)
+    dropped = [v for key, v in a.items() if key not in top]
+    assert not kept or not dropped or min(kept) >= max(dropped)
+
+
+def test_argmax_project_and_map_values():
+    chart = Chart(0, {b"ab": 2, b"ac": 3, b"b": 4})
+    assert chart.argmax() == b"b"
+    assert chart.project(lambda k: k[:1]) == {b"a": 5, b"b": 4}
+    with np.errstate(divide="ignore"):
+        logs = Chart(0.0, {"x": 1.0}).map_values(np.log)
+    assert logs.zero == -math.inf and logs["x"] == 0.0
+
+
+def test_assert_equal_names_every_differing_key():
+    chart = Chart(0.0, {"a": 1.0, "b": 2.0})
+    chart.assert_equal({"a": 1.0, "b": 2.0 + 1e-7})
+    with pytest.raises(AssertionError) as err:
+        chart.assert_equal({"a": 1.5, "c": 1.0})
+    assert "'a'" in str(err.value) and "'c'" in str(err.value) and "'b'" in str(err.value)
+
+
+def test_html_table_escapes_keys_and_sorts_rows():
+    chart = Chart(0.0, {b"<script>": 0.25, b"\n": 0.75, b"zero": 0.0})
+    html = chart._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.index("\\n") < html.index("&lt;script&gt;")
+    assert "zero" not in html
+
+
+def test_to_pandas_orders_by_value():
+    frame = Chart(0.0, {"a": 0.1, "b": 0.9}).to_pandas()
+    assert list(frame["key"]) == ["b", "a"]
+    assert list(frame["value"]) == [0.9, 0.1]

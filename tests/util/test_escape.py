@@ -1,0 +1,38 @@
+"""Byte escaping: readable, reversible in meaning, and never injects markup."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from genlm_lab.util import byte_label, escape_bytes, html_bytes
+
+
+def test_printable_utf8_is_kept_and_the_rest_escaped():
+    assert escape_bytes("héllo, 世界".encode()) == "héllo, 世界"
+    assert escape_bytes(b"a\nb\tc\r") == "a\\nb\\tc\\r"
+    assert escape_bytes(b"\xff\x00") == "\\xff\\x00"
+    assert escape_bytes(b" x", visible_space=True) == "␣x"
+
+
+def test_incomplete_utf8_sequences_are_escaped_byte_by_byte():
+    euro = "€".encode()
+    assert escape_bytes(euro[:2]) == "\\xe2\\x82"
+    assert escape_bytes(euro[:2] + b"a") == "\\xe2\\x82a"
+
+
+@given(st.text())
+def test_valid_text_round_trips_when_printable(text):
+    if all(c.isprintable() and c != "\\" for c in text):
+        assert escape_bytes(text.encode()) == text
+
+
+@given(st.binary(max_size=30))
+def test_html_output_never_contains_raw_markup(data):
+    out = html_bytes(data)
+    assert "<" not in out and ">" not in out and '"' not in out
+
+
+def test_byte_slot_labels():
+    assert byte_label(256) == "EOT"
+    assert byte_label(257) == "EOS" and byte_label(None) == "EOS"
+    assert byte_label(ord(" ")) == "␣"
+    assert byte_label(0xFF) == "\\xff"
