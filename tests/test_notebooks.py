@@ -1,0 +1,72 @@
+"""The stored tutorials: all present, run top to bottom in one go, small, and readable.
+
+nbval (run by `make test` on `notebooks/`) re-executes every notebook; these
+checks are about what is stored in the repo and shown on GitHub.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NAMES = [
+    "00_quickstart",
+    "01_backends",
+    "02_tries",
+    "03_byte_beam",
+    "04_smc",
+    "05_debugging_beams",
+    "06_workshop",
+]
+
+
+@pytest.fixture(params=NAMES)
+def notebook(request):
+    path = NOTEBOOKS / f"{request.param}.ipynb"
+    assert path.exists(), f"tutorial {path.name} is missing"
+    return path, nbformat.read(path, as_version=4)
+
+
+def test_stored_outputs_come_from_one_top_to_bottom_run(notebook):
+    path, nb = notebook
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: execution counts {counts} show a partial or out-of-order run; "
+        "re-run it with scripts/run_notebooks.py"
+    )
+
+
+def test_no_cell_raised(notebook):
+    path, nb = notebook
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out.output_type != "error", f"{path.name}: a stored cell raised {out.ename}"
+
+
+def test_files_are_small_and_carry_no_widget_state(notebook):
+    path, nb = notebook
+    assert path.stat().st_size < 2_000_000, f"{path.name} is over 2 MB"
+    assert "widgets" not in nb.metadata, f"{path.name} stores widget state"
+
+
+def test_opens_with_one_sentence_of_purpose_and_duration(notebook):
+    path, nb = notebook
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    assert re.search(r"\b\d+\s*min", first.source), f"{path.name}: say how long it takes"
+
+
+def test_uses_top_level_await_not_nest_asyncio(notebook):
+    path, nb = notebook
+    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "nest_asyncio" not in sources
+    assert "asyncio.run(" not in sources
+
+
+def test_cells_fit_on_a_screen(notebook):
+    path, nb = notebook
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.source.count("\n") < 40, f"{path.name}: a cell is longer than a screen"
