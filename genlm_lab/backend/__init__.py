@@ -2,6 +2,24 @@
 
 from genlm_lab.backend.base import AsyncLM
 from genlm_lab.backend.mock import MockAsyncLM
+from genlm_lab.backend.models import (
+    ModelNotFoundError,
+    default_model_path,
+    default_model_status,
+    load_hf_model,
+    load_tokenizer,
+)
+from genlm_lab.backend.registry import load_model_by_name
 from genlm_lab.backend.toy import ToyLM
 
-__all__ = ["AsyncLM", "MockAsyncLM", "ToyLM"]
+__all__ = [
+    "AsyncLM",
+    "MockAsyncLM",
+    "ModelNotFoundError",
+    "ToyLM",
+    "default_model_path",
+    "default_model_status",
+    "load_hf_model",
+    "load_model_by_name",
+    "load_tokenizer",
+]

