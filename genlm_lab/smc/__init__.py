@@ -1,0 +1,54 @@
+"""Probabilistic programs over language models, and SMC to run them.
+
+Write a `Model` with an async `step`; draw from distributions (`LMContext`
+for tokens, `ByteLMContext` for bytes) and weight with `observe`,
+`condition`, `score`; run `smc_standard`, `smc_steer` or
+`importance_sampling` to get an `SMCResult` and its `SMCRecord`.
+"""
+
+from genlm_lab.smc.distributions import (
+    Bernoulli,
+    Distribution,
+    Geometric,
+    LogCategorical,
+    TokenCategorical,
+    Transformer,
+)
+from genlm_lab.smc.inference import importance_sampling, smc_standard
+from genlm_lab.smc.lm_context import LMContext, LMNextToken, LMTokenMask
+from genlm_lab.smc.masks import TokenMasks, as_mask, token_masks
+from genlm_lab.smc.model import Model, SubModel, submodel
+from genlm_lab.smc.observers import CollectingObserver, Observer, PrintingObserver
+from genlm_lab.smc.record import SMCRecord
+from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
+from genlm_lab.smc.result import SMCResult, effective_sample_size
+from genlm_lab.smc.steer import smc_steer
+
+__all__ = [
+    "RESAMPLING_METHODS",
+    "Bernoulli",
+    "CollectingObserver",
+    "Distribution",
+    "Geometric",
+    "LMContext",
+    "LMNextToken",
+    "LMTokenMask",
+    "LogCategorical",
+    "Model",
+    "Observer",
+    "PrintingObserver",
+    "SMCRecord",
+    "SMCResult",
+    "SubModel",
+    "TokenCategorical",
+    "TokenMasks",
+    "Transformer",
+    "as_mask",
+    "effective_sample_size",
+    "importance_sampling",
+    "resample",
+    "smc_standard",
+    "smc_steer",
+    "submodel",
+    "token_masks",
+]

@@ -1,0 +1,167 @@
+"""Bookkeeping shared by the inference algorithms: record, file, observers, clean-up."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import os
+import warnings
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.smc.observers import ObserverSet
+from genlm_lab.smc.record import RecordWriter, SMCRecord
+from genlm_lab.smc.result import SMCResult, effective_sample_size
+from genlm_lab.util import logmeanexp
+
+
+def check_n(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def weights_of(particles: Sequence[Any]) -> np.ndarray:
+    return np.array([float(p.weight) for p in particles], dtype=np.float64)
+
+
+def is_alive(particle: Any) -> bool:
+    """A particle that still steps: not done and not of weight zero."""
+    return not particle.done_stepping() and particle.weight > -math.inf
+
+
+def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
+    """`particles[i]` for each index: the first use of a particle reuses it, later ones copy."""
+    used: set[int] = set()
+    out = []
+    for i in indices:
+        i = int(i)
+        out.append(particles[i] if i not in used else copy.deepcopy(particles[i]))
+        used.add(i)
+    return out
+
+
+async def gather_all(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
+    """Run awaitables concurrently; if one fails or we are cancelled, cancel the rest first."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _backends(particles: Sequence[Any]) -> list[Any]:
+    """LM-like objects (with `reset_async_queries`) reachable from the particles' attributes."""
+    found: dict[int, Any] = {}
+
+    def visit(value: Any, depth: int) -> None:
+        if hasattr(value, "reset_async_queries") and callable(value.reset_async_queries):
+            found[id(value)] = value
+            return
+        if depth == 0:
+            return
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, (list, tuple, set)):
+            items = list(value)
+        else:
+            items = list(getattr(value, "__dict__", {}).values())
+        for item in items[:64]:
+            visit(item, depth - 1)
+
+    for particle in particles[:1]:
+        visit(particle, 2)
+    return list(found.values())
+
+
+class Run:
+    """One inference run: its record, record file, observers and random generator."""
+
+    def __init__(
+        self,
+        algorithm: str,
+        model: Any,
+        n_particles: int,
+        params: dict,
+        json_file: str | os.PathLike | None,
+        observers: Any,
+    ) -> None:
+        self.record = SMCRecord(
+            n_particles=n_particles,
+            algorithm=algorithm,
+            params={"model": type(model).__name__, **params},
+        )
+        self.observers = ObserverSet(observers)
+        self.writer = None if json_file is None else RecordWriter(json_file, self.record)
+        self.steps = 0
+
+    async def emit(
+        self,
+        particles: Sequence[Any],
+        before: np.ndarray,
+        ancestors: Sequence[int] | None,
+    ) -> dict:
+        """Record one step (weights as they were before any resampling) and tell the observers."""
+        self.steps += 1
+        weights = weights_of(particles)
+        with np.errstate(invalid="ignore"):
+            increments = np.where(weights == -math.inf, -math.inf, weights - before)
+        entry = {
+            "run_id": self.record.run_id,
+            "step": self.steps,
+            "contents": [p.string_for_serialization() for p in particles],
+            "log_weights": weights.tolist(),
+            "weight_increments": increments.tolist(),
+            "finished": [bool(p.done_stepping()) for p in particles],
+            "ess": effective_sample_size(weights),
+            "log_ml": logmeanexp(weights),
+            "resampled": ancestors is not None,
+            "ancestors": None if ancestors is None else [int(a) for a in ancestors],
+        }
+        self.record.steps.append(entry)
+        if self.writer is not None:
+            self.writer.step(entry)
+        await self.observers.step(entry)
+        return entry
+
+    def warn_all_dead(self) -> None:
+        warnings.warn(
+            f"every particle has weight zero (log-weight -inf) after step {self.steps}: "
+            "the run stops with log_ml = -inf. Check the model's conditions and observations.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+    async def finish(self, particles: Sequence[Any], status: str) -> SMCResult:
+        result = SMCResult(particles, record=self.record)
+        self._final(status, result.log_ml, result.ess)
+        await self.observers.finish(self.record)
+        return result
+
+    def _final(self, status: str, log_ml: float, ess: float) -> None:
+        self.record.final = {
+            "status": status,
+            "log_ml": float(log_ml),
+            "ess": float(ess),
+            "n_steps": self.steps,
+        }
+        if self.writer is not None:
+            self.writer.finish(self.record.final)
+            self.writer.close()
+
+    def interrupted(self, particles: Sequence[Any]) -> None:
+        """After an exception or cancellation: drop queued LM requests, close the file."""
+        for lm in _backends(particles):
+            try:
+                lm.reset_async_queries()
+            except Exception:  # clean-up must not hide the original error
+                pass
+        if self.record.final is None:
+            weights = weights_of(particles) if particles else np.zeros(0)
+            self._final("interrupted", logmeanexp(weights), effective_sample_size(weights))

@@ -1,0 +1,215 @@
+"""Distributions that models `sample`, `observe` and `intervene`.
+
+Every distribution has `async sample() -> (value, log_prob)` and
+`async log_prob(value) -> float`. Randomness comes from the generator of the
+current inference run (`genlm_lab.smc._random.get_rng`), so seeded runs repeat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.smc._random import get_rng
+
+__all__ = [
+    "Bernoulli",
+    "Distribution",
+    "Geometric",
+    "LogCategorical",
+    "TokenCategorical",
+    "Transformer",
+]
+
+
+class Distribution:
+    """Interface of a distribution usable in a `Model`."""
+
+    async def sample(self) -> tuple[Any, float]:
+        """Draw a value; return it with its log-probability."""
+        raise NotImplementedError
+
+    async def log_prob(self, x: Any) -> float:
+        """Log-probability of `x` (may have side effects, e.g. advance an LM context)."""
+        raise NotImplementedError
+
+    async def argmax(self, idx: int) -> tuple[Any, float]:
+        """The `idx`-th most probable value and its log-probability."""
+        raise NotImplementedError(f"{type(self).__name__} does not rank its values")
+
+
+def sample_index(logprobs: np.ndarray, rng: np.random.Generator | None = None) -> int:
+    """Draw an index with probability proportional to `exp(logprobs)`.
+
+    Raises:
+        ValueError: if every entry is -inf (nothing can be drawn) or one is NaN.
+    """
+    rng = get_rng() if rng is None else rng
+    logprobs = np.asarray(logprobs, dtype=np.float64)
+    top = logprobs.max() if logprobs.size else -math.inf
+    if not np.isfinite(top) or np.isnan(logprobs).any():
+        raise ValueError(
+            f"cannot sample from {logprobs.size} log-probabilities that are all -inf or hold NaN"
+        )
+    cdf = np.cumsum(np.exp(logprobs - top))
+    index = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return min(index, logprobs.size - 1)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Normalise logits into log-probabilities (float64)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    top = logits.max()
+    if not np.isfinite(top):
+        raise ValueError("logits hold no finite value: nothing has positive probability")
+    shifted = logits - top
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def _ranked(logprobs: np.ndarray, idx: int) -> int:
+    if not 0 <= idx < logprobs.size:
+        raise ValueError(f"rank {idx} is outside 0..{logprobs.size - 1}")
+    return int(np.argsort(-logprobs, kind="stable")[idx])
+
+
+class Bernoulli(Distribution):
+    """True with probability `p`, False otherwise."""
+
+    def __init__(self, p: float) -> None:
+        p = float(p)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Bernoulli probability must be in [0, 1], got {p}")
+        self.p = p
+
+    async def sample(self) -> tuple[bool, float]:
+        value = bool(get_rng().random() < self.p)
+        return value, await self.log_prob(value)
+
+    async def log_prob(self, x: Any) -> float:
+        q = self.p if x else 1.0 - self.p
+        return math.log(q) if q > 0 else -math.inf
+
+    async def argmax(self, idx: int) -> tuple[bool, float]:
+        order = [True, False] if self.p >= 0.5 else [False, True]
+        value = order[idx]
+        return value, await self.log_prob(value)
+
+
+class Geometric(Distribution):
+    """Number of failures before the first success, success probability `p`: P(k) = p (1-p)^k."""
+
+    def __init__(self, p: float) -> None:
+        p = float(p)
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"Geometric success probability must be in (0, 1], got {p}")
+        self.p = p
+
+    async def sample(self) -> tuple[int, float]:
+        value = int(get_rng().geometric(self.p)) - 1
+        return value, await self.log_prob(value)
+
+    async def log_prob(self, x: Any) -> float:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
+            return -math.inf
+        if self.p == 1.0:
+            return 0.0 if x == 0 else -math.inf
+        return math.log(self.p) + int(x) * math.log1p(-self.p)
+
+    async def argmax(self, idx: int) -> tuple[int, float]:
+        return idx, await self.log_prob(idx)
+
+
+class LogCategorical(Distribution):
+    """A categorical over indices 0..n-1 given unnormalised log-weights."""
+
+    def __init__(self, logits: Sequence[float] | np.ndarray) -> None:
+        self.log_probs = log_softmax(np.asarray(logits, dtype=np.float64).ravel())
+
+    async def sample(self) -> tuple[int, float]:
+        index = sample_index(self.log_probs)
+        return index, float(self.log_probs[index])
+
+    async def log_prob(self, x: Any) -> float:
+        x = int(x)
+        if not 0 <= x < self.log_probs.size:
+            return -math.inf
+        return float(self.log_probs[x])
+
+    async def argmax(self, idx: int) -> tuple[int, float]:
+        index = _ranked(self.log_probs, idx)
+        return index, float(self.log_probs[index])
+
+
+def _token_id(lm: Any, x: Any) -> int:
+    token_id = getattr(x, "token_id", x)
+    if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+        raise ValueError(f"expected a token id or Token, got {x!r}")
+    token_id = int(token_id)
+    if not 0 <= token_id < lm.vocab_size:
+        raise ValueError(f"token id {token_id} is outside the vocabulary ({lm.vocab_size} tokens)")
+    return token_id
+
+
+class TokenCategorical(Distribution):
+    """A distribution over the tokens of `lm` given one logit per token id.
+
+    Values are `Token`s (`lm.byte_vocab[i]`); `log_prob` takes a Token or an id.
+    """
+
+    def __init__(self, lm: Any, logits: Sequence[float] | np.ndarray) -> None:
+        logits = np.asarray(logits, dtype=np.float64).ravel()
+        if logits.size != lm.vocab_size:
+            raise ValueError(f"got {logits.size} logits for a vocabulary of {lm.vocab_size} tokens")
+        self.lm = lm
+        self.log_probs = log_softmax(logits)
+
+    async def sample(self) -> tuple[Any, float]:
+        index = sample_index(self.log_probs)
+        return self.lm.byte_vocab[index], float(self.log_probs[index])
+
+    async def log_prob(self, x: Any) -> float:
+        return float(self.log_probs[_token_id(self.lm, x)])
+
+    async def argmax(self, idx: int) -> tuple[Any, float]:
+        index = _ranked(self.log_probs, idx)
+        return self.lm.byte_vocab[index], float(self.log_probs[index])
+
+
+class Transformer(Distribution):
+    """The next token of `lm` after a fixed context, at temperature `temp` (no state).
+
+    Args:
+        lm: an `AsyncLM`.
+        prompt: the context, as text (tokenised with `lm.tokenizer`) or token ids.
+        temp: divides the log-probs before renormalising (> 0).
+    """
+
+    def __init__(self, lm: Any, prompt: str | Sequence[int], temp: float = 1.0) -> None:
+        if not temp > 0:
+            raise ValueError(f"temperature must be > 0, got {temp}")
+        if isinstance(prompt, str):
+            prompt = lm.tokenizer.encode(prompt)
+        self.lm = lm
+        self.prompt = list(lm.validate_context(prompt))
+        self.temp = float(temp)
+
+    async def _log_probs(self) -> np.ndarray:
+        raw = await self.lm.next_token_logprobs(self.prompt)
+        raw = raw.detach().cpu().double().numpy()
+        return log_softmax(raw / self.temp)
+
+    async def sample(self) -> tuple[Any, float]:
+        log_probs = await self._log_probs()
+        index = sample_index(log_probs)
+        return self.lm.byte_vocab[index], float(log_probs[index])
+
+    async def log_prob(self, x: Any) -> float:
+        return float((await self._log_probs())[_token_id(self.lm, x)])
+
+    async def argmax(self, idx: int) -> tuple[Any, float]:
+        log_probs = await self._log_probs()
+        index = _ranked(log_probs, idx)
+        return self.lm.byte_vocab[index], float(log_probs[index])

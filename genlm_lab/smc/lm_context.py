@@ -1,0 +1,253 @@
+"""`LMContext`: a generation in progress, sampled token by token inside a model.
+
+The context holds the token ids so far and a *mask*: the next-token ids not yet
+ruled out. `next_token()` draws (or observes) the next token, restricted to
+the mask and renormalised. `mask_dist(mask)` is the Bernoulli event "the next
+token lies in `mask`"; sampling or observing it narrows the mask, which is
+how a model constrains a token before drawing it (observe `True` to weight
+the particle by the mask's probability and then draw inside the mask: the
+locally optimal proposal for a hard token constraint).
+
+Log-probs are fetched lazily, when a particle first needs them in a step, so
+all particles ask the backend at once and the backend batches their requests.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.smc._random import get_rng
+from genlm_lab.smc.distributions import Distribution, log_softmax, sample_index
+from genlm_lab.smc.masks import as_mask, token_masks
+
+__all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
+
+
+def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
+    """Token ids of a prompt (text via `lm.tokenizer.encode`), with BOS where the LM needs one."""
+    if isinstance(prompt, str):
+        ids = list(lm.tokenizer.encode(prompt))
+    else:
+        ids = [int(getattr(t, "token_id", t)) for t in prompt]
+    if not ids and not getattr(lm, "allows_empty_context", True):
+        if lm.bos_token_id is None:
+            raise ValueError("the prompt is empty and this LM needs at least one token of context")
+        ids = [lm.bos_token_id]
+    return list(lm.validate_context(ids))
+
+
+class LMContext:
+    """A sequence of tokens from `lm` that a model extends, with an optional mask.
+
+    Args:
+        lm: an `AsyncLM` (`next_token_logprobs`, `byte_vocab`, `tokenizer`).
+        prompt: the text (or token ids) the generation continues.
+        temp: temperature of the next-token distribution (> 0).
+        show_prompt: include the prompt in `str(context)`.
+        show_eos: include EOS tokens in `str(context)`.
+
+    Attributes:
+        tokens: all token ids, prompt included.
+        prompt_token_count: how many of `tokens` are the prompt.
+    """
+
+    def __init__(
+        self,
+        lm: Any,
+        prompt: str | Sequence[int],
+        temp: float = 1.0,
+        show_prompt: bool = False,
+        show_eos: bool = True,
+    ) -> None:
+        if not temp > 0 or not math.isfinite(temp):
+            raise ValueError(f"temperature must be a finite number > 0, got {temp}")
+        self.lm = lm
+        self.tokens = encode_prompt(lm, prompt)
+        self.prompt_token_count = len(self.tokens)
+        self.temp = float(temp)
+        self.show_prompt = show_prompt
+        self.show_eos = show_eos
+        self._eos = frozenset(lm.eos_token_ids)
+        self._invalidate()
+
+    @classmethod
+    async def create(
+        cls, lm: Any, prompt: str | Sequence[int], temp: float = 1.0, **kwargs: Any
+    ) -> LMContext:
+        """Build a context and fetch its first next-token distribution now."""
+        ctx = cls(lm, prompt, temp, **kwargs)
+        await ctx.ensure_logprobs()
+        return ctx
+
+    # ------------------------------------------------------------ state
+    def _invalidate(self) -> None:
+        # Arrays are replaced, never mutated in place: copies share them safely.
+        self._log_probs: np.ndarray | None = None
+        self._probs: np.ndarray | None = None
+        self._mask: np.ndarray | None = None  # None: every token allowed
+        self._log_mass = 0.0
+
+    async def ensure_logprobs(self) -> None:
+        """Fetch the next-token log-probs of the current tokens if not yet known."""
+        if self._log_probs is None:
+            raw = await self.lm.next_token_logprobs(self.tokens)
+            log_probs = log_softmax(raw.detach().cpu().double().numpy() / self.temp)
+            self._log_probs = log_probs
+            self._probs = np.exp(log_probs)
+
+    def _require(self) -> np.ndarray:
+        if self._log_probs is None:
+            raise RuntimeError(
+                "the next-token distribution is not fetched yet: `await ctx.ensure_logprobs()`"
+            )
+        return self._log_probs
+
+    @property
+    def model_mask(self) -> np.ndarray:
+        """Boolean array of the token ids not yet ruled out as the next token."""
+        if self._mask is None:
+            return np.ones(self.lm.vocab_size, dtype=bool)
+        return self._mask
+
+    @property
+    def next_token_logprobs(self) -> np.ndarray:
+        """Log-probs of the next token under temperature and mask, renormalised (-inf outside)."""
+        log_probs = self._require()
+        if self._mask is None:
+            return log_probs
+        if self._log_mass == -math.inf:
+            return np.full_like(log_probs, -np.inf)
+        return np.where(self._mask, log_probs - self._log_mass, -np.inf)
+
+    def _push(self, token_id: int) -> None:
+        self.tokens.append(token_id)
+        self._invalidate()
+
+    @property
+    def token_count(self) -> int:
+        """Number of tokens generated after the prompt."""
+        return len(self.tokens) - self.prompt_token_count
+
+    @property
+    def generated_ids(self) -> list[int]:
+        return self.tokens[self.prompt_token_count :]
+
+    @property
+    def ended(self) -> bool:
+        """Whether the last generated token is an EOS token."""
+        return self.token_count > 0 and self.tokens[-1] in self._eos
+
+    # ----------------------------------------------------- distributions
+    def next_token(self) -> LMNextToken:
+        """The distribution of the next token; sampling or observing it appends the token."""
+        return LMNextToken(self)
+
+    def mask_dist(self, mask: Any) -> LMTokenMask:
+        """Bernoulli: True iff the next token lies in `mask` (bool array or token ids).
+
+        Sampling or observing it narrows this context's mask to `mask` (True)
+        or to its complement (False), so `next_token()` then draws accordingly.
+        """
+        return LMTokenMask(self, as_mask(mask, self.lm.vocab_size))
+
+    @property
+    def masks(self):
+        """The `TokenMasks` of this context's LM."""
+        return token_masks(self.lm)
+
+    # ---------------------------------------------------------- display
+    def text_bytes(self) -> bytes:
+        ids = self.tokens if self.show_prompt else self.generated_ids
+        if not self.show_eos:
+            ids = [i for i in ids if i not in self._eos]
+        return b"".join(bytes(self.lm.byte_vocab[i]) for i in ids)
+
+    def __str__(self) -> str:
+        return self.text_bytes().decode("utf-8", errors="replace")
+
+    def __repr__(self) -> str:
+        return f"LMContext({str(self)!r}, tokens={self.token_count})"
+
+    def __deepcopy__(self, memo: dict) -> LMContext:
+        clone = copy.copy(self)
+        clone.tokens = list(self.tokens)
+        memo[id(self)] = clone
+        return clone
+
+
+class LMNextToken(Distribution):
+    """The next token of an `LMContext`; drawing or observing it advances the context."""
+
+    def __init__(self, ctx: LMContext) -> None:
+        self.ctx = ctx
+
+    async def sample(self) -> tuple[Any, float]:
+        ctx = self.ctx
+        await ctx.ensure_logprobs()
+        log_probs = ctx.next_token_logprobs
+        if ctx._mask is not None and ctx._log_mass == -math.inf:
+            # A dead particle (its mask has no mass): any token, with weight 0.
+            token_id, log_p = int(np.argmax(ctx._log_probs)), -math.inf
+        else:
+            token_id = sample_index(log_probs, get_rng())
+            log_p = float(log_probs[token_id])
+        ctx._push(token_id)
+        return ctx.lm.byte_vocab[token_id], log_p
+
+    async def log_prob(self, x: Any) -> float:
+        ctx = self.ctx
+        token_id = int(getattr(x, "token_id", x))
+        if not 0 <= token_id < ctx.lm.vocab_size:
+            raise ValueError(
+                f"token id {token_id} is outside the vocabulary ({ctx.lm.vocab_size} tokens)"
+            )
+        await ctx.ensure_logprobs()
+        log_p = float(ctx.next_token_logprobs[token_id])
+        ctx._push(token_id)
+        return log_p
+
+
+class LMTokenMask(Distribution):
+    """Bernoulli event "the next token of `ctx` lies in `mask`"; it narrows the context's mask."""
+
+    def __init__(self, ctx: LMContext, mask: np.ndarray) -> None:
+        self.ctx = ctx
+        self.mask = mask
+
+    async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        ctx = self.ctx
+        await ctx.ensure_logprobs()
+        allowed = ctx._mask
+        yes = self.mask if allowed is None else allowed & self.mask
+        no = ~self.mask if allowed is None else allowed & ~self.mask
+        probs = ctx._probs
+        return yes, no, float(probs[yes].sum()), float(probs[no].sum())
+
+    def _narrow(self, keep: np.ndarray, mass: float) -> None:
+        self.ctx._mask = keep
+        self.ctx._log_mass = math.log(mass) if mass > 0 else -math.inf
+
+    async def sample(self) -> tuple[bool, float]:
+        yes, no, m_yes, m_no = await self._masses()
+        total = m_yes + m_no
+        if total <= 0:
+            self._narrow(yes, m_yes)
+            return True, -math.inf
+        value = bool(get_rng().random() * total < m_yes)
+        mass = m_yes if value else m_no
+        self._narrow(yes if value else no, mass)
+        return value, math.log(mass / total) if mass > 0 else -math.inf
+
+    async def log_prob(self, v: Any) -> float:
+        yes, no, m_yes, m_no = await self._masses()
+        total = m_yes + m_no
+        mass = m_yes if v else m_no
+        self._narrow(yes if v else no, mass)
+        if total <= 0 or mass <= 0:
+            return -math.inf
+        return math.log(mass / total)

@@ -1,0 +1,246 @@
+"""`Model`: a probabilistic program whose particles SMC runs, plus `SubModel`.
+
+A model is a Python object with an async `step` method. Inference makes one
+copy per particle; each `step` extends the particle by sampling from
+distributions and changes its log-weight with `observe`, `condition`,
+`score` and `twist`. When `done_stepping()` is true the particle is final.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["Model", "SubModel", "submodel"]
+
+
+class Model:
+    """Base class of probabilistic programs over which SMC runs.
+
+    Subclasses call `super().__init__()` and define `async def step(self)`.
+    The log-weight lives in `self.weight`; `self.finished` ends the particle.
+
+    Attributes:
+        weight: the particle's log importance weight (0 at the start).
+        finished: whether `step` should be called again.
+        twist_amount: the part of `weight` added by `twist` since the last step.
+    """
+
+    def __init__(self) -> None:
+        self.weight = 0.0
+        self.finished = False
+        self.mode = "sample"
+        self.beam_idx = 0
+        self.force_eos = False
+        self.twist_amount = 0.0
+
+    def reset(self) -> None:
+        """Forget weight, twist and the finished flag (the state of a new particle)."""
+        self.weight = 0.0
+        self.finished = False
+        self.mode = "sample"
+        self.beam_idx = 0
+        self.force_eos = False
+        self.twist_amount = 0.0
+
+    # ----------------------------------------------------------- copying
+    def immutable_properties(self) -> set[str]:
+        """Names of attributes that `step` never changes: shared, not copied, between particles.
+
+        Override to share large read-only things (masks, tables, the LM) and make
+        cloning cheap. The default shares nothing.
+        """
+        return set()
+
+    def __deepcopy__(self, memo: dict) -> Model:
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        shared = self.immutable_properties()
+        for key, value in self.__dict__.items():
+            setattr(clone, key, value if key in shared else copy.deepcopy(value, memo))
+        return clone
+
+    # ----------------------------------------------------------- weights
+    def score(self, score: float) -> None:
+        """Multiply the particle's weight by `exp(score)`.
+
+        The primitive under `observe`, `condition`, `twist` and proposals:
+        it changes the target distribution.
+        """
+        score = float(score)
+        if math.isnan(score) or score == math.inf:
+            raise ValueError(f"score must be a finite number or -inf, got {score}")
+        self.weight += score
+
+    def condition(self, b: Any) -> None:
+        """Require `b` to be true: otherwise the weight becomes 0 (log -inf) and the particle ends."""
+        if not b:
+            self.score(-math.inf)
+            self.finish()
+
+    def twist(self, amt: float) -> None:
+        """Multiply the weight by `exp(amt)` until the next step, when it is divided back out.
+
+        A heuristic that steers resampling towards promising particles without
+        changing the target distribution. Use `condition` to kill a particle.
+        """
+        amt = float(amt)
+        if not math.isfinite(amt):
+            raise ValueError(
+                f"twist amount must be finite, got {amt}; use condition(False) to kill a particle"
+            )
+        self.twist_amount += amt
+        self.score(amt)
+
+    def untwist(self) -> None:
+        """Remove the twist added since the last step from the weight."""
+        if self.twist_amount:
+            self.weight -= self.twist_amount
+        self.twist_amount = 0.0
+
+    def finish(self) -> None:
+        """End the particle: untwist it and mark it finished."""
+        self.untwist()
+        self.finished = True
+
+    def done_stepping(self) -> bool:
+        """Whether the particle is final (by default: `finished`)."""
+        return self.finished
+
+    # ----------------------------------------------------------- program
+    async def start(self) -> None:
+        """Run once per particle before the first step (by default nothing)."""
+
+    async def step(self) -> None:
+        """Extend the particle by one step. Every subclass defines it."""
+        if not self.done_stepping():
+            raise NotImplementedError(f"{type(self).__name__}.step() is not defined")
+
+    async def sample(self, dist: Any, proposal: Any = None) -> Any:
+        """Draw a value from `dist`, or from `proposal` with an importance correction.
+
+        With a proposal q the value x is drawn from q and the weight is
+        multiplied by p(x) / q(x), so the target stays the model's.
+
+        Args:
+            dist: the distribution of the model (anything with async `sample`
+                and `log_prob`).
+            proposal: an optional distribution to draw from instead.
+
+        Returns:
+            The value drawn.
+        """
+        if proposal is None:
+            value, _ = await dist.sample()
+            return value
+        value, log_q = await proposal.sample()
+        log_p = await dist.log_prob(value)
+        if log_q == -math.inf:
+            raise ValueError(f"the proposal drew {value!r}, which has probability 0 under itself")
+        self.score(log_p - log_q)
+        return value
+
+    async def observe(self, dist: Any, x: Any) -> Any:
+        """Condition on `dist` producing `x`: multiply the weight by p(x)."""
+        self.score(await dist.log_prob(x))
+        return x
+
+    async def intervene(self, dist: Any, x: Any) -> Any:
+        """Force `dist` to produce `x` (its side effects happen) without weighting by p(x)."""
+        await dist.log_prob(x)
+        return x
+
+    async def call(self, submodel: SubModel) -> Any:
+        """Run a `SubModel` inside this particle and return its result."""
+        return await submodel.run_with_parent(self)
+
+    # ----------------------------------------------------------- display
+    def __str__(self) -> str:
+        return "Particle"
+
+    def string_for_serialization(self) -> str:
+        """The particle's contents as text, for records, posteriors and views."""
+        return str(self)
+
+
+class SubModel:
+    """A reusable piece of a program, run inside a parent particle with `await parent.call(sub)`.
+
+    Its `sample`, `observe`, `score`, ... act on the parent's weight.
+    Subclasses define `async def forward(self)`.
+    """
+
+    def __init__(self) -> None:
+        self.parent: Model | None = None
+
+    async def run_with_parent(self, parent: Model) -> Any:
+        """Run `forward` with `parent` as the particle that is weighted."""
+        previous = getattr(self, "parent", None)
+        self.parent = parent
+        try:
+            return await self.forward()
+        finally:
+            self.parent = previous
+
+    async def forward(self) -> Any:
+        """The body of the submodel; subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__}.forward() is not defined")
+
+    def _require_parent(self) -> Model:
+        if self.parent is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not running: call it with `await model.call(submodel)`"
+            )
+        return self.parent
+
+    async def sample(self, dist: Any, proposal: Any = None) -> Any:
+        return await self._require_parent().sample(dist, proposal)
+
+    async def observe(self, dist: Any, x: Any) -> Any:
+        return await self._require_parent().observe(dist, x)
+
+    async def intervene(self, dist: Any, x: Any) -> Any:
+        return await self._require_parent().intervene(dist, x)
+
+    def condition(self, b: Any) -> None:
+        self._require_parent().condition(b)
+
+    def score(self, score: float) -> None:
+        self._require_parent().score(score)
+
+    def twist(self, amt: float) -> None:
+        self._require_parent().twist(amt)
+
+    async def call(self, submodel: SubModel) -> Any:
+        return await submodel.run_with_parent(self._require_parent())
+
+
+def submodel(f: Callable[..., Awaitable[Any]]) -> type[SubModel]:
+    """Turn `async def f(self, *args)` into a `SubModel` class built with `f`'s arguments.
+
+    Example:
+        ```python
+        @submodel
+        async def two_tokens(self, context):
+            a = await self.sample(context.next_token())
+            b = await self.sample(context.next_token())
+            return a, b
+
+        pair = await model.call(two_tokens(model.context))
+        ```
+    """
+
+    class _FunctionSubModel(SubModel):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__()
+            self.args = args
+            self.kwargs = kwargs
+
+        async def forward(self) -> Any:
+            return await f(self, *self.args, **self.kwargs)
+
+    functools.update_wrapper(_FunctionSubModel, f, updated=())
+    return _FunctionSubModel

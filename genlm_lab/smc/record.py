@@ -1,0 +1,223 @@
+"""`SMCRecord`: the full history of an SMC run, as plain JSON-ready data.
+
+A record is a header (run id, algorithm, particle count, parameters), one
+*step entry* per step and a final summary. A step entry is the dict that
+observers receive (`on_step(entry)`) and views draw:
+
+```
+{
+  "run_id": str,                 # the run this step belongs to
+  "step": int,                   # 1 for the first step
+  "contents": [str, ...],        # particle.string_for_serialization(), one per particle
+  "log_weights": [float, ...],   # log-weights after the step (before resampling)
+  "weight_increments": [float, ...],  # log-weight change during the step
+  "finished": [bool, ...],       # done_stepping() of each particle
+  "ess": float,                  # effective sample size of log_weights
+  "log_ml": float,               # running estimate of log Z: logmeanexp(log_weights)
+  "resampled": bool,             # whether resampling followed this step
+  "ancestors": [int, ...] | None # then: new particle i copies this step's particle ancestors[i]
+}
+```
+
+Lists have one entry per particle of that step (smc_steer records its
+`n_particles * n_beam` candidates). In JSON, -inf / inf / NaN floats are the
+strings "-Infinity" / "Infinity" / "NaN" (both `float()` and JavaScript's
+`Number()` read them back). With `json_file`, inference writes the record as
+JSON lines (header, one line per step, final) as it goes, so an interrupted
+run keeps the steps it finished; `SMCRecord.load` reads both forms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SMCRecord"]
+
+_LIST_FLOATS = ("log_weights", "weight_increments")
+_SCALAR_FLOATS = ("ess", "log_ml")
+_NONFINITE = {"-Infinity": -math.inf, "Infinity": math.inf, "NaN": math.nan}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _to_float(value: Any) -> float:
+    return _NONFINITE[value] if isinstance(value, str) else float(value)
+
+
+def _decode_entry(entry: dict) -> dict:
+    out = dict(entry)
+    for key in _LIST_FLOATS:
+        if out.get(key) is not None:
+            out[key] = [_to_float(v) for v in out[key]]
+    for key in _SCALAR_FLOATS:
+        if out.get(key) is not None:
+            out[key] = _to_float(out[key])
+    return out
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(_encode(obj), allow_nan=False, ensure_ascii=False)
+
+
+@dataclass
+class SMCRecord:
+    """History of one inference run: header, step entries and final summary.
+
+    Attributes:
+        n_particles: particles of the run (views use it, with `run_id`, to tell runs apart).
+        algorithm: "smc_standard", "smc_steer" or "importance_sampling".
+        run_id: a fresh uuid per run.
+        params: the run's settings (ess_threshold, resampling_method, seed, model, ...).
+        steps: the step entries, in order (see the module docstring).
+        final: None while running; then {"status", "log_ml", "ess", "n_steps"}
+            where status is "finished", "all_dead" or "interrupted".
+    """
+
+    n_particles: int
+    algorithm: str = "smc_standard"
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    params: dict = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)
+    final: dict | None = None
+    version: int = 1
+
+    def header(self) -> dict:
+        """The header fields (everything but steps and final)."""
+        return {
+            "version": self.version,
+            "run_id": self.run_id,
+            "algorithm": self.algorithm,
+            "n_particles": self.n_particles,
+            "params": self.params,
+        }
+
+    def to_dict(self) -> dict:
+        return {**self.header(), "steps": self.steps, "final": self.final}
+
+    def to_json(self) -> str:
+        """The whole record as one JSON document."""
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SMCRecord:
+        final = data.get("final")
+        return cls(
+            n_particles=int(data["n_particles"]),
+            algorithm=data.get("algorithm", "smc_standard"),
+            run_id=data["run_id"],
+            params=dict(data.get("params") or {}),
+            steps=[_decode_entry(s) for s in data.get("steps", [])],
+            final=None if final is None else _decode_entry(final),
+            version=int(data.get("version", 1)),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SMCRecord:
+        """Read `to_json` output, or the JSON-lines form written during a run.
+
+        Raises:
+            ValueError: if the text is neither form.
+        """
+        stripped = text.strip()
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and "steps" in data:
+            return cls.from_dict(data)
+        return cls._from_lines(stripped.splitlines())
+
+    @classmethod
+    def _from_lines(cls, lines: list[str]) -> SMCRecord:
+        header, steps, final = None, [], None
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                if number == len(lines) - 1:  # a line cut short by an interruption
+                    break
+                raise ValueError(f"line {number + 1} of the record is not JSON") from None
+            kind = item.pop("type", None)
+            if kind == "header":
+                header = item
+            elif kind == "step":
+                steps.append(item)
+            elif kind == "final":
+                final = item
+        if header is None:
+            raise ValueError("not an SMC record: no JSON document with 'steps' and no header line")
+        return cls.from_dict({**header, "steps": steps, "final": final})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SMCRecord:
+        """Read a record file (either form)."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the record as one JSON document."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    def to_pandas(self):
+        """One row per (step, particle): contents, log-weight, increment, finished."""
+        import pandas as pd
+
+        rows = []
+        for entry in self.steps:
+            for i, text in enumerate(entry["contents"]):
+                rows.append(
+                    {
+                        "step": entry["step"],
+                        "particle": i,
+                        "contents": text,
+                        "log_weight": entry["log_weights"][i],
+                        "weight_increment": entry["weight_increments"][i],
+                        "finished": entry["finished"][i],
+                        "ancestor": None
+                        if entry.get("ancestors") is None
+                        else entry["ancestors"][i],
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+class RecordWriter:
+    """Appends a record to a JSON-lines file as the run goes (header, steps, final)."""
+
+    def __init__(self, path: str | os.PathLike, record: SMCRecord) -> None:
+        self.path = os.fspath(path)
+        self._file = open(self.path, "w", encoding="utf-8")
+        self._write({"type": "header", **record.header()})
+
+    def _write(self, item: dict) -> None:
+        self._file.write(_dumps(item) + "\n")
+        self._file.flush()
+
+    def step(self, entry: dict) -> None:
+        self._write({"type": "step", **entry})
+
+    def finish(self, final: dict) -> None:
+        self._write({"type": "final", **final})
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()

@@ -1,0 +1,144 @@
+"""`smc_steer`: SMC with `n_beam` children per particle and resampling without replacement.
+
+Each round every live particle is copied into `n_beam` children that step
+independently; the `n_particles * n_beam` candidates are then cut back to
+`n_particles` by the without-replacement scheme of Fearnhead & Clifford:
+find c with sum_i min(1, c w_i) = N; candidates with c w_i >= 1 are kept
+with their weight, the others are kept with probability c w_i (systematic
+sampling, each at most once) and given weight 1/c. The mean weight remains
+an unbiased estimate of Z, so `log_ml` is `logmeanexp` of the final weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.smc._random import make_rng, using_rng
+from genlm_lab.smc._run import Run, check_n, gather_all, is_alive, weights_of
+from genlm_lab.smc.result import SMCResult
+from genlm_lab.util import logsumexp
+
+__all__ = ["smc_steer"]
+
+
+def _threshold(w: np.ndarray, n: int) -> tuple[float, int]:
+    """c with sum(min(1, c * w)) == n, and how many weights reach c * w >= 1.
+
+    Requires more than n positive weights (normalised, summing to 1).
+    """
+    desc = np.sort(w)[::-1]
+    tails = np.cumsum(desc[::-1])[::-1]  # tails[k] = sum(desc[k:])
+    for k in range(n):
+        c = (n - k) / tails[k]
+        if c * desc[k] < 1.0 and (k == 0 or c * desc[k - 1] >= 1.0):
+            return float(c), k
+    return float(n / tails[0]), 0  # unreachable for valid input; safe fallback
+
+
+def resample_without_replacement(
+    log_weights: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep at most `n` of the candidates; return (kept indices, their new log-weights).
+
+    New weights are scaled so that their mean over the kept candidates equals
+    the mean over all candidates in expectation.
+    """
+    m = log_weights.size
+    positive = np.flatnonzero(log_weights > -math.inf)
+    if positive.size <= n:
+        new = log_weights[positive] + math.log(positive.size / m) if positive.size else positive
+        return positive, np.asarray(new, dtype=np.float64)
+    total = logsumexp(log_weights)
+    w = np.exp(log_weights - total)
+    c, _ = _threshold(w, n)
+    keep_all = np.flatnonzero(c * w >= 1.0)
+    rest = np.flatnonzero((c * w < 1.0) & (w > 0))
+    k = n - keep_all.size
+    cumulative = np.cumsum(c * w[rest])
+    points = rng.random() + np.arange(k)
+    picked = rest[
+        np.unique(np.minimum(np.searchsorted(cumulative, points, side="right"), rest.size - 1))
+    ]
+    scale = math.log(n / m)
+    new = np.concatenate(
+        [log_weights[keep_all] + scale, np.full(picked.size, total - math.log(c) + scale)]
+    )
+    return np.concatenate([keep_all, picked]), new
+
+
+async def smc_steer(
+    model: Any,
+    n_particles: int,
+    n_beam: int,
+    json_file: str | os.PathLike | None = None,
+    observers: Any = (),
+    seed: int | np.random.Generator | None = None,
+) -> SMCResult:
+    """SMC steering: expand each particle into `n_beam` children, keep `n_particles`.
+
+    Args:
+        model: the `Model` to copy into particles.
+        n_particles: particles kept after every round.
+        n_beam: children per live particle each round.
+        json_file: optional record file (JSON lines, written as the run goes).
+        observers: step observers (see `genlm_lab.smc.observers`).
+        seed: an int or numpy Generator for every random choice.
+
+    Returns:
+        An `SMCResult` of the final particles.
+    """
+    n = check_n("n_particles", n_particles)
+    beam = check_n("n_beam", n_beam)
+    rng = make_rng(seed)
+    params = {"n_beam": beam, "seed": seed if isinstance(seed, int) else None}
+    run = Run("smc_steer", model, n, params, json_file, observers)
+    particles: list[Any] = []
+    with using_rng(rng):
+        try:
+            particles = [copy.deepcopy(model) for _ in range(n)]
+            before_parents = weights_of(particles)
+            await gather_all(p.start() for p in particles)
+            while any(is_alive(p) for p in particles):
+                candidates, before = _expand(particles, before_parents, beam)
+                await gather_all(p.step() for p in candidates if is_alive(p))
+                weights = weights_of(candidates)
+                if np.all(weights == -math.inf):
+                    await run.emit(candidates, before, None)
+                    run.warn_all_dead()
+                    return await run.finish(candidates, "all_dead")
+                kept, new_weights = resample_without_replacement(weights, n, rng)
+                await run.emit(candidates, before, kept.tolist())
+                particles = [candidates[i] for i in kept]
+                for p, w in zip(particles, new_weights, strict=True):
+                    p.weight = float(w)
+                before_parents = weights_of(particles)
+            return await run.finish(particles, "finished")
+        except BaseException:
+            run.interrupted(particles)
+            raise
+
+
+def _expand(particles: list[Any], before: np.ndarray, beam: int) -> tuple[list[Any], np.ndarray]:
+    """Children of every particle; weights scaled so their mean still estimates Z."""
+    n_live = sum(is_alive(p) for p in particles)
+    m = len(particles) - n_live + n_live * beam
+    scale = math.log(m / len(particles))
+    candidates: list[Any] = []
+    starts: list[float] = []
+    for p, start in zip(particles, before, strict=True):
+        p.untwist()
+        if is_alive(p):
+            p.weight += scale - math.log(beam)
+            children = [p] + [copy.deepcopy(p) for _ in range(beam - 1)]
+            candidates.extend(children)
+            starts.extend([start] * beam)
+        else:
+            p.weight += scale
+            candidates.append(p)
+            starts.append(start)
+    return candidates, np.array(starts, dtype=np.float64)
