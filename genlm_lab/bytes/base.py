@@ -1,0 +1,83 @@
+"""`StatefulByteLM`: the interface of a language model over bytes."""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+
+from genlm_lab.util import Chart
+
+
+def sample_dict(chart: Chart, rng: random.Random | None = None) -> int:
+    """Draw a key of `chart` with probability proportional to its (non-negative) value."""
+    keys = list(chart.keys())
+    weights = [float(chart[k]) for k in keys]
+    if not keys or sum(weights) <= 0:
+        raise ValueError("cannot sample from a distribution with no positive mass")
+    return (rng or random).choices(keys, weights=weights, k=1)[0]
+
+
+class StatefulByteLM(ABC):
+    """A language model over bytes whose state advances one byte at a time.
+
+    Subclasses implement `await (state << byte)` and `await state.logp_next()`;
+    `prefill`, `greedy` and `sample` are built on those two.
+    """
+
+    @abstractmethod
+    async def __lshift__(self, b: int) -> StatefulByteLM:
+        """The state after consuming byte `b`."""
+
+    @abstractmethod
+    async def logp_next(self):
+        """Log-probabilities of the next byte (a `LazyByteProbs`)."""
+
+    def prune(self) -> StatefulByteLM:
+        """A smaller state approximating this one (no change by default)."""
+        return self
+
+    async def prefill(self, bs: Iterable[int]) -> StatefulByteLM:
+        """The state after consuming every byte of `bs`, pruning before each byte."""
+        state = self
+        for b in bytes(bs) if isinstance(bs, (bytes, bytearray)) else bs:
+            state = await (state.prune() << b)
+        return state
+
+    async def greedy(self, context: bytes, steps: int) -> bytes:
+        """`context` followed by `steps` most likely bytes (stops early at EOS)."""
+        return await self._generate(context, steps, lambda q: q.argmax())
+
+    async def sample(
+        self,
+        context: bytes,
+        steps: int,
+        draw: Callable[[Chart], int] = sample_dict,
+    ) -> bytes:
+        """`context` followed by `steps` sampled bytes (stops early at EOS).
+
+        Args:
+            context: bytes to condition on.
+            steps: the most bytes to generate.
+            draw: picks a slot from a `Chart` of probabilities.
+        """
+        import math
+
+        return await self._generate(context, steps, lambda q: draw(q.map_values(math.exp)))
+
+    async def _generate(self, context: bytes, steps: int, pick: Callable[[Chart], int]) -> bytes:
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
+        out = list(bytes(context))
+        state = await self.prefill(out)
+        for _ in range(steps):
+            q = (await state.logp_next()).materialize()
+            b = int(pick(q))
+            if b >= 256:
+                break
+            state = await (state.prune() << b)
+            out.append(b)
+        return bytes(out)
+
+    async def cleanup(self) -> None:
+        """Release background resources (trie workers)."""

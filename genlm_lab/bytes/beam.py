@@ -1,0 +1,386 @@
+"""`ByteBeamState`: a byte-level LM that sums over the tokenizations of its input.
+
+The beam holds candidate tokenizations (`LazyTrieState`) of the bytes read so
+far; the sum of their weights (`logZ`) estimates the log-probability of those
+bytes. Reading a byte advances every candidate inside its current token and,
+where a token can end, *extends* it: commits the token and starts the next.
+An extension needs the model's next-token distribution, so those LM calls
+are the whole cost; all extensions of a step are evaluated concurrently (one
+batched forward, one batched trie pass), and only those that can matter:
+extensions already computed by `logp_next` are reused, and when reading a
+byte without `logp_next`, an extension whose weight cannot reach the beam's
+top K after this byte is not evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.bytes._tries import trie_for
+from genlm_lab.bytes.base import StatefulByteLM
+from genlm_lab.bytes.heal import TokenHealer
+from genlm_lab.bytes.lm_state import StatefulTokenizedLM
+from genlm_lab.bytes.params import BeamParams, EmptyBeamError
+from genlm_lab.bytes.probs import EOS, EOT, LazyByteProbs
+from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
+from genlm_lab.bytes.trie import TrieMode
+from genlm_lab.bytes.trie_state import LazyTrieState
+from genlm_lab.util import logsumexp
+
+__all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]
+
+
+def _check_byte(b: Any) -> int:
+    if isinstance(b, bool) or not hasattr(b, "__index__"):
+        raise ValueError(f"a beam reads one byte as an int 0..255 (or EOS=257), got {b!r}")
+    b = int(b)
+    if not (0 <= b <= 255 or b == EOS):
+        raise ValueError(f"byte {b} is outside 0..255 (use 257 for EOS)")
+    return b
+
+
+class ByteBeamState(StatefulByteLM):
+    """A beam of candidate tokenizations: a language model over bytes.
+
+    Build one with `await ByteBeamState.initial(llm, params)`; then
+    `beam = await (beam.prune() << byte)` reads a byte and
+    `await beam.logp_next()` gives the next-byte distribution.
+
+    Args:
+        states: the candidates.
+        params: beam parameters.
+        history: the step records shared along the chain (internal).
+        position: bytes consumed so far.
+    """
+
+    def __init__(
+        self,
+        states: list[LazyTrieState],
+        params: BeamParams,
+        *,
+        history: list[BeamStep] | None = None,
+        position: int = 0,
+        rows: list[CandidateRow] | None = None,
+        base_len: int = 0,
+    ) -> None:
+        order = sorted(range(len(states)), key=lambda i: -states[i].weight)
+        self.states = [states[i] for i in order]
+        self.params = params
+        self.position = position
+        self._rows = [rows[i] for i in order] if rows is not None else None
+        self._history = history if history is not None else []
+        self._hlen = len(self._history)
+        self._base_len = base_len
+        self._ext: list[LazyTrieState] | None = None
+        self._ext_skipped = 0
+
+    # -- construction ---------------------------------------------------------------
+
+    @classmethod
+    async def initial(
+        cls, llm: Any, params: BeamParams, trie_opts: dict | None = None
+    ) -> ByteBeamState:
+        """The beam before any byte.
+
+        Args:
+            llm: an `AsyncLM` (or a `StatefulTokenizedLM` to start from its context).
+            params: beam parameters.
+            trie_opts: extra `TokenByteTrie` options (e.g. `{"device": "cuda"}`).
+        """
+        if not isinstance(params, BeamParams):
+            raise ValueError(f"params must be a BeamParams, got {type(params).__name__}")
+        lm_state = llm if isinstance(llm, StatefulTokenizedLM) else StatefulTokenizedLM.initial(llm)
+        trie = trie_for(lm_state.model, params.eos_tokens, trie_opts)
+        state = LazyTrieState.initial(lm_state, trie, mode=TrieMode.WITH_EOS)
+        await state.materialize()
+        beam = cls([state], params, base_len=len(lm_state.context))
+        beam._record(None, {id(state): "new"}, lm_calls=1)
+        return beam
+
+    def _derive(
+        self, states: list[LazyTrieState], rows: list[CandidateRow] | None, position: int
+    ) -> ByteBeamState:
+        history = self._history
+        if len(history) != self._hlen:  # another branch grew the shared list: fork it
+            history = history[: self._hlen]
+        return ByteBeamState(
+            states,
+            self.params,
+            history=history,
+            position=position,
+            rows=rows,
+            base_len=self._base_len,
+        )
+
+    # -- reading ----------------------------------------------------------------------
+
+    def __iter__(self):
+        return iter(self.states)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    @cached_property
+    def logZ(self) -> float:
+        """log of the summed candidate weights: the estimated log-probability of the bytes read."""
+        return logsumexp([s.weight for s in self.states])
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the beam consumed EOS (every candidate ended)."""
+        return bool(self.states) and all(s.terminated for s in self.states)
+
+    @property
+    def history(self) -> list[BeamStep]:
+        """The step records up to this beam (see `genlm_lab.bytes.record`)."""
+        return self._history[: self._hlen]
+
+    @property
+    def last_step(self) -> BeamStep | None:
+        """The record of the step that produced this beam."""
+        return self._history[self._hlen - 1] if self._hlen else None
+
+    @property
+    def trie(self) -> Any:
+        """The shared `AsyncTokenByteTrie`."""
+        return self.states[0].trie if self.states else None
+
+    # -- extensions ---------------------------------------------------------------------
+
+    def _extension_candidates(self) -> tuple[list[LazyTrieState], int]:
+        """Extensions worth evaluating (thresholds applied), and how many were skipped."""
+        cands = [e for s in self.states for e in s.extensions()]
+        if not cands:
+            return [], 0
+        logZ = self.logZ
+        cut = self.params.log_prune_threshold
+        keep = [e for e in cands if e.weight - logZ > cut]
+        eps = self.params.extend_threshold
+        if eps > 0 and keep:
+            keep.sort(key=lambda e: e.weight)
+            total = 0.0
+            drop = 0
+            for e in keep:
+                if e.materialized:
+                    break
+                total += math.exp(e.weight - logZ)
+                if total > eps:
+                    break
+                drop += 1
+            keep = keep[drop:]
+        return keep, len(cands) - len(keep)
+
+    async def _evaluate(self, states: list[LazyTrieState]) -> int:
+        todo = [s for s in states if not s.materialized]
+        if todo:
+            await asyncio.gather(*(s.materialize() for s in todo))
+        return len(todo)
+
+    # -- the two operations ----------------------------------------------------------------
+
+    async def logp_next(self) -> LazyByteProbs:
+        """Normalised log-probabilities of the next byte (0..255) and EOS (257).
+
+        Evaluates the extensions of the candidates (concurrently); `<<` reuses them.
+
+        Raises:
+            EmptyBeamError: if the beam is empty or terminated.
+        """
+        if not self.states or self.terminated:
+            raise EmptyBeamError(
+                EOS, self.position, "the beam has ended (EOS consumed): nothing follows"
+            )
+        calls = 0
+        if self._ext is None:
+            keep, skipped = self._extension_candidates()
+            calls = await self._evaluate(keep)
+            self._ext, self._ext_skipped = keep, skipped
+        rows = []
+        for s in self.states:
+            lp = s.logp_next.ps + s.weight
+            lp[EOT] = -np.inf  # ending a token is not a byte; its mass is in the extensions
+            rows.append(lp)
+        rows.extend(e.logp_next.ps + e.weight for e in self._ext)
+        stacked = np.stack(rows)
+        top = np.max(stacked, axis=0)
+        finite = np.isfinite(top)
+        logps = np.full(stacked.shape[1], -np.inf)
+        with np.errstate(divide="ignore"):
+            logps[finite] = top[finite] + np.log(
+                np.exp(stacked[:, finite] - top[finite]).sum(axis=0)
+            )
+        logps -= logsumexp(logps[finite])
+        probs = LazyByteProbs(logps)
+        step = self.last_step
+        if step is not None and self._hlen == len(self._history):
+            step.next_logprobs = [float(x) for x in logps]
+            step.lm_calls_next += calls
+        return probs
+
+    async def __lshift__(self, a: int) -> ByteBeamState:
+        """The beam after reading byte `a` (0..255, or 257 for EOS).
+
+        Raises:
+            ValueError: if `a` is not a byte.
+            EmptyBeamError: if no candidate can read `a` and healing is off or fails.
+        """
+        a = _check_byte(a)
+        if not self.states:
+            raise EmptyBeamError(a, self.position, "the beam was already empty")
+        new: list[LazyTrieState] = []
+        status: list[str] = []
+        for s in self.states:
+            nxt = s << a
+            if nxt is not None:
+                new.append(nxt)
+                status.append("kept")
+        calls = 0
+        if self._ext is not None:
+            exts, skipped = self._ext, self._ext_skipped
+        else:
+            exts, skipped = self._extension_candidates()
+            exts, more = self._could_survive(exts, [s.weight for s in new])
+            skipped += more
+            calls = await self._evaluate(exts)
+        for e in exts:
+            nxt = e << a
+            if nxt is not None:
+                new.append(nxt)
+                status.append("extended")
+        heals: list[HealEvent] = []
+        if not new:
+            if self.terminated:
+                raise EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
+            if not self.params.heal:
+                raise EmptyBeamError(
+                    a, self.position, "healing is off (BeamParams(heal=True) may repair it)"
+                )
+            healed = await self._heal(a, heals)
+            calls += sum(h.lm_calls for h in heals)
+            if healed is None:
+                raise EmptyBeamError(
+                    a,
+                    self.position,
+                    f"token healing found no other tokenization ({len(heals)} candidates tried)",
+                )
+            new, status = [healed], ["healed"]
+        beam = self._derive(new, None, self.position + 1)
+        beam._record(
+            a,
+            {id(s): st for s, st in zip(new, status, strict=True)},
+            lm_calls=calls,
+            skipped=skipped,
+            healing=heals,
+        )
+        if self.params.verbose:
+            print(beam)
+        return beam
+
+    def _could_survive(
+        self, exts: list[LazyTrieState], known: list[float]
+    ) -> tuple[list[LazyTrieState], int]:
+        """Drop unevaluated extensions that cannot enter the top K after this byte.
+
+        Reading a byte can only lower an extension's weight, so one already
+        below the K-th best exact weight would be pruned before the next byte.
+        """
+        K = self.params.K
+        if len(known) < K:
+            return exts, 0
+        kth = sorted(known, reverse=True)[K - 1]
+        keep = [e for e in exts if e.materialized or e.weight > kth]
+        return keep, len(exts) - len(keep)
+
+    async def _heal(self, a: int, events: list[HealEvent]) -> LazyTrieState | None:
+        healer = TokenHealer(
+            self.params.heal_max_backoff, self.params.heal_max_splits, self.params.verbose
+        )
+        for i, s in enumerate(self.states):
+            event = HealEvent(byte=a, position=self.position, candidate=i)
+            events.append(event)
+            healed = await healer.try_heal(s, a, event)
+            if healed is not None:
+                return healed
+        return None
+
+    # -- pruning, modes, prefill ---------------------------------------------------------
+
+    def prune(self) -> ByteBeamState:
+        """The K heaviest candidates whose share exceeds `prune_threshold`."""
+        logZ = self.logZ
+        cut = self.params.log_prune_threshold
+        keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
+        if len(keep) == len(self.states):
+            return self
+        if self._rows is not None:
+            kept = set(keep)
+            for i, row in enumerate(self._rows):
+                if i not in kept:
+                    row.status = "pruned"
+        beam = self._derive(
+            [self.states[i] for i in keep],
+            None if self._rows is None else [self._rows[i] for i in keep],
+            self.position,
+        )
+        beam._hlen = self._hlen
+        beam._history = self._history
+        step = self.last_step
+        if step is not None:
+            step.pruned_logZ = beam.logZ
+        return beam
+
+    def with_mode(self, mode: TrieMode) -> ByteBeamState:
+        """The same beam, materializing future masses in `mode`."""
+        beam = self._derive([s.with_mode(mode) for s in self.states], self._rows, self.position)
+        beam._history, beam._hlen = self._history, self._hlen
+        return beam
+
+    async def prefill(self, bs: bytes) -> ByteBeamState:
+        """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile."""
+        beam = self.with_mode(TrieMode.WITHOUT_EOS)
+        for b in bytes(bs) if isinstance(bs, (bytes, bytearray, str)) else bs:
+            beam = await (beam.prune() << b)
+        return beam.with_mode(TrieMode.WITH_EOS)
+
+    async def cleanup(self) -> None:
+        """Stop the trie's background worker."""
+        if self.states:
+            await self.states[0].cleanup()
+
+    # -- records -------------------------------------------------------------------------
+
+    def _record(self, byte: int | None, status: dict[int, str], **info: Any) -> None:
+        logZ = self.logZ
+        vocab = self.states[0].lm_state.model.byte_vocab if self.states else []
+        rows = []
+        for s in self.states:
+            ids = list(s.lm_state.context[self._base_len :])
+            rows.append(
+                CandidateRow(
+                    token_ids=ids,
+                    tokens=[bytes(vocab[t]) for t in ids],
+                    partial=s.partial,
+                    log_weight=s.weight,
+                    share=math.exp(s.weight - logZ) if math.isfinite(logZ) else 0.0,
+                    status=status.get(id(s), "kept"),
+                    terminated=s.terminated,
+                )
+            )
+        self._rows = rows
+        step = BeamStep(position=self.position, byte=byte, candidates=list(rows), logZ=logZ, **info)
+        self._history.append(step)
+        self._hlen = len(self._history)
+
+    def __repr__(self) -> str:
+        lines = [
+            f"ByteBeamState(position={self.position}, logZ={self.logZ:.4f}, K={self.params.K})"
+        ]
+        for s in self.states:
+            share = math.exp(s.weight - self.logZ) if math.isfinite(self.logZ) else 0.0
+            lines.append(f"  ({share:.4f}) {s!r}")
+        return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""`BeamParams` and `EmptyBeamError`: how a byte beam prunes, ends and heals."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class EmptyBeamError(ValueError):
+    """No candidate of the beam can read the next byte (and healing did not help).
+
+    Attributes:
+        byte: the byte that could not be read.
+        position: how many bytes were consumed before it.
+    """
+
+    def __init__(self, byte: int, position: int, reason: str) -> None:
+        from genlm_lab.util import byte_label
+
+        self.byte = byte
+        self.position = position
+        super().__init__(
+            f"the beam is empty: no candidate can read byte {byte} ({byte_label(byte)!r}) "
+            f"at position {position}; {reason}"
+        )
+
+
+def _check_optional_count(name: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
+
+
+@dataclass
+class BeamParams:
+    """Parameters of the byte-level beam.
+
+    Args:
+        K: beam width, the most candidates kept by `prune()` (>= 1).
+        prune_threshold: candidates whose share of the beam is at most this
+            are dropped by `prune()`, and extensions below it are never
+            evaluated (0 keeps all, as in genlm-bytes).
+        verbose: print the beam after each byte.
+        eos_tokens: byte strings (or Tokens / ids) of the tokens that end the
+            sequence; their probability goes to the EOS slot (257) at token
+            boundaries. None: no EOS.
+        heal: repair a beam that would become empty (see `TokenHealer`).
+        heal_max_backoff: most bytes healing may un-read (None: no limit).
+        heal_max_splits: most extra tokens healing may commit while replaying.
+        extend_threshold: skip evaluating the lightest token extensions while
+            their summed weight (an upper bound on what they can add) stays at
+            most this share of the beam; 0 (default) evaluates every one.
+            Saves LM calls for a bounded loss of mass per byte.
+    """
+
+    K: int
+    prune_threshold: float = 0.0
+    verbose: bool = False
+    eos_tokens: list[bytes] | None = None
+    heal: bool = True
+    heal_max_backoff: int | None = None
+    heal_max_splits: int | None = None
+    extend_threshold: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1:
+            raise ValueError(f"K (beam width) must be an int >= 1, got {self.K!r}")
+        for name in ("prune_threshold", "extend_threshold"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+        _check_optional_count("heal_max_backoff", self.heal_max_backoff)
+        _check_optional_count("heal_max_splits", self.heal_max_splits)
+        self.eos_tokens = list(self.eos_tokens) if self.eos_tokens else []
+
+    @property
+    def log_prune_threshold(self) -> float:
+        """log(prune_threshold), -inf for 0."""
+        return math.log(self.prune_threshold) if self.prune_threshold > 0 else -math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready parameters (EOS tokens as lists of ints)."""
+        out = asdict(self)
+        out["eos_tokens"] = [
+            list(t) if isinstance(t, (bytes, bytearray)) else int(t) for t in self.eos_tokens
+        ]
+        return out

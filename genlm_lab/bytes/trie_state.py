@@ -1,0 +1,220 @@
+"""`LazyTrieState`: one candidate tokenization of the bytes read so far.
+
+A candidate is a committed token context (`lm_state`) plus a node of the
+token-byte trie: the bytes of the token being read (`partial`). Its `weight`
+is the log-probability that the model's next tokens spell the bytes read so
+far, i.e. log P(committed tokens) + log P(next token starts with `partial`).
+
+The node masses (how much next-token probability lies under every trie node)
+come from one LM call and one trie pass, and only when needed
+(`materialize`). They are kept as probabilities; logs are taken only for the
+few nodes a candidate visits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.bytes.lm_state import StatefulTokenizedLM
+from genlm_lab.bytes.probs import EOS, EOT, N_SLOTS, LazyByteProbs
+from genlm_lab.bytes.trie import TrieMode
+from genlm_lab.util import escape_bytes
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
+
+
+def _is_eot_key(key: Hashable) -> bool:
+    return key is None or (isinstance(key, tuple) and len(key) > 0 and key[0] is None)
+
+
+def eot_edges(trie: Any, node: int) -> list[tuple[int, int]]:
+    """The end-of-token edges leaving `node`, as (leaf node, token id) pairs.
+
+    A node has several when the vocabulary holds duplicate byte strings.
+    """
+    out = []
+    for key, leaf in trie.children[node].items():
+        if _is_eot_key(key):
+            out.append((leaf, int(trie.leaf2token_id[leaf])))
+    return out
+
+
+class LazyTrieState:
+    """A candidate: committed tokens, a position inside the next token, a weight.
+
+    Args:
+        lm_state: the committed token context.
+        trie: the `AsyncTokenByteTrie` shared by all candidates.
+        node: current trie node (the root right after a token is committed).
+        weight: log-probability of the bytes read so far along this candidate.
+        mass: next-token mass under every trie node (probabilities), or None
+            until `materialize` is awaited.
+        mode: `TrieMode.WITH_EOS` routes EOS tokens to the EOS edge;
+            `WITHOUT_EOS` reads them as ordinary tokens (prefilling).
+        terminated: whether EOS was consumed.
+    """
+
+    def __init__(
+        self,
+        lm_state: StatefulTokenizedLM,
+        trie: Any,
+        node: int,
+        weight: float,
+        mass: np.ndarray | None = None,
+        mode: TrieMode = TrieMode.WITH_EOS,
+        terminated: bool = False,
+    ) -> None:
+        self.lm_state = lm_state
+        self.trie = trie
+        self.node = node
+        self.weight = float(weight)
+        self._mass = mass
+        self.mode = mode
+        self.terminated = terminated
+        self._extensions: list[LazyTrieState] | None = None
+
+    @classmethod
+    def initial(cls, lm: Any, trie: Any, mode: TrieMode = TrieMode.WITH_EOS) -> LazyTrieState:
+        """The candidate before any byte: the model's initial context at the root, weight 0."""
+        lm_state = lm if isinstance(lm, StatefulTokenizedLM) else StatefulTokenizedLM.initial(lm)
+        return cls(lm_state, trie, trie.trie.root, 0.0, mode=mode)
+
+    # -- structure ---------------------------------------------------------------
+
+    @property
+    def _t(self) -> Any:
+        return self.trie.trie
+
+    @property
+    def root(self) -> int:
+        return self._t.root
+
+    @property
+    def partial(self) -> bytes:
+        """The bytes of the token being read (from its start to `node`)."""
+        return bytes(self._t.node2prefix[self.node])
+
+    @property
+    def materialized(self) -> bool:
+        return self._mass is not None
+
+    @property
+    def mass(self) -> np.ndarray:
+        """Next-token probability mass under every trie node.
+
+        Raises:
+            ValueError: if the state is not materialized yet.
+        """
+        if self._mass is None:
+            raise ValueError("LazyTrieState is not materialized: await state.materialize() first")
+        return self._mass
+
+    def log_mass(self, node: int) -> float:
+        """log of `mass[node]` (-inf for an empty subtree)."""
+        return _log(float(self.mass[node]))
+
+    def actions(self) -> dict:
+        """The edges leaving the current node (byte -> child, EOT keys -> leaves)."""
+        return self._t.children[self.node]
+
+    def with_mode(self, mode: TrieMode) -> LazyTrieState:
+        """The same candidate, materializing future masses in `mode`."""
+        return LazyTrieState(
+            self.lm_state, self.trie, self.node, self.weight, self._mass, mode, self.terminated
+        )
+
+    # -- transitions ---------------------------------------------------------------
+
+    def __lshift__(self, b: int) -> LazyTrieState | None:
+        """The candidate after byte `b` (or EOS = 257), or None where it cannot read it."""
+        if self.terminated:
+            return None
+        node = self._t.children[self.node].get(b)
+        if node is None:
+            return None
+        mass = self.mass
+        child = float(mass[node])
+        if child <= 0:
+            return None
+        weight = self.weight + math.log(child) - _log(float(mass[self.node]))
+        return LazyTrieState(
+            self.lm_state, self.trie, node, weight, mass, self.mode, terminated=b == EOS
+        )
+
+    def extensions(self) -> list[LazyTrieState]:
+        """Candidates that commit the token ending here (one per token id), at the root.
+
+        Their weight is exact; they are not materialized (no LM call yet).
+        """
+        if self._extensions is None:
+            out = []
+            if not self.terminated:
+                mass = self.mass
+                here = _log(float(mass[self.node]))
+                for leaf, token_id in eot_edges(self._t, self.node):
+                    m = float(mass[leaf])
+                    if m <= 0:
+                        continue
+                    out.append(
+                        LazyTrieState(
+                            self.lm_state << token_id,
+                            self.trie,
+                            self.root,
+                            self.weight + math.log(m) - here,
+                            mode=self.mode,
+                        )
+                    )
+            self._extensions = out
+        return self._extensions
+
+    def extend(self) -> LazyTrieState | None:
+        """The candidate that commits the token ending here, or None (seed API)."""
+        ext = self.extensions()
+        return ext[0] if ext else None
+
+    @cached_property
+    def logp_next(self) -> LazyByteProbs:
+        """Log-probabilities of the next byte, EOT (slot 256) and EOS (257) for this candidate."""
+        logps = np.full(N_SLOTS, -np.inf)
+        mass = self.mass
+        total = float(mass[self.node])
+        if total <= 0 or self.terminated:
+            return LazyByteProbs(logps)
+        eot = 0.0
+        for key, child in self.actions().items():
+            m = float(mass[child])
+            if _is_eot_key(key):
+                eot += m
+            elif isinstance(key, int) and 0 <= key < N_SLOTS and m > 0:
+                logps[key] = math.log(m / total)
+        if eot > 0:
+            logps[EOT] = math.log(eot / total)
+        return LazyByteProbs(logps)
+
+    async def materialize(self) -> LazyTrieState:
+        """Compute the node masses: one LM call and one trie pass (both batched)."""
+        if self._mass is None:
+            logp = await self.lm_state.logp_next()
+            probs = logp.detach().to("cpu").double().exp().numpy()
+            mass = await self.trie.weight_sum(probs, self.mode)
+            self._mass = np.asarray(mass, dtype=np.float64)
+        return self
+
+    async def cleanup(self) -> None:
+        """Stop the trie's background worker."""
+        await self.trie.cleanup()
+
+    # -- display -------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        text = (
+            f"{self.weight:.2f}: {self.lm_state!r}|{escape_bytes(self.partial, visible_space=True)}"
+        )
+        return text + ("<EOS>" if self.terminated else "")
