@@ -1,0 +1,243 @@
+"""`TokenByteTrie`: the byte trie a byte-level beam walks, with EOS handling modes.
+
+Like `TokenCharacterTrie`, every node is a byte prefix and every token id has
+its own leaf. Differences that the byte-level beam relies on:
+
+- The end-of-token (EOT) edge of a token is keyed by `eot_token` (default
+  None). When several token ids share the same bytes, the lowest id gets that
+  key and the others get `(eot_token, token_id)`.
+- An EOS node hangs under the root by the edge `EOS` (257). In
+  `TrieMode.WITH_EOS` the weight of every EOS token goes to that node (and so
+  to the root) instead of to its byte prefixes; in `WITHOUT_EOS` EOS tokens
+  are ordinary tokens and the EOS node holds nothing.
+- Atomic tokens are one edge from the root, keyed by their whole bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import torch
+
+from genlm_lab.trie._base import _TrieBase
+from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
+from genlm_lab.trie.async_trie import RequestBatcher, check_request
+
+
+class TrieMode(Enum):
+    """How EOS tokens count in `weight_sum`."""
+
+    WITHOUT_EOS = "without_eos"  # EOS tokens are ordinary tokens
+    WITH_EOS = "with_eos"  # EOS tokens' mass goes to the EOS node under the root
+
+
+class TrieOp(Enum):
+    """The two reductions a trie computes."""
+
+    SUM = "sum"
+    MAX = "max"
+
+
+def _resolve_tokens(
+    given: Iterable | None, words: list[bytes], what: str
+) -> tuple[frozenset[int], set[bytes]]:
+    """Token ids named by `given`: a Token or int names one id, plain bytes every id with them."""
+    ids: set[int] = set()
+    names: set[bytes] = set()
+    if not given:
+        return frozenset(), names
+    by_bytes: dict[bytes, list[int]] = {}
+    for t, w in enumerate(words):
+        by_bytes.setdefault(w, []).append(t)
+    for tok in given:
+        token_id = getattr(tok, "token_id", None)
+        if isinstance(tok, (int, np.integer)) and not isinstance(tok, bool):
+            token_id = int(tok)
+        if token_id is not None:
+            if not 0 <= token_id < len(words) or (
+                isinstance(tok, bytes) and words[token_id] != bytes(tok)
+            ):
+                raise ValueError(
+                    f"{what} token {tok!r} is not in the vocabulary ({len(words)} tokens)"
+                )
+            ids.add(token_id)
+            names.add(words[token_id])
+        elif isinstance(tok, (bytes, bytearray)):
+            if bytes(tok) not in by_bytes:
+                raise ValueError(f"{what} token {bytes(tok)!r} is not in the vocabulary")
+            ids.update(by_bytes[bytes(tok)])
+            names.add(bytes(tok))
+        else:
+            raise ValueError(f"{what} token {tok!r} must be bytes, a Token or a token id")
+    return frozenset(ids), names
+
+
+class TokenByteTrie(_TrieBase):
+    """Byte trie of a vocabulary with per-node mass, for byte-level beams.
+
+    Args:
+        decode: one byte string (or `Token`) per token id.
+        device: "cpu", "cuda" or None (CUDA when available).
+        atomic_tokens: tokens kept whole as one edge (bytes, `Token` or ids).
+        eot_token: key of end-of-token edges (default None).
+        eos_tokens: tokens that end the sequence (bytes, `Token` or ids).
+        max_batch_size: largest batch one sparse product handles at once.
+        kernel: "numba", "sparse" or None (numba on CPU, sparse on CUDA).
+
+    Attributes:
+        eos_node: the EOS node under the root.
+        eos_token_ids: sorted token ids treated as EOS.
+        children, root, node2prefix, word2leaf, leaf2word, leaf2token_id,
+        token_id_to_leaf, parent: as in `TokenCharacterTrie` (the EOS node's
+        prefix is b"").
+
+    Raises:
+        ValueError: on an empty vocabulary, or an atomic or EOS token not in it.
+    """
+
+    def __init__(
+        self,
+        decode: Sequence[bytes],
+        device: str | torch.device | None = None,
+        atomic_tokens: Iterable | None = None,
+        eot_token: Hashable = None,
+        eos_tokens: Iterable | None = None,
+        max_batch_size: int = 64,
+        kernel: str | None = None,
+    ):
+        words = as_byte_vocab(decode)
+        if isinstance(eot_token, (bytes, bytearray)) or (
+            isinstance(eot_token, int) and 0 <= eot_token <= 255 or eot_token == EOS
+        ):
+            raise ValueError(
+                f"eot_token {eot_token!r} would collide with a byte or atomic edge; "
+                "use None (default) or a value such as 256"
+            )
+        self.decode = decode
+        self.eot_token = eot_token
+        atomic_ids, self.atomic_tokens = _resolve_tokens(atomic_tokens, words, "atomic")
+        eos_ids, self.eos_tokens = _resolve_tokens(eos_tokens, words, "EOS")
+        self.eos_token_ids = sorted(eos_ids)
+
+        def leaf_key(children: dict, token_id: int) -> Hashable:
+            return eot_token if eot_token not in children else (eot_token, token_id)
+
+        structure = build_structure(words, leaf_key, atomic_ids, with_eos_node=True)
+        self.eos_node = structure.eos_node
+        with_eos = structure.token_leaf.copy()
+        if self.eos_token_ids:
+            with_eos[np.asarray(self.eos_token_ids)] = self.eos_node
+        targets = {TrieMode.WITHOUT_EOS: structure.token_leaf, TrieMode.WITH_EOS: with_eos}
+        self._setup(structure, targets, device, kernel, max_batch_size)
+
+    @staticmethod
+    def _mode(mode: TrieMode | None) -> TrieMode:
+        if mode is None:
+            return TrieMode.WITHOUT_EOS
+        if not isinstance(mode, TrieMode):
+            raise ValueError(f"mode {mode!r} is not a TrieMode (WITH_EOS or WITHOUT_EOS)")
+        return mode
+
+    def weight_sum(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """Mass of every node: the total weight of the tokens below it.
+
+        Args:
+            ws: one non-negative weight per token id, shape (len(decode),).
+            mode: WITHOUT_EOS (default) or WITH_EOS (EOS mass on the EOS node).
+
+        Returns:
+            float64 array of shape (n_nodes,); the root holds ws.sum().
+
+        Raises:
+            ValueError: if ws has the wrong length or holds NaN or negatives.
+        """
+        return self._single(ws, self._mode(mode), "sum")
+
+    def batch_weight_sum(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """`weight_sum` for a batch (batch, len(decode)) or list of rows -> (batch, n_nodes)."""
+        return self._batch(ws, self._mode(mode), "sum")
+
+    def weight_max(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """Largest token weight below every node (-inf where no token is below)."""
+        return self._single(ws, self._mode(mode), "max")
+
+    def batch_weight_max(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """`weight_max` for a batch -> (batch, n_nodes)."""
+        return self._batch(ws, self._mode(mode), "max")
+
+    def eot_children(self, node: int) -> list[tuple[int, int]]:
+        """(token id, leaf) of every token whose bytes end exactly at `node`."""
+        return [
+            (self.leaf2token_id[leaf], leaf)
+            for leaf in self.children[node].values()
+            if leaf in self.leaf2token_id
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"TokenByteTrie({self.n_tokens} tokens, {self.n_nodes} nodes, "
+            f"{len(self.eos_token_ids)} EOS, kernel={self.kernel!r}, device={self.device.type!r})"
+        )
+
+
+class AsyncTokenByteTrie:
+    """Batches concurrent `weight_sum` / `weight_max` awaits by (operation, mode).
+
+    Args:
+        trie: the `TokenByteTrie` to query.
+    """
+
+    def __init__(self, trie: TokenByteTrie):
+        self.trie = trie
+        self._batcher = RequestBatcher(self._run_batch)
+
+    @classmethod
+    def from_vocab(cls, vocab: Sequence[bytes], **kwargs: Any) -> AsyncTokenByteTrie:
+        """Build a `TokenByteTrie(vocab, **kwargs)` and wrap it."""
+        return cls(TokenByteTrie(vocab, **kwargs))
+
+    def _run_batch(self, key: tuple[TrieOp, TrieMode], payloads: list) -> np.ndarray:
+        op, mode = key
+        if op is TrieOp.SUM:
+            return self.trie.batch_weight_sum(payloads, mode)
+        return self.trie.batch_weight_max(payloads, mode)
+
+    async def weight_sum(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """Queue a `weight_sum`; concurrent calls with the same mode share one batched call.
+
+        Raises:
+            ValueError: for bad weights, to this caller only (checked before queueing).
+        """
+        mode = self.trie._mode(mode)
+        ws = check_request(ws, self.trie.n_tokens, "sum")
+        return await self._batcher.submit((TrieOp.SUM, mode), ws)
+
+    async def weight_max(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
+        """Queue a `weight_max`; concurrent calls share one batched call."""
+        mode = self.trie._mode(mode)
+        ws = check_request(ws, self.trie.n_tokens, "max")
+        return await self._batcher.submit((TrieOp.MAX, mode), ws)
+
+    def start(self) -> None:
+        """Start the background task (done automatically on the first request)."""
+        self._batcher.start()
+
+    async def cleanup(self) -> None:
+        """Stop the background task."""
+        await self._batcher.cleanup()
+
+    def shutdown(self) -> None:
+        """Cancel the background task without awaiting it."""
+        self._batcher.shutdown()
+
+    def __del__(self) -> None:
+        try:
+            self._batcher.shutdown()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+
+__all__ = ["EOS", "AsyncTokenByteTrie", "TokenByteTrie", "TrieMode", "TrieOp"]

@@ -1,0 +1,12 @@
+"""Token tries: per-prefix probability mass of a vocabulary (numba on CPU, torch sparse on CUDA)."""
+
+from genlm_lab.trie.async_trie import AsyncTokenCharacterTrie, RequestBatcher
+from genlm_lab.trie.char_trie import TokenCharacterTrie
+from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
+
+__all__ = [
+    "AsyncTokenCharacterTrie",
+    "ParallelTokenCharacterTrie",
+    "RequestBatcher",
+    "TokenCharacterTrie",
+]

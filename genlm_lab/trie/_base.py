@@ -1,0 +1,202 @@
+"""Shared machinery of the token tries: input checks, kernel choice, numba engine.
+
+A trie computes, for every node, the sum (or max) of the weights of the tokens
+below it. Where each token's weight lands is a *target* array (token id ->
+node); a trie may keep several (one per `TrieMode`). An *engine* turns a batch
+of weights and a target array into node masses: `_NumbaEngine` here (CPU),
+`_SparseEngine` in `parallel.py` (torch, CPU or CUDA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from genlm_lab.trie import _kernels
+from genlm_lab.trie._structure import TrieStructure
+
+KERNELS = ("numba", "sparse")
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """`None` -> CUDA when available, else CPU; anything else must be cpu or cuda."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda'") from e
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {device!r} is not supported; use 'cpu', 'cuda' or None")
+    return dev
+
+
+def resolve_kernel(kernel: str | None, device: torch.device) -> str:
+    """`None` picks the fastest kernel for the device: numba on CPU, sparse on CUDA."""
+    if kernel is None:
+        return "numba" if device.type == "cpu" else "sparse"
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel {kernel!r} is unknown; use one of {KERNELS} or None (automatic)")
+    return kernel
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.dtype not in (torch.float32, torch.float64):
+            x = x.to(torch.float64)
+        return x.cpu().numpy()
+    arr = np.asarray(x)
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    return arr
+
+
+def check_shape(arr_shape: tuple, n_tokens: int, batched: bool) -> None:
+    """Raise a clear ValueError unless the weights have one entry per token id."""
+    want = 2 if batched else 1
+    if len(arr_shape) != want or arr_shape[-1] != n_tokens:
+        what = "(batch, vocab)" if batched else "(vocab,)"
+        raise ValueError(
+            f"weights have shape {tuple(arr_shape)}, expected {what} with vocab = {n_tokens} "
+            "(one weight per token id)"
+        )
+
+
+def as_numpy_weights(ws: Any, n_tokens: int, batched: bool) -> np.ndarray:
+    """Weights (array, tensor, list, or list of 1-D rows) as a C-contiguous float array."""
+    if batched and isinstance(ws, (list, tuple)):
+        if len(ws) == 0:
+            raise ValueError("the batch of weights is empty; pass at least one weight vector")
+        rows = [_to_numpy(w) for w in ws]
+        for r in rows:
+            check_shape(r.shape, n_tokens, batched=False)
+        arr = np.stack(rows)
+    else:
+        arr = _to_numpy(ws)
+    check_shape(arr.shape, n_tokens, batched)
+    return np.ascontiguousarray(arr)
+
+
+def raise_bad_weights(arr: np.ndarray, code: int, op: str) -> None:
+    """Turn a kernel error code into a ValueError naming the first offending weight."""
+    batched = np.ndim(arr) == 2
+    arr = np.atleast_2d(np.asarray(arr, dtype=np.float64))
+    if code == _kernels.HAS_NAN:
+        b, t = np.argwhere(np.isnan(arr))[0]
+        where = f"token id {t}" + (f" (batch row {b})" if batched else "")
+        raise ValueError(f"weights hold NaN at {where}; {op} needs numbers")
+    if code == _kernels.HAS_NEGATIVE:
+        b, t = np.argwhere(arr < 0)[0]
+        where = f"token id {t}" + (f" (batch row {b})" if batched else "")
+        raise ValueError(
+            f"weights hold a negative value {float(arr[b, t])!r} at {where}; "
+            f"{op} needs non-negative weights (probabilities, not log-probabilities)"
+        )
+
+
+class _NumbaEngine:
+    """CPU engine: one scatter + one reverse pass over the parent array (numba)."""
+
+    def __init__(self, parent: np.ndarray, targets: dict[Hashable, np.ndarray]):
+        self.parent = parent
+        self.targets = targets
+        self.n_nodes = len(parent)
+
+    def single(self, ws: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
+        out = np.empty(self.n_nodes, dtype=np.float64)
+        fn = _kernels.weight_sum_1 if op == "sum" else _kernels.weight_max_1
+        code = fn(ws, self.targets[mode], self.parent, out)
+        if code:
+            raise_bad_weights(ws, code, f"weight_{op}")
+        return out
+
+    def batch(self, ws: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
+        out = np.empty((self.n_nodes, ws.shape[0]), dtype=np.float64)
+        fn = _kernels.weight_sum_batch if op == "sum" else _kernels.weight_max_batch
+        code = fn(ws, self.targets[mode], self.parent, out)
+        if code:
+            raise_bad_weights(ws, code, f"weight_{op}")
+        return out.T
+
+
+class _TrieBase:
+    """Weights -> node masses, shared by the character and byte tries.
+
+    Subclasses build a `TrieStructure`, call `_setup`, and expose the public
+    `weight_sum` / `weight_max` / `batch_*` signatures they promise.
+    """
+
+    decode: Sequence[bytes]
+    device: torch.device
+    kernel: str
+
+    def _setup(
+        self,
+        structure: TrieStructure,
+        targets: dict[Hashable, np.ndarray],
+        device: str | torch.device | None,
+        kernel: str | None,
+        max_batch_size: int = 64,
+    ) -> None:
+        self._structure = structure
+        self.children = structure.children
+        self.root = 0
+        self.node2prefix = structure.node2prefix
+        self.parent = structure.parent
+        self.depth = structure.depth
+        n_tokens = len(structure.token_leaf)
+        self.token_id_to_leaf = np.stack(
+            [np.arange(n_tokens, dtype=np.int32), structure.token_leaf], axis=1
+        )
+        self.leaf2token_id = {int(leaf): t for t, leaf in enumerate(structure.token_leaf)}
+        self.word2leaf: dict = {}
+        for t, item in enumerate(self.decode):
+            self.word2leaf.setdefault(item, int(structure.token_leaf[t]))
+        self.leaf2word = {leaf: self.decode[t] for leaf, t in self.leaf2token_id.items()}
+        self.device = resolve_device(device)
+        self.kernel = resolve_kernel(kernel, self.device)
+        if not (isinstance(max_batch_size, int) and max_batch_size > 0):
+            raise ValueError(f"max_batch_size must be a positive int, got {max_batch_size!r}")
+        self.max_batch_size = max_batch_size
+        self._targets = targets
+        if self.kernel == "numba":
+            self._engine: Any = _NumbaEngine(structure.parent, targets)
+        else:
+            from genlm_lab.trie.parallel import _SparseEngine
+
+            self._engine = _SparseEngine(
+                structure.parent, targets, self.device, max_batch_size=max_batch_size
+            )
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes (internal nodes, leaves and the EOS node if any)."""
+        return len(self.children)
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of token ids in the vocabulary."""
+        return len(self.decode)
+
+    def _single(self, ws: Any, mode: Hashable, op: str) -> np.ndarray:
+        if self.kernel == "numba":
+            return self._engine.single(as_numpy_weights(ws, self.n_tokens, False), mode, op)
+        return self._engine.run(ws, self.n_tokens, mode, op, batched=False)
+
+    def _batch(self, ws: Any, mode: Hashable, op: str) -> np.ndarray:
+        if self.kernel == "numba":
+            return self._engine.batch(as_numpy_weights(ws, self.n_tokens, True), mode, op)
+        return self._engine.run(ws, self.n_tokens, mode, op, batched=True)
+
+    def find(self, prefix: bytes) -> int | None:
+        """The node spelling `prefix` by byte edges, or None if no token starts with it."""
+        node = self.root
+        for b in bytes(prefix):
+            node = self.children[node].get(b)
+            if node is None:
+                return None
+        return node

@@ -1,0 +1,197 @@
+"""`AsyncTokenCharacterTrie`: concurrent mass requests answered by one batched call.
+
+Callers `await trie.weight_sum(ws)`; a background task drains every request
+queued so far, groups them by operation (and mode), runs one batched kernel
+call per group and hands each caller its row. Errors of a batched call reach
+every caller of that batch; the task keeps serving later requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from genlm_lab.trie._base import as_numpy_weights, check_shape, raise_bad_weights, resolve_device
+from genlm_lab.trie._kernels import HAS_NAN, HAS_NEGATIVE
+from genlm_lab.trie.char_trie import TokenCharacterTrie
+from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
+
+BACKENDS = ("auto", "sequential", "parallel")
+
+
+def check_request(ws: Any, n_tokens: int, op: str) -> Any:
+    """Validate one request before queueing, so a bad one fails only its own caller.
+
+    CPU weights come back as a numpy array; CUDA tensors stay where they are.
+    """
+    if torch.is_tensor(ws) and ws.device.type != "cpu":
+        check_shape(tuple(ws.shape), n_tokens, batched=False)
+        bad = torch.isnan(ws).any() | ((ws < 0).any() if op == "sum" else False)
+        if bool(bad):
+            _raise_bad(ws.cpu().numpy(), op)
+        return ws
+    arr = as_numpy_weights(ws, n_tokens, batched=False)
+    if np.isnan(arr).any() or (op == "sum" and (arr < 0).any()):
+        _raise_bad(arr, op)
+    return arr
+
+
+def _raise_bad(arr: np.ndarray, op: str) -> None:
+    code = HAS_NAN if np.isnan(arr).any() else HAS_NEGATIVE
+    raise_bad_weights(arr, code, f"weight_{op}")
+
+
+class RequestBatcher:
+    """Collects concurrent requests and answers each group with one batched call.
+
+    Args:
+        run_batch: `run_batch(key, payloads) -> results` (one result per payload).
+    """
+
+    def __init__(self, run_batch: Callable[[Hashable, list], Sequence]):
+        self._run_batch = run_batch
+        self._queue: asyncio.Queue | None = None
+        self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.batches = 0
+        self.requests = 0
+
+    def start(self) -> None:
+        """Start the background task on the running loop (a fresh queue per loop)."""
+        loop = asyncio.get_running_loop()
+        if self._task is not None and not self._task.done() and self._loop is loop:
+            return
+        self._loop = loop
+        self._queue = asyncio.Queue()
+        self._task = loop.create_task(self._serve())
+
+    async def submit(self, key: Hashable, payload: Any) -> Any:
+        """Queue one request and wait for its result."""
+        self.start()
+        future = asyncio.get_running_loop().create_future()
+        assert self._queue is not None
+        self._queue.put_nowait((key, payload, future))
+        return await future
+
+    async def _serve(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        while True:
+            groups: dict[Hashable, list] = defaultdict(list)
+            key, payload, future = await queue.get()
+            groups[key].append((payload, future))
+            await asyncio.sleep(0)  # let callers scheduled in this tick queue too
+            while not queue.empty():
+                key, payload, future = queue.get_nowait()
+                groups[key].append((payload, future))
+            for key, items in groups.items():
+                live = [(p, f) for p, f in items if not f.done()]
+                if not live:
+                    continue
+                self.batches += 1
+                self.requests += len(live)
+                try:
+                    results = self._run_batch(key, [p for p, _ in live])
+                except Exception as e:  # noqa: BLE001 - handed to every waiting caller
+                    for _, f in live:
+                        if not f.done():
+                            f.set_exception(e)
+                    continue
+                for (_, f), r in zip(live, results, strict=True):
+                    if not f.done():
+                        f.set_result(r)
+
+    async def cleanup(self) -> None:
+        """Stop the background task and wait for it to finish."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, RuntimeError):
+                pass
+
+    def shutdown(self) -> None:
+        """Cancel the background task without awaiting it (safe outside a loop)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            try:
+                task.cancel()
+            except RuntimeError:  # the loop is already closed
+                pass
+
+
+class AsyncTokenCharacterTrie:
+    """Batches concurrent `weight_sum` / `weight_max` awaits into batched trie calls.
+
+    Args:
+        trie: a `TokenCharacterTrie` or `ParallelTokenCharacterTrie`.
+    """
+
+    def __init__(self, trie: TokenCharacterTrie):
+        self.trie = trie
+        self._batcher = RequestBatcher(self._run_batch)
+
+    @classmethod
+    def from_vocab(
+        cls, vocab: Sequence[bytes], backend: str = "auto", **kwargs: Any
+    ) -> AsyncTokenCharacterTrie:
+        """Build the trie and wrap it.
+
+        Args:
+            vocab: one byte string (or `Token`) per token id.
+            backend: "sequential" (numba, CPU), "parallel" (torch sparse), or
+                "auto": parallel when the device (kwargs["device"], default
+                CUDA if available) is CUDA, sequential otherwise.
+            **kwargs: passed to the trie (`device` for the parallel trie).
+        """
+        if backend not in BACKENDS:
+            raise ValueError(f"backend {backend!r} is unknown; use one of {BACKENDS}")
+        if backend == "auto":
+            backend = (
+                "parallel" if resolve_device(kwargs.get("device")).type == "cuda" else "sequential"
+            )
+        if backend == "sequential":
+            kwargs.pop("device", None)
+            return cls(TokenCharacterTrie(vocab, **kwargs))
+        return cls(ParallelTokenCharacterTrie(vocab, **kwargs))
+
+    def _run_batch(self, op: Hashable, payloads: list) -> np.ndarray:
+        if op == "sum":
+            return self.trie.batch_weight_sum(payloads)
+        return self.trie.batch_weight_max(payloads)
+
+    async def weight_sum(self, ws: Any) -> np.ndarray:
+        """Queue a `weight_sum`; concurrent calls share one batched call.
+
+        Raises:
+            ValueError: for bad weights, to this caller only (checked before queueing).
+        """
+        return await self._batcher.submit("sum", check_request(ws, self.trie.n_tokens, "sum"))
+
+    async def weight_max(self, ws: Any) -> np.ndarray:
+        """Queue a `weight_max`; concurrent calls share one batched call."""
+        return await self._batcher.submit("max", check_request(ws, self.trie.n_tokens, "max"))
+
+    def start(self) -> None:
+        """Start the background task (done automatically on the first request)."""
+        self._batcher.start()
+
+    async def cleanup(self) -> None:
+        """Stop the background task."""
+        await self._batcher.cleanup()
+
+    def shutdown(self) -> None:
+        """Cancel the background task without awaiting it."""
+        self._batcher.shutdown()
+
+    def __del__(self) -> None:
+        try:
+            self._batcher.shutdown()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass

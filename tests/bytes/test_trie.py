@@ -1,0 +1,186 @@
+"""TokenByteTrie: EOS modes, atomic tokens, EOT keys, and the async batcher."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genlm_lab.bytes import EOS, AsyncTokenByteTrie, TokenByteTrie, TrieMode
+from genlm_lab.tokenization import Token
+
+KERNELS = ["numba", "sparse"]
+
+
+@st.composite
+def vocab_with_specials(draw):
+    """Small vocabularies plus a choice of EOS and atomic token ids."""
+    stems = draw(st.lists(st.binary(min_size=1, max_size=3), min_size=1, max_size=3))
+    vocab = []
+    for _ in range(draw(st.integers(1, 30))):
+        if vocab and draw(st.booleans()) and draw(st.booleans()):
+            vocab.append(draw(st.sampled_from(vocab)))
+        else:
+            vocab.append(draw(st.sampled_from(stems)) + draw(st.binary(max_size=4)))
+    ids = st.integers(0, len(vocab) - 1)
+    eos = draw(st.sets(ids, max_size=3))
+    atomic = draw(st.sets(ids, max_size=3))
+    return vocab, sorted(eos), sorted(atomic)
+
+
+def brute_force(vocab, ws, eos, atomic, mode):
+    """Mass of each byte prefix (non-atomic tokens only), each atomic edge, and EOS."""
+    eos_set = set(eos) if mode is TrieMode.WITH_EOS else set()
+    prefix_mass, atomic_mass = {}, {}
+    for t, w in enumerate(vocab):
+        if t in eos_set:
+            continue
+        if t in atomic:
+            atomic_mass[w] = atomic_mass.get(w, 0.0) + ws[t]
+            continue
+        for k in range(len(w) + 1):
+            prefix_mass[w[:k]] = prefix_mass.get(w[:k], 0.0) + ws[t]
+    eos_mass = sum(ws[t] for t in eos_set)
+    return prefix_mass, atomic_mass, eos_mass
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spec=vocab_with_specials(),
+    seed=st.integers(0, 2**32 - 1),
+    mode=st.sampled_from(list(TrieMode)),
+    kernel=st.sampled_from(KERNELS),
+)
+def test_masses_match_brute_force_in_both_modes(spec, seed, mode, kernel):
+    vocab, eos, atomic = spec
+    trie = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel=kernel)
+    ws = np.random.default_rng(seed).exponential(size=len(vocab))
+    mass = trie.weight_sum(ws, mode)
+    prefix_mass, atomic_mass, eos_mass = brute_force(vocab, ws, eos, set(atomic), mode)
+    assert mass[trie.root] == pytest.approx(ws.sum())  # total mass conserved
+    assert mass[trie.eos_node] == pytest.approx(eos_mass, abs=1e-12)
+    assert trie.children[trie.root][EOS] == trie.eos_node
+    for prefix, want in prefix_mass.items():
+        if prefix:
+            assert mass[trie.find(prefix)] == pytest.approx(want)
+    for word, want in atomic_mass.items():
+        assert mass[trie.children[trie.root][word]] == pytest.approx(want)
+    for t in range(len(vocab)):
+        leaf = int(trie.token_id_to_leaf[t, 1])
+        own = 0.0 if (mode is TrieMode.WITH_EOS and t in eos) else ws[t]
+        assert mass[leaf] == pytest.approx(own)
+
+
+@settings(max_examples=20, deadline=None)
+@given(spec=vocab_with_specials(), seed=st.integers(0, 2**32 - 1))
+def test_numba_and_sparse_kernels_agree_batched(spec, seed):
+    vocab, eos, atomic = spec
+    a = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="numba")
+    b = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="sparse")
+    ws = np.random.default_rng(seed).random((3, len(vocab)))
+    for mode in TrieMode:
+        np.testing.assert_allclose(
+            a.batch_weight_sum(ws, mode), b.batch_weight_sum(ws, mode), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            a.batch_weight_max(ws, mode), b.batch_weight_max(ws, mode), atol=1e-5
+        )
+
+
+def test_eot_edges_and_duplicates():
+    vocab = [Token(0, b"ab"), Token(1, b"a"), Token(2, b"ab")]
+    trie = TokenByteTrie(vocab, device="cpu")
+    node_ab = trie.find(b"ab")
+    assert trie.leaf2token_id[trie.children[node_ab][None]] == 0  # lowest id gets the EOT key
+    assert trie.leaf2token_id[trie.children[node_ab][(None, 2)]] == 2
+    assert sorted(trie.eot_children(node_ab)) == sorted(
+        (t, int(trie.token_id_to_leaf[t, 1])) for t in (0, 2)
+    )
+    assert trie.node2prefix[trie.eos_node] == b""
+
+
+def test_custom_eot_key_and_atomic_edge():
+    trie = TokenByteTrie([b"<s>", b"<", b"s"], atomic_tokens=[b"<s>"], eot_token=256, device="cpu")
+    atomic_node = trie.children[trie.root][b"<s>"]
+    assert trie.leaf2token_id[trie.children[atomic_node][256]] == 0
+    assert b"<s>"[0] in trie.children[trie.root]  # the byte '<' edge belongs to token 1 only
+    mass = trie.weight_sum(np.array([0.5, 0.25, 0.25]))
+    assert mass[trie.find(b"<")] == 0.25 and mass[atomic_node] == 0.5
+
+
+def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below():
+    trie = TokenByteTrie([b"a", b"<e>"], eos_tokens=[b"<e>"], device="cpu")
+    mx = trie.weight_max(np.array([0.3, 0.7]), TrieMode.WITH_EOS)
+    assert mx[trie.eos_node] == 0.7 and mx[trie.find(b"<e>")] == -np.inf
+    assert trie.weight_max(np.array([0.3, 0.7]))[trie.eos_node] == -np.inf
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"eos_tokens": [b"zz"]}, r"EOS token b'zz' is not in the vocabulary"),
+        ({"atomic_tokens": [b"q"]}, r"atomic token b'q' is not in the vocabulary"),
+        ({"eos_tokens": [7]}, "EOS token 7 is not in the vocabulary"),
+        ({"eos_tokens": [Token(0, b"b")]}, "EOS token .* is not in the vocabulary"),
+        ({"device": "metal"}, "device 'metal'"),
+        ({"kernel": "cuda"}, "kernel 'cuda' is unknown"),
+        ({"eot_token": 65}, "eot_token 65 would collide"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TokenByteTrie([b"a", b"ab"], **kwargs)
+
+
+def test_empty_vocabulary_and_bad_weights_raise_value_error():
+    with pytest.raises(ValueError, match="empty"):
+        TokenByteTrie([])
+    trie = TokenByteTrie([b"a", b"ab"], device="cpu")
+    with pytest.raises(ValueError, match="negative"):
+        trie.weight_sum(np.array([0.5, -0.5]), TrieMode.WITH_EOS)
+    with pytest.raises(ValueError, match="NaN"):
+        trie.batch_weight_sum(np.array([[0.5, np.nan]]))
+    with pytest.raises(ValueError, match="shape"):
+        trie.weight_sum(np.ones(3))
+    with pytest.raises(ValueError, match="TrieMode"):
+        trie.weight_sum(np.ones(2), "with_eos")
+
+
+def test_default_kernel_follows_device():
+    assert TokenByteTrie([b"a"], device="cpu").kernel == "numba"
+    assert TokenByteTrie([b"a"], device="cpu", kernel="sparse").kernel == "sparse"
+
+
+async def test_async_batches_by_operation_and_mode():
+    vocab = [b"a", b"ab", b"<e>", b"b"]
+    trie = AsyncTokenByteTrie.from_vocab(vocab, eos_tokens=[b"<e>"], device="cpu")
+    rng = np.random.default_rng(0)
+    ws = rng.random((4, len(vocab)))
+    jobs = [trie.weight_sum(w, TrieMode.WITH_EOS) for w in ws]
+    jobs += [trie.weight_sum(torch.from_numpy(w)) for w in ws]
+    jobs += [trie.weight_max(ws[0])]
+    results = await asyncio.gather(*jobs)
+    assert trie._batcher.batches == 3
+    for i, w in enumerate(ws):
+        np.testing.assert_allclose(results[i], trie.trie.weight_sum(w, TrieMode.WITH_EOS))
+        np.testing.assert_allclose(results[4 + i], trie.trie.weight_sum(w))
+    np.testing.assert_allclose(results[-1], trie.trie.weight_max(ws[0]))
+    await trie.cleanup()
+
+
+async def test_async_error_reaches_every_caller():
+    trie = AsyncTokenByteTrie.from_vocab([b"a", b"b"], device="cpu")
+
+    def boom(batch, mode):
+        raise RuntimeError("boom")
+
+    trie.trie.batch_weight_sum = boom
+    out = await asyncio.gather(
+        *(trie.weight_sum(np.ones(2)) for _ in range(3)), return_exceptions=True
+    )
+    assert [type(o) for o in out] == [RuntimeError] * 3
+    await trie.cleanup()
