@@ -1,6 +1,7 @@
 """Async, auto-batched next-token log-probabilities from language models."""
 
 from genlm_lab.backend.base import AsyncLM
+from genlm_lab.backend.hf import AsyncTransformer
 from genlm_lab.backend.mock import MockAsyncLM
 from genlm_lab.backend.models import (
     ModelNotFoundError,
@@ -11,9 +12,12 @@ from genlm_lab.backend.models import (
 )
 from genlm_lab.backend.registry import load_model_by_name
 from genlm_lab.backend.toy import ToyLM
+from genlm_lab.backend.vllm import AsyncVirtualLM
 
 __all__ = [
     "AsyncLM",
+    "AsyncTransformer",
+    "AsyncVirtualLM",
     "MockAsyncLM",
     "ModelNotFoundError",
     "ToyLM",

@@ -1,0 +1,398 @@
+"""`AsyncTransformer`: an auto-batched, KV-cached `AsyncLM` over a Hugging Face causal LM."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import torch
+
+from genlm_lab.backend._batcher import AutoBatcher
+from genlm_lab.backend._cache import KVHandle, TokenTrieCache
+from genlm_lab.backend.base import AsyncLM
+
+_EXTRA_STATS = ("deduplicated", "rows", "max_batch_size", "kv_tokens_reused", "evictions")
+
+
+class AsyncTransformer(AsyncLM):
+    """Next-token log-probs from an HF causal LM, auto-batched and cached.
+
+    Concurrent `await next_token_logprobs(ids)` calls go into one forward (see
+    `AutoBatcher`: the batch goes as soon as every concurrent caller has
+    queued, at `batch_size` callers, or `timeout` seconds after the first).
+    Identical contexts are computed once. A token trie caches, per LoRA
+    adapter, the log-probs of every context computed and the keys and values
+    of its tokens, so a context that extends a cached one runs the model only
+    on its new tokens; rows with different cached prefixes share one forward
+    (prefix left-padded, new tokens right-padded, with attention mask and
+    position ids).
+
+    Memory knobs: `max_cache_tokens` bounds the token positions whose keys and
+    values are kept (each costs layers x 2 x kv_heads x head_dim floats, about
+    46 KB for SmolLM2-135M in float32, so the default 16384 is ~0.75 GB) and
+    `max_cache_logprobs` the log-prob vectors kept (vocab_size floats each,
+    196 KB for SmolLM2); the least recently used entries are evicted first.
+    Eviction never changes results, only what has to be recomputed.
+
+    Args:
+        hf_model: an HF causal LM (`AutoModelForCausalLM`), in eval mode.
+        hf_tokenizer: its tokenizer; the vocabulary is decoded with `decode_vocab`.
+        batch_size: most distinct contexts in one forward.
+        timeout: seconds after the first queued query when a batch goes anyway.
+        max_cache_tokens: KV cache bound in token positions (0 disables KV reuse).
+        max_cache_logprobs: log-prob cache bound in vectors (0 disables it).
+        byte_vocab: the vocabulary as `Token`s, when it is already decoded.
+        str_vocab: the vocabulary as text, with `byte_vocab`.
+    """
+
+    def __init__(
+        self,
+        hf_model: Any,
+        hf_tokenizer: Any,
+        batch_size: int = 32,
+        timeout: float = 0.02,
+        max_cache_tokens: int = 16384,
+        max_cache_logprobs: int = 2048,
+        byte_vocab: Sequence[Any] | None = None,
+        str_vocab: Sequence[str] | None = None,
+    ) -> None:
+        if byte_vocab is None:
+            from genlm_lab.tokenization import decode_vocab
+
+            byte_vocab, str_vocab = decode_vocab(hf_tokenizer)
+        eos = getattr(hf_tokenizer, "eos_token_id", None)
+        super().__init__(
+            hf_tokenizer,
+            byte_vocab,
+            str_vocab,
+            bos_token_id=getattr(hf_tokenizer, "bos_token_id", None),
+            eos_token_ids=[eos] if eos is not None else [],
+        )
+        self.model = hf_model.eval()
+        self.device = next(hf_model.parameters()).device
+        config = hf_model.config
+        self.max_context_length = getattr(config, "max_position_embeddings", None)
+        n_logits = hf_model.get_output_embeddings().weight.shape[0]
+        if n_logits < self.vocab_size:
+            raise ValueError(
+                f"the model scores {n_logits} tokens but its tokenizer has {self.vocab_size}: "
+                "pass a tokenizer that matches the model"
+            )
+        pad = getattr(hf_tokenizer, "pad_token_id", None)
+        self._pad_id = pad if pad is not None and pad < n_logits else 0
+        params = inspect.signature(hf_model.forward).parameters
+        self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
+        self._kv_enabled = max_cache_tokens > 0
+        self._cache = TokenTrieCache(max_cache_tokens, max_cache_logprobs)
+        self._adapter: Hashable = None
+        self._loras: dict[str, str] = {}
+        self._batcher = AutoBatcher(self._run_batch, batch_size, timeout, self._on_batch)
+        for key in _EXTRA_STATS:
+            self.stats[key] = 0
+
+    @classmethod
+    def from_name(
+        cls, model_id: str, hf_opts: dict | None = None, **kwargs: Any
+    ) -> AsyncTransformer:
+        """Load a model by name (see `genlm_lab.backend.models.load_hf_model`) and wrap it.
+
+        Args:
+            model_id: `"smollm2-135m"` / `"default"`, `"tiny-random"`, a local
+                HF directory, or a hub id in the local HF cache.
+            hf_opts: `device` / `dtype` for `load_hf_model`.
+            **kwargs: passed to the constructor (batch_size, timeout, cache bounds).
+        """
+        from genlm_lab.backend.models import load_hf_model
+
+        model, tokenizer = load_hf_model(model_id, **(hf_opts or {}))
+        return cls(model, tokenizer, **kwargs)
+
+    # -- settings ----------------------------------------------------------------
+
+    @property
+    def batch_size(self) -> int:
+        """Most distinct contexts in one forward."""
+        return self._batcher.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"batch_size must be >= 1, got {value}")
+        self._batcher.batch_size = value
+
+    @property
+    def timeout(self) -> float:
+        """Seconds after the first queued query when a batch goes anyway."""
+        return self._batcher.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._batcher.timeout = value
+
+    @property
+    def cache(self) -> TokenTrieCache:
+        """The token-trie cache (read it for sizes; clear it with `clear_cache`)."""
+        return self._cache
+
+    # -- queries -----------------------------------------------------------------
+
+    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Normalised next-token log-probs, shape (vocab_size,), auto-batched with others.
+
+        The returned tensor is shared with the cache: do not modify it in place.
+
+        Raises:
+            ValueError: for an empty, out-of-vocabulary, non-int or too long context.
+        """
+        ids = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        hit = self._cache.get_logprobs(self._adapter, ids)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            return hit
+        key = (self._adapter, ids)
+        return await self._batcher.submit(key, ids)
+
+    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Blocking `next_token_logprobs` (cached, not batched with other callers)."""
+        ids = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        return self._compute([ids], count_hits=True)[0]
+
+    def batch_next_token_logprobs_sync(
+        self, token_ids_list: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Blocking log-probs for several contexts in batched forwards, shape (n, vocab_size)."""
+        contexts = [self.validate_context(c) for c in token_ids_list]
+        self.stats["queries"] += len(contexts)
+        if not contexts:
+            return torch.empty((0, self.vocab_size), device=self.device)
+        return torch.stack(self._compute(contexts, count_hits=True))
+
+    @torch.inference_mode()
+    def next_token_logprobs_uncached(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Log-probs from one plain forward over the whole context: no cache, no batching.
+
+        This is the reference the cached paths are tested against.
+        """
+        ids = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        self.stats["batches"] += 1
+        self.stats["tokens_computed"] += len(ids)
+        x = torch.tensor([ids], device=self.device)
+        logits = self.model(x, use_cache=False).logits[0, -1]
+        return self._normalise(logits[None])[0]
+
+    @torch.inference_mode()
+    def cache_kv(self, prompt_ids: Sequence[int]) -> None:
+        """Compute and keep the keys and values of a prompt (and its next-token log-probs).
+
+        Later contexts that extend the prompt run the model only on their new tokens.
+        """
+        ids = self.validate_context(prompt_ids)
+        if not self._kv_enabled:
+            return
+        if self._cache.longest_kv(self._adapter, ids, len(ids)).length == len(ids):
+            return
+        self._forward([ids])
+
+    # -- cache and queue control -------------------------------------------------
+
+    def clear_cache(self) -> None:
+        """Forget every cached log-prob and KV segment (all adapters)."""
+        self._cache.clear()
+
+    def clear_kv_cache(self) -> None:
+        """Forget the cached keys and values, keep the log-probs."""
+        self._cache.clear_kv()
+
+    def reset_async_queries(self) -> None:
+        """Drop queued queries (their callers get `CancelledError`), e.g. after an interrupt."""
+        self._batcher.reset()
+
+    # -- LoRA ----------------------------------------------------------------------
+
+    def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
+        """Load a LoRA adapter (via peft) under a name, without activating it.
+
+        Call `set_lora(lora_name=...)` to use it. Loading a new adapter under a
+        name in use replaces it and forgets what was cached under that name.
+        """
+        self._batcher.flush()
+        if lora_name in self._loras:
+            self.model.delete_adapter(lora_name)
+        self.model.load_adapter(lora_path, adapter_name=lora_name)
+        self._loras[lora_name] = str(lora_path)
+        self._cache.clear(lora_name)
+        self._activate(self._adapter)
+
+    def set_lora(self, lora_path: str | None = None, lora_name: str = "lora_1") -> None:
+        """Activate a loaded adapter (loading it from `lora_path` first if new).
+
+        Queries queued before the switch are computed first, under the old adapter.
+
+        Raises:
+            ValueError: if no adapter of that name was loaded and no path is given.
+        """
+        if lora_name not in self._loras:
+            if lora_path is None:
+                raise ValueError(
+                    f"no LoRA adapter named {lora_name!r} is loaded (loaded: "
+                    f"{sorted(self._loras)}); call add_new_lora(path, {lora_name!r}) first"
+                )
+            self.add_new_lora(lora_path, lora_name)
+        self._batcher.flush()
+        self._activate(lora_name)
+
+    def clear_lora(self) -> None:
+        """Go back to the base model (adapters stay loaded; caches stay keyed by adapter)."""
+        self._batcher.flush()
+        self._activate(None)
+
+    def _activate(self, name: str | None) -> None:
+        if self._loras:
+            if name is None:
+                self.model.disable_adapters()
+            else:
+                self.model.set_adapter(name)
+                self.model.enable_adapters()
+        self._adapter = name
+
+    @property
+    def active_lora(self) -> str | None:
+        """Name of the active adapter, or None for the base model."""
+        return self._adapter
+
+    # -- batch computation --------------------------------------------------------
+
+    def _on_batch(self, distinct: int, callers: int) -> None:
+        self.stats["deduplicated"] += callers - distinct
+
+    def _run_batch(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        return self._compute(contexts, count_hits=False)
+
+    @torch.inference_mode()
+    def _compute(self, contexts: list[tuple[int, ...]], count_hits: bool) -> list[torch.Tensor]:
+        """Log-probs for distinct or repeated contexts: cache first, then batched forwards."""
+        results: list[torch.Tensor | None] = [None] * len(contexts)
+        todo: dict[tuple[int, ...], list[int]] = {}
+        for i, ids in enumerate(contexts):
+            hit = self._cache.get_logprobs(self._adapter, ids)
+            if hit is not None:
+                results[i] = hit
+                self.stats["cache_hits"] += count_hits
+            else:
+                todo.setdefault(ids, []).append(i)
+        unique = list(todo)
+        for start in range(0, len(unique), self.batch_size):
+            chunk = unique[start : start + self.batch_size]
+            for ids, lp in zip(chunk, self._forward(chunk), strict=True):
+                for i in todo[ids]:
+                    results[i] = lp
+        return results  # type: ignore[return-value]
+
+    def _normalise(self, logits: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(logits[..., : self.vocab_size].float(), dim=-1)
+
+    def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        """One model call for distinct contexts, reusing cached keys and values."""
+        adapter = self._adapter
+        if self._kv_enabled:
+            handles = [self._cache.longest_kv(adapter, ids, len(ids) - 1) for ids in rows]
+        else:
+            handles = [KVHandle(None, 0) for _ in rows]
+        past = [h.length for h in handles]
+        new = [ids[p:] for ids, p in zip(rows, past, strict=True)]
+        n_past, n_new, batch = max(past), max(len(x) for x in new), len(rows)
+        dev = self.device
+
+        input_ids = torch.full((batch, n_new), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((batch, n_past + n_new), dtype=torch.long)
+        for i, (p, x) in enumerate(zip(past, new, strict=True)):
+            input_ids[i, : len(x)] = torch.tensor(x)
+            mask[i, n_past - p : n_past + len(x)] = 1
+        positions = torch.tensor(past)[:, None] + torch.arange(n_new)[None, :]
+        kwargs: dict[str, Any] = {
+            "attention_mask": mask.to(dev),
+            "position_ids": positions.to(dev),
+            "use_cache": self._kv_enabled,
+        }
+        if n_past > 0:
+            kwargs["past_key_values"] = _padded_cache(handles, n_past)
+        last = [len(x) - 1 for x in new]
+        keep = sorted(set(last))
+        if self._keep_arg is not None:
+            kwargs[self._keep_arg] = torch.tensor(keep, device=dev)
+        out = self.model(input_ids.to(dev), **kwargs)
+        if self._keep_arg is not None:
+            col = {pos: j for j, pos in enumerate(keep)}
+            picked = out.logits[torch.arange(batch), torch.tensor([col[q] for q in last])]
+        else:
+            picked = out.logits[torch.arange(batch), torch.tensor(last)]
+        logprobs = self._normalise(picked)
+
+        self.stats["batches"] += 1
+        self.stats["rows"] += batch
+        self.stats["max_batch_size"] = max(self.stats["max_batch_size"], batch)
+        self.stats["tokens_computed"] += sum(len(x) for x in new)
+        self.stats["kv_tokens_reused"] += sum(past)
+
+        results = [logprobs[i] for i in range(batch)]
+        for ids, lp in zip(rows, results, strict=True):
+            self._cache.put_logprobs(adapter, ids, lp)
+        if self._kv_enabled:
+            segments = _new_segments(out.past_key_values, n_past, n_new, [len(x) for x in new])
+            if segments is None:
+                self._kv_enabled = False  # e.g. sliding-window layers: recompute instead
+                self._cache.clear_kv()
+            else:
+                for ids, h, seg in zip(rows, handles, segments, strict=True):
+                    self._cache.put_kv(adapter, ids, h, seg, evict=False)
+                self._cache.evict()
+        self.stats["evictions"] = self._cache.evictions
+        return results
+
+
+def _padded_cache(handles: list[KVHandle], n_past: int) -> Any:
+    """A DynamicCache holding each row's cached prefix, left-padded to n_past tokens."""
+    from transformers import DynamicCache
+
+    pieces = [h.pieces() for h in handles]
+    first = next(p[0] for p in pieces if p)
+    if len(handles) == 1 and len(pieces[0]) == 1:
+        buf = pieces[0][0].unsqueeze(2)  # (layers, 2, 1, heads, n, dim): no copy
+    else:
+        layers, _, heads, _, dim = first.shape
+        buf = first.new_zeros((layers, 2, len(handles), heads, n_past, dim))
+        for i, (h, segs) in enumerate(zip(handles, pieces, strict=True)):
+            at = n_past - h.length
+            for seg in segs:
+                n = seg.shape[-2]
+                buf[:, :, i, :, at : at + n] = seg
+                at += n
+    return DynamicCache(ddp_cache_data=[(buf[i, 0], buf[i, 1]) for i in range(buf.shape[0])])
+
+
+def _layer_kv(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    return list(zip(cache.key_cache, cache.value_cache, strict=True))  # older transformers
+
+
+def _new_segments(
+    cache: Any, n_past: int, n_new: int, lengths: list[int]
+) -> list[torch.Tensor] | None:
+    """Each row's keys and values of its new tokens, (layers, 2, heads, n_i, dim), or None.
+
+    None means the cache does not hold every position of every layer with one
+    shape (sliding windows, mixed head sizes), so it cannot be reused by rows.
+    """
+    if cache is None:
+        return None
+    kv = _layer_kv(cache)
+    shape = kv[0][0].shape
+    if any(k.shape != shape or v.shape != shape for k, v in kv) or shape[2] != n_past + n_new:
+        return None
+    new = torch.stack([torch.stack((k[:, :, n_past:], v[:, :, n_past:])) for k, v in kv])
+    return [new[:, :, i, :, :n].clone() for i, n in enumerate(lengths)]

@@ -1,0 +1,267 @@
+"""`AsyncVirtualLM`: an auto-batched `AsyncLM` over a vLLM engine (optional `vllm` extra).
+
+vLLM is imported lazily: importing this module never needs it, constructing
+the backend without it raises one clear ImportError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from genlm_lab.backend._batcher import AutoBatcher
+from genlm_lab.backend._cache import TokenTrieCache
+from genlm_lab.backend.base import AsyncLM
+
+_INSTALL_HINT = "vLLM is not installed: pip install genlm-lab[vllm] (needs a CUDA GPU)"
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError(_INSTALL_HINT) from e
+    return vllm
+
+
+def lora_int_id(name: str) -> int:
+    """A stable id in [1, 2**31 - 1] for an adapter name (vLLM wants an int per adapter)."""
+    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % (2**31 - 2) + 1
+
+
+class AsyncVirtualLM(AsyncLM):
+    """Next-token log-probs over the full vocabulary from a vLLM engine.
+
+    Concurrent `next_token_logprobs` calls are auto-batched (same rules as
+    `AsyncTransformer`) into one `LLM.generate` call that asks for one token
+    with `logprobs=-1`, i.e. the raw log-probs of every token in the
+    vocabulary (the engine is created with `max_logprobs=-1`). vLLM's own
+    automatic prefix caching reuses the KV of shared prefixes across calls;
+    genlm_lab keeps only an LRU cache of log-prob vectors, keyed by adapter.
+
+    Scaling past one GPU or one machine is vLLM's job; genlm_lab passes
+    `engine_opts` through to `vllm.LLM` unchanged:
+
+    - several GPUs of one machine: `engine_opts={"tensor_parallel_size": 4}`
+      (and/or `"pipeline_parallel_size"`);
+    - several machines: start a Ray cluster (`ray start --head` on one node,
+      `ray start --address=HEAD:6379` on the others), then pass
+      `engine_opts={"tensor_parallel_size": 8, "pipeline_parallel_size": 2,
+      "distributed_executor_backend": "ray"}` from a process on the head node.
+
+    Args:
+        llm_engine: a `vllm.LLM` created with `max_logprobs=-1`.
+        batch_size: most distinct contexts in one `generate` call.
+        timeout: seconds after the first queued query when a batch goes anyway.
+        max_cache_logprobs: log-prob vectors kept (LRU); 0 disables the cache.
+        byte_vocab: the vocabulary as `Token`s, when already decoded.
+        str_vocab: the vocabulary as text, with `byte_vocab`.
+    """
+
+    def __init__(
+        self,
+        llm_engine: Any,
+        batch_size: int = 32,
+        timeout: float = 0.02,
+        max_cache_logprobs: int = 2048,
+        byte_vocab: Sequence[Any] | None = None,
+        str_vocab: Sequence[str] | None = None,
+    ) -> None:
+        tokenizer = llm_engine.get_tokenizer()
+        if byte_vocab is None:
+            from genlm_lab.tokenization import decode_vocab
+
+            byte_vocab, str_vocab = decode_vocab(tokenizer)
+        eos = getattr(tokenizer, "eos_token_id", None)
+        super().__init__(
+            tokenizer,
+            byte_vocab,
+            str_vocab,
+            bos_token_id=getattr(tokenizer, "bos_token_id", None),
+            eos_token_ids=[eos] if eos is not None else [],
+        )
+        self.llm_engine = llm_engine
+        model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
+        self.max_context_length = getattr(model_config, "max_model_len", None)
+        self._cache = TokenTrieCache(0, max_cache_logprobs)
+        self._loras: dict[str, str] = {}
+        self._lora_request: Any = None
+        self._adapter: str | None = None
+        self._batcher = AutoBatcher(self._run_batch, batch_size, timeout, self._on_batch)
+        for key in ("deduplicated", "rows", "max_batch_size"):
+            self.stats[key] = 0
+
+    @classmethod
+    def from_name(
+        cls, model_name: str, engine_opts: dict | None = None, **kwargs: Any
+    ) -> AsyncVirtualLM:
+        """Start a vLLM engine for a model name and wrap it.
+
+        Args:
+            model_name: a genlm_lab name (`"smollm2-135m"`, ...), a local HF
+                directory or a hub id; resolved to a local directory first.
+            engine_opts: passed to `vllm.LLM` (e.g. `tensor_parallel_size`,
+                `distributed_executor_backend="ray"`, `gpu_memory_utilization`).
+            **kwargs: passed to the constructor.
+
+        Raises:
+            ImportError: if vLLM is not installed.
+        """
+        vllm = _import_vllm()
+        from genlm_lab.backend.models import local_model_dir
+
+        path = str(local_model_dir(model_name))
+        opts = {
+            "enable_prefix_caching": True,
+            "max_logprobs": -1,
+            "disable_log_stats": True,
+            "gpu_memory_utilization": 0.5,
+            **(engine_opts or {}),
+        }
+        return cls(vllm.LLM(model=path, tokenizer=path, **opts), **kwargs)
+
+    # -- queries -------------------------------------------------------------------
+
+    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Normalised next-token log-probs, shape (vocab_size,), auto-batched with others."""
+        ids = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        hit = self._cache.get_logprobs(self._adapter, ids)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            return hit
+        return await self._batcher.submit((self._adapter, ids), ids)
+
+    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Blocking `next_token_logprobs` (cached, not batched with other callers)."""
+        ids = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        return self._compute([ids])[0]
+
+    def batch_next_token_logprobs_sync(
+        self, token_ids_list: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Blocking log-probs for several contexts in one `generate` call."""
+        contexts = [self.validate_context(c) for c in token_ids_list]
+        self.stats["queries"] += len(contexts)
+        if not contexts:
+            return torch.empty((0, self.vocab_size))
+        return torch.stack(self._compute(contexts))
+
+    def _on_batch(self, distinct: int, callers: int) -> None:
+        self.stats["deduplicated"] += callers - distinct
+
+    def _run_batch(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        return self._compute(contexts)
+
+    def _compute(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        results: list[torch.Tensor | None] = [None] * len(contexts)
+        todo: dict[tuple[int, ...], list[int]] = {}
+        for i, ids in enumerate(contexts):
+            hit = self._cache.get_logprobs(self._adapter, ids)
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.setdefault(ids, []).append(i)
+        if todo:
+            unique = list(todo)
+            for ids, lp in zip(unique, self._generate(unique), strict=True):
+                self._cache.put_logprobs(self._adapter, ids, lp)
+                for i in todo[ids]:
+                    results[i] = lp
+        return results  # type: ignore[return-value]
+
+    def _generate(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+        """One `generate` call: one token per context, with every token's log-prob."""
+        vllm = _import_vllm()
+        params = vllm.SamplingParams(
+            max_tokens=1, n=1, temperature=1.0, logprobs=-1, detokenize=False, ignore_eos=True
+        )
+        prompts = [{"prompt_token_ids": list(ids)} for ids in contexts]
+        outputs = self.llm_engine.generate(
+            prompts, sampling_params=params, lora_request=self._lora_request, use_tqdm=False
+        )
+        self.stats["batches"] += 1
+        self.stats["rows"] += len(contexts)
+        self.stats["max_batch_size"] = max(self.stats["max_batch_size"], len(contexts))
+        self.stats["tokens_computed"] += sum(len(c) for c in contexts)
+        return [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
+
+    def _dense(self, logprobs: dict[int, Any]) -> torch.Tensor:
+        """A {token id: Logprob} dict over the vocabulary as a normalised dense vector."""
+        row = torch.full((self.vocab_size,), float("-inf"))
+        ids = [i for i in logprobs if i < self.vocab_size]
+        row[torch.tensor(ids, dtype=torch.long)] = torch.tensor(
+            [logprobs[i].logprob for i in ids], dtype=torch.float32
+        )
+        return torch.log_softmax(row, dim=0)
+
+    async def sample(
+        self,
+        prompt_token_ids: Sequence[int],
+        max_tokens: int,
+        eos_token_ids: Sequence[int] | None = None,
+        temperature: float = 1.0,
+        seed: int | None = None,
+    ) -> list[int]:
+        """Sample a continuation with vLLM's own sampler (one `generate` call)."""
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        ids = self.validate_context(prompt_token_ids)
+        vllm = _import_vllm()
+        stop = list(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
+        params = vllm.SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            stop_token_ids=stop,
+            detokenize=False,
+        )
+        out = self.llm_engine.generate(
+            [{"prompt_token_ids": list(ids)}],
+            sampling_params=params,
+            lora_request=self._lora_request,
+            use_tqdm=False,
+        )
+        return list(out[0].outputs[0].token_ids)
+
+    # -- cache, queue, LoRA ----------------------------------------------------------
+
+    def clear_cache(self) -> None:
+        """Forget cached log-probs (vLLM's prefix cache is managed by vLLM)."""
+        self._cache.clear()
+
+    def reset_async_queries(self) -> None:
+        """Drop queued queries (their callers get `CancelledError`)."""
+        self._batcher.reset()
+
+    def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
+        """Register a LoRA adapter (the engine needs `enable_lora=True` in engine_opts)."""
+        self._batcher.flush()
+        self._loras[lora_name] = str(lora_path)
+        self._cache.clear(lora_name)
+
+    def set_lora(self, lora_path: str | None = None, lora_name: str = "lora_1") -> None:
+        """Use an adapter for the following queries (registering it from `lora_path` if new)."""
+        if lora_name not in self._loras:
+            if lora_path is None:
+                raise ValueError(
+                    f"no LoRA adapter named {lora_name!r} is loaded (loaded: "
+                    f"{sorted(self._loras)}); call add_new_lora(path, {lora_name!r}) first"
+                )
+            self.add_new_lora(lora_path, lora_name)
+        from vllm.lora.request import LoRARequest
+
+        self._batcher.flush()
+        self._lora_request = LoRARequest(lora_name, lora_int_id(lora_name), self._loras[lora_name])
+        self._adapter = lora_name
+
+    def clear_lora(self) -> None:
+        """Go back to the base model."""
+        self._batcher.flush()
+        self._lora_request = None
+        self._adapter = None
