@@ -44,15 +44,39 @@ def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
     return out
 
 
+class _Interrupt(Exception):
+    """Carries a KeyboardInterrupt / SystemExit out of a particle's task.
+
+    asyncio lets those two escape a task straight out of the event loop,
+    which would skip the run's clean-up; wrapped, they reach `gather_all`.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+async def _guarded(awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except (KeyboardInterrupt, SystemExit) as error:
+        raise _Interrupt(error) from error
+
+
 async def gather_all(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
-    """Run awaitables concurrently; if one fails or we are cancelled, cancel the rest first."""
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    """Run awaitables concurrently; if one fails or we are cancelled, cancel the rest first.
+
+    A KeyboardInterrupt inside one of them is re-raised here, in the caller.
+    """
+    tasks = [asyncio.ensure_future(_guarded(a)) for a in awaitables]
     try:
         return await asyncio.gather(*tasks)
-    except BaseException:
+    except BaseException as error:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(error, _Interrupt):
+            raise error.error.with_traceback(error.error.__traceback__) from None
         raise
 
 

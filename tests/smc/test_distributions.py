@@ -1,0 +1,70 @@
+"""Distributions: normalised log-probs, sample frequencies matching them."""
+
+import math
+
+import numpy as np
+import pytest
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.smc import Bernoulli, Geometric, LogCategorical, TokenCategorical, Transformer
+from genlm_lab.smc._random import using_rng
+
+
+async def _frequencies(dist, n, key=lambda x: x):
+    counts = {}
+    with using_rng(np.random.default_rng(0)):
+        for _ in range(n):
+            x, log_p = await dist.sample()
+            assert log_p == pytest.approx(await dist.log_prob(x))
+            counts[key(x)] = counts.get(key(x), 0) + 1
+    return {k: v / n for k, v in counts.items()}
+
+
+async def test_bernoulli_log_probs_and_frequencies():
+    d = Bernoulli(0.3)
+    assert math.exp(await d.log_prob(True)) + math.exp(await d.log_prob(False)) == pytest.approx(1)
+    freq = await _frequencies(d, 4000)
+    assert freq[True] == pytest.approx(0.3, abs=0.03)
+    assert await Bernoulli(0.0).log_prob(True) == -math.inf
+
+
+async def test_geometric_counts_failures_before_success():
+    d = Geometric(0.4)
+    total = sum([math.exp(await d.log_prob(k)) for k in range(200)])
+    assert total == pytest.approx(1.0)
+    assert math.exp(await d.log_prob(2)) == pytest.approx(0.4 * 0.6**2)
+    assert await d.log_prob(-1) == -math.inf
+    freq = await _frequencies(d, 4000)
+    assert freq[0] == pytest.approx(0.4, abs=0.03)
+    assert freq[1] == pytest.approx(0.24, abs=0.03)
+
+
+async def test_log_categorical_normalises_and_ranks():
+    d = LogCategorical([0.0, math.log(3.0), -math.inf])
+    assert [math.exp(await d.log_prob(i)) for i in range(3)] == pytest.approx([0.25, 0.75, 0])
+    assert (await d.argmax(0))[0] == 1
+    freq = await _frequencies(d, 4000)
+    assert freq[1] == pytest.approx(0.75, abs=0.03) and 2 not in freq
+
+
+async def test_token_categorical_and_transformer_on_a_toy_lm():
+    lm = ToyLM([b"a", b"b", b"c"], logprobs_fn=lambda ctx: [0.0, 1.0, 2.0])
+    d = TokenCategorical(lm, [0.0, 0.0, math.log(2.0)])
+    assert math.exp(await d.log_prob(2)) == pytest.approx(0.5)
+    token, _ = await d.sample()
+    assert bytes(token) in {b"a", b"b", b"c"}
+    t = Transformer(lm, [0], temp=0.5)
+    want = np.exp(np.array([0.0, 2.0, 4.0]) - np.logaddexp.reduce([0.0, 2.0, 4.0]))
+    got = [math.exp(await t.log_prob(i)) for i in range(3)]
+    assert got == pytest.approx(want.tolist())
+    freq = await _frequencies(t, 3000, key=lambda tok: tok.token_id)
+    assert freq[2] == pytest.approx(want[2], abs=0.03)
+
+
+def test_invalid_parameters_raise_value_error():
+    with pytest.raises(ValueError, match="Bernoulli"):
+        Bernoulli(1.5)
+    with pytest.raises(ValueError, match="Geometric"):
+        Geometric(0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        Transformer(ToyLM([b"a"]), [0], temp=0)

@@ -1,0 +1,170 @@
+"""smc_standard / smc_steer / importance_sampling against exact evidence and posteriors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from smc_toy_models import (
+    Coins,
+    GeometricWalk,
+    coin_sequences,
+    exact_flip_marginals,
+    geometric_walk_exact,
+)
+
+from genlm_lab.smc import (
+    Model,
+    importance_sampling,
+    smc_standard,
+    smc_steer,
+)
+from genlm_lab.util import logmeanexp
+
+
+def _within_standard_errors(estimates, exact, k=4.0):
+    estimates = np.asarray(estimates)
+    se = estimates.std(ddof=1) / math.sqrt(estimates.size)
+    assert abs(estimates.mean() - exact) <= k * se + 1e-12, (estimates.mean(), exact, se)
+
+
+@pytest.mark.parametrize("method", ["multinomial", "stratified", "systematic", "residual"])
+async def test_coin_evidence_and_marginals_match_enumeration(method):
+    _, z = coin_sequences()
+    marginals = exact_flip_marginals()
+    estimates, pooled = [], np.zeros(len(marginals))
+    runs = 25
+    for seed in range(runs):
+        result = await smc_standard(Coins(), 200, resampling_method=method, seed=seed)
+        estimates.append(math.exp(result.log_ml))
+        for particle, w in zip(result, result.normalized_weights, strict=True):
+            pooled += w * np.array(particle.flips, dtype=float) / runs
+            if w > 0:
+                assert sum(particle.flips) == 2
+    _within_standard_errors(estimates, z)
+    assert pooled == pytest.approx(marginals, abs=0.03)
+
+
+async def test_exact_proposal_gives_every_particle_weight_log_z():
+    _, z = coin_sequences()
+    result = await smc_standard(Coins(optimal=True), 50, seed=3)
+    assert result.log_weights == pytest.approx(np.full(50, math.log(z)), abs=1e-12)
+    assert result.log_ml == pytest.approx(math.log(z), abs=1e-12)
+    assert result.ess == pytest.approx(50)
+
+
+async def test_geometric_walk_evidence_and_posterior_match_summation():
+    z, posterior = geometric_walk_exact()
+    estimates, pooled = [], np.zeros(4)
+    runs = 20
+    for seed in range(runs):
+        result = await smc_standard(GeometricWalk(), 300, ess_threshold=0.7, seed=seed)
+        estimates.append(math.exp(result.log_ml))
+        chart = result.posterior
+        pooled += np.array([chart[str(x)] for x in range(4)]) / runs
+    _within_standard_errors(estimates, z)
+    assert pooled == pytest.approx(posterior[:4], abs=0.03)
+
+
+async def test_ess_is_inverse_sum_of_squared_normalised_weights():
+    result = await smc_standard(GeometricWalk(), 64, ess_threshold=0.0, seed=1)
+    w = np.exp(result.log_weights - np.logaddexp.reduce(result.log_weights))
+    assert result.ess == pytest.approx(1.0 / np.sum(w**2))
+    for entry in result.record.steps:
+        lw = np.array(entry["log_weights"])
+        w = np.exp(lw - np.logaddexp.reduce(lw))
+        assert entry["ess"] == pytest.approx(1.0 / np.sum(w**2))
+
+
+async def test_log_ml_is_logmeanexp_without_resampling():
+    for run in (
+        smc_standard(GeometricWalk(), 40, ess_threshold=0.0, seed=2),
+        importance_sampling(GeometricWalk(), 40, seed=2),
+    ):
+        result = await run
+        assert not any(e["resampled"] for e in result.record.steps)
+        lw = result.log_weights
+        assert result.log_ml == pytest.approx(np.log(np.mean(np.exp(lw))))
+
+
+async def test_log_ml_equals_product_of_incremental_means_across_resampling():
+    result = await smc_standard(GeometricWalk(), 32, ess_threshold=1.0, seed=4)
+    steps = result.record.steps
+    assert sum(e["resampled"] for e in steps) >= 2
+    normalised = np.full(32, 1 / 32)
+    log_z = 0.0
+    for entry in steps:
+        inc = np.array(entry["weight_increments"])
+        log_z += math.log(np.sum(normalised * np.exp(inc)))
+        assert entry["log_ml"] == pytest.approx(log_z)
+        lw = np.log(normalised) + inc
+        normalised = np.exp(lw - np.logaddexp.reduce(lw))
+        if entry["resampled"]:
+            normalised = np.full(32, 1 / 32)
+    assert result.log_ml == pytest.approx(log_z)
+
+
+async def test_weights_are_previous_weights_plus_increments():
+    result = await smc_standard(Coins(), 16, ess_threshold=0.9, seed=5)
+    previous = np.zeros(16)
+    for entry in result.record.steps:
+        got = np.array(entry["log_weights"])
+        assert got == pytest.approx(previous + np.array(entry["weight_increments"]))
+        if entry["resampled"]:
+            previous = np.full(16, logmeanexp(got))
+        else:
+            previous = got
+
+
+class AlwaysFails(Model):
+    async def step(self):
+        self.condition(False)
+
+
+async def test_all_particles_dead_gives_minus_inf_and_a_warning_not_nan():
+    with pytest.warns(RuntimeWarning, match="every particle has weight zero"):
+        result = await smc_standard(AlwaysFails(), 8, seed=0)
+    assert result.log_ml == -math.inf
+    assert result.ess == 0.0
+    assert not np.isnan(result.normalized_weights).any()
+    assert result.record.final["status"] == "all_dead"
+
+
+async def test_seeded_runs_repeat_exactly():
+    a = await smc_standard(Coins(), 20, seed=11)
+    b = await smc_standard(Coins(), 20, seed=11)
+    assert [str(p) for p in a] == [str(p) for p in b]
+    assert a.log_ml == b.log_ml
+
+
+async def test_smc_steer_evidence_matches_enumeration_and_constraint_holds():
+    _, z = coin_sequences()
+    estimates = []
+    for seed in range(30):
+        result = await smc_steer(Coins(), 10, 3, seed=seed)
+        estimates.append(math.exp(result.log_ml))
+        assert all(
+            sum(p.flips) == 2
+            for p, w in zip(result, result.normalized_weights, strict=True)
+            if w > 0
+        )
+    _within_standard_errors(estimates, z)
+
+
+async def test_model_passed_in_is_left_unchanged():
+    model = Coins()
+    await smc_standard(model, 5, seed=0)
+    assert model.flips == [] and model.weight == 0.0
+
+
+async def test_invalid_settings_raise_value_error():
+    with pytest.raises(ValueError, match="n_particles"):
+        await smc_standard(Coins(), 0)
+    with pytest.raises(ValueError, match="ess_threshold"):
+        await smc_standard(Coins(), 4, ess_threshold=2)
+    with pytest.raises(ValueError, match="resampling method"):
+        await smc_standard(Coins(), 4, resampling_method="nope")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="n_beam"):
+            await smc_steer(Coins(), 4, 0)

@@ -1,0 +1,126 @@
+"""Model API: weights, twists, cloning, proposals and submodels."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from genlm_lab.smc import Bernoulli, LogCategorical, Model, SubModel, submodel
+from genlm_lab.smc._random import using_rng
+
+
+class Empty(Model):
+    async def step(self):
+        self.finish()
+
+
+def test_score_condition_and_finish_update_weight_and_flag():
+    m = Empty()
+    m.score(-1.5)
+    m.score(0.5)
+    assert m.weight == pytest.approx(-1.0)
+    m.condition(True)
+    assert m.weight == pytest.approx(-1.0) and not m.done_stepping()
+    m.condition(False)
+    assert m.weight == -math.inf and m.done_stepping()
+
+
+def test_twist_is_removed_by_untwist_and_by_finish():
+    m = Empty()
+    m.score(-2.0)
+    m.twist(3.0)
+    m.twist(-0.5)
+    assert m.weight == pytest.approx(0.5)
+    m.untwist()
+    assert m.weight == pytest.approx(-2.0) and m.twist_amount == 0
+    m.twist(1.0)
+    m.finish()
+    assert m.weight == pytest.approx(-2.0) and m.finished
+
+
+def test_invalid_scores_are_rejected():
+    m = Empty()
+    with pytest.raises(ValueError, match="score"):
+        m.score(math.nan)
+    with pytest.raises(ValueError, match="twist"):
+        m.twist(-math.inf)
+
+
+class Shared(Model):
+    def __init__(self):
+        super().__init__()
+        self.table = [1, 2, 3]
+        self.state = [0]
+
+    def immutable_properties(self):
+        return {"table"}
+
+
+def test_immutable_properties_are_shared_and_the_rest_copied():
+    m = Shared()
+    c = copy.deepcopy(m)
+    assert c.table is m.table
+    assert c.state == m.state and c.state is not m.state
+    c.state.append(1)
+    assert m.state == [0]
+
+
+async def test_sample_with_proposal_adds_log_p_minus_log_q():
+    m = Empty()
+    target = LogCategorical(np.log([0.2, 0.3, 0.5]))
+    proposal = LogCategorical(np.log([0.6, 0.3, 0.1]))
+    with using_rng(np.random.default_rng(0)):
+        for _ in range(20):
+            before = m.weight
+            x = await m.sample(target, proposal=proposal)
+            assert m.weight - before == pytest.approx(
+                math.log([0.2, 0.3, 0.5][x]) - math.log([0.6, 0.3, 0.1][x])
+            )
+
+
+async def test_sample_without_proposal_leaves_weight_and_observe_adds_log_p():
+    m = Empty()
+    await m.sample(Bernoulli(0.3))
+    assert m.weight == 0.0
+    assert await m.observe(Bernoulli(0.3), True) is True
+    assert m.weight == pytest.approx(math.log(0.3))
+    await m.intervene(Bernoulli(0.3), False)
+    assert m.weight == pytest.approx(math.log(0.3))
+
+
+@submodel
+async def observe_twice(self, p):
+    await self.observe(Bernoulli(p), True)
+    await self.observe(Bernoulli(p), True)
+    return "done"
+
+
+class Double(SubModel):
+    def __init__(self, amount):
+        super().__init__()
+        self.amount = amount
+
+    async def forward(self):
+        self.score(self.amount)
+        return await self.call(observe_twice(0.5))
+
+
+async def test_submodels_weight_their_parent():
+    m = Empty()
+    assert await m.call(observe_twice(0.25)) == "done"
+    assert m.weight == pytest.approx(2 * math.log(0.25))
+    m2 = Empty()
+    assert await m2.call(Double(1.0)) == "done"
+    assert m2.weight == pytest.approx(1.0 + 2 * math.log(0.5))
+    assert observe_twice.__name__ == "observe_twice"
+
+
+async def test_submodel_outside_a_model_says_how_to_call_it():
+    with pytest.raises(RuntimeError, match="model.call"):
+        await Double(1.0).forward()
+
+
+async def test_step_must_be_defined():
+    with pytest.raises(NotImplementedError, match="step"):
+        await Model().step()

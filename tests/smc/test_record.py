@@ -1,0 +1,163 @@
+"""SMCRecord round trips, incremental record files, observers and interruptions."""
+
+import asyncio
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from smc_toy_models import Coins, GeometricWalk
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.smc import CollectingObserver, LMContext, Model, SMCRecord, smc_standard, smc_steer
+
+floats = st.one_of(st.floats(allow_nan=False), st.just(-math.inf))
+
+
+@st.composite
+def records(draw):
+    n = draw(st.integers(1, 4))
+    steps = []
+    for k in range(draw(st.integers(0, 3))):
+        steps.append(
+            {
+                "run_id": "r",
+                "step": k + 1,
+                "contents": draw(st.lists(st.text(), min_size=n, max_size=n)),
+                "log_weights": draw(st.lists(floats, min_size=n, max_size=n)),
+                "weight_increments": draw(st.lists(floats, min_size=n, max_size=n)),
+                "finished": draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+                "ess": draw(floats),
+                "log_ml": draw(floats),
+                "resampled": draw(st.booleans()),
+                "ancestors": draw(
+                    st.none() | st.lists(st.integers(0, n - 1), min_size=n, max_size=n)
+                ),
+            }
+        )
+    return SMCRecord(n_particles=n, params={"seed": draw(st.none() | st.integers())}, steps=steps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(record=records())
+def test_record_round_trips_exactly_through_json(record):
+    text = record.to_json()
+    json.loads(text)  # strict JSON: no bare Infinity / NaN
+    assert "Infinity" not in text.replace('"-Infinity"', "").replace('"Infinity"', "")
+    again = SMCRecord.from_json(text)
+    assert again == record
+    assert again.to_json() == text
+
+
+async def test_record_of_a_run_round_trips_and_describes_every_step(tmp_path):
+    result = await smc_standard(GeometricWalk(), 12, ess_threshold=0.8, seed=0)
+    record = result.record
+    assert record.n_particles == 12 and len(record.run_id) == 32
+    assert record.final["status"] == "finished"
+    assert record.final["log_ml"] == pytest.approx(result.log_ml)
+    assert SMCRecord.from_json(record.to_json()) == record
+    path = tmp_path / "whole.json"
+    record.save(path)
+    assert SMCRecord.load(path) == record
+    for entry in record.steps:
+        assert len(entry["contents"]) == 12
+        if entry["resampled"]:
+            assert len(entry["ancestors"]) == 12
+    assert len(record.to_pandas()) == 12 * len(record)
+
+
+async def test_json_file_matches_the_in_memory_record(tmp_path):
+    path = tmp_path / "run.jsonl"
+    result = await smc_standard(Coins(), 10, seed=1, json_file=path)
+    assert SMCRecord.load(path) == result.record
+
+
+class Explodes(Model):
+    """Takes `k` good steps, then raises inside a step."""
+
+    def __init__(self, k, error=RuntimeError):
+        super().__init__()
+        self.k, self.error, self.t = k, error, 0
+
+    async def step(self):
+        self.t += 1
+        if self.t > self.k:
+            raise self.error("boom")
+        self.score(-0.1 * self.t)
+
+    def __str__(self):
+        return f"t={self.t}"
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+async def test_interrupted_run_leaves_finished_steps_in_json_file(tmp_path, error):
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(error):
+        await smc_standard(Explodes(3, error), 6, json_file=path, seed=0)
+    record = SMCRecord.load(path)
+    assert [e["step"] for e in record.steps] == [1, 2, 3]
+    assert record.steps[-1]["contents"] == ["t=3"] * 6
+    assert record.final["status"] == "interrupted"
+
+
+def test_record_file_cut_mid_line_still_loads(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    asyncio.run(smc_standard(Coins(), 4, seed=0, json_file=path))
+    text = path.read_text().splitlines()
+    cut = "\n".join(text[:3]) + "\n" + text[3][: len(text[3]) // 2]
+    record = SMCRecord.from_json(cut)
+    assert len(record.steps) == 2 and record.final is None
+
+
+class Broken:
+    def on_step(self, entry):
+        raise ValueError("view crashed")
+
+
+async def test_observer_that_raises_is_reported_and_detached():
+    good = CollectingObserver()
+    calls = []
+    with pytest.warns(RuntimeWarning, match="observer Broken raised ValueError"):
+        result = await smc_standard(Coins(), 8, observers=[Broken(), good, calls.append], seed=0)
+    assert len(good.entries) == len(result.record.steps) == len(calls) == 5
+    assert good.entries[0] is result.record.steps[0]
+    assert good.record is result.record
+
+
+async def test_async_observers_are_awaited_and_steer_reports_steps():
+    seen = []
+
+    class Async:
+        async def on_step(self, entry):
+            await asyncio.sleep(0)
+            seen.append(entry["step"])
+
+    result = await smc_steer(Coins(), 4, 2, observers=Async(), seed=0)
+    assert seen == [e["step"] for e in result.record.steps] == [1, 2, 3, 4, 5]
+
+
+class CountingToyLM(ToyLM):
+    resets = 0
+
+    def reset_async_queries(self):
+        self.resets += 1
+
+
+class Interrupted(Model):
+    def __init__(self, lm):
+        super().__init__()
+        self.ctx = LMContext(lm, [0])
+
+    async def step(self):
+        await self.sample(self.ctx.next_token())
+        if self.ctx.token_count == 2:
+            raise KeyboardInterrupt
+
+
+async def test_interruption_resets_backend_queue_and_backend_still_works():
+    lm = CountingToyLM([b"a", b"b", b"c"])
+    with pytest.raises(KeyboardInterrupt):
+        await smc_standard(Interrupted(lm), 4, seed=0)
+    assert lm.resets == 1
+    assert (await lm.next_token_logprobs([0, 1])).shape == (3,)

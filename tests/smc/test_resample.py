@@ -1,0 +1,81 @@
+"""Resamplers: valid indices, unbiased frequencies, variance ordering, degenerate cases."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from genlm_lab.smc import RESAMPLING_METHODS, resample
+
+log_weight_lists = st.lists(
+    st.one_of(st.floats(-30, 30), st.just(-math.inf)), min_size=1, max_size=12
+).filter(lambda ws: any(w > -math.inf for w in ws))
+
+
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
+@settings(max_examples=40, deadline=None)
+@given(log_weights=log_weight_lists, n=st.integers(1, 20), seed=st.integers(0, 2**31))
+def test_indices_are_in_range_and_avoid_zero_weights(method, log_weights, n, seed):
+    out = resample(log_weights, n, method, np.random.default_rng(seed))
+    assert out.shape == (n,)
+    assert out.min() >= 0 and out.max() < len(log_weights)
+    assert all(log_weights[i] > -math.inf for i in out)
+
+
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
+def test_frequencies_match_weights_chi_square(method):
+    rng = np.random.default_rng(1)
+    w = np.array([0.05, 0.1, 0.15, 0.3, 0.4])
+    n, runs = 10, 3000
+    counts = np.zeros(w.size)
+    for _ in range(runs):
+        counts += np.bincount(resample(np.log(w), n, method, rng), minlength=w.size)
+    expected = w * n * runs
+    # Counts within a run are dependent for the low-variance schemes, which only
+    # lowers the spread; the chi-square test stays conservative.
+    p_value = stats.chisquare(counts, expected).pvalue
+    assert p_value > 1e-3, (counts, expected)
+
+
+@pytest.mark.parametrize("method", ["stratified", "systematic", "residual"])
+def test_variance_is_at_most_multinomial(method):
+    rng = np.random.default_rng(2)
+    w = np.array([0.02, 0.08, 0.2, 0.33, 0.37])
+    n, runs = 8, 4000
+
+    def count_variance(m):
+        counts = np.array(
+            [np.bincount(resample(np.log(w), n, m, rng), minlength=w.size) for _ in range(runs)]
+        )
+        return counts.var(axis=0).sum()
+
+    multinomial = count_variance("multinomial")
+    assert multinomial == pytest.approx((n * w * (1 - w)).sum(), rel=0.1)
+    assert count_variance(method) <= multinomial
+
+
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
+def test_degenerate_weights_give_one_index(method):
+    log_weights = [-math.inf, -math.inf, 0.0, -math.inf]
+    out = resample(log_weights, 7, method, np.random.default_rng(0))
+    assert out.tolist() == [2] * 7
+
+
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
+def test_weights_far_below_the_largest_are_not_lost_to_overflow(method):
+    out = resample([-1000.0, -1000.0 + math.log(3.0)], 4000, method, np.random.default_rng(0))
+    assert np.mean(out == 1) == pytest.approx(0.75, abs=0.03)
+
+
+def test_bad_input_raises_one_clear_error():
+    with pytest.raises(ValueError, match="every log-weight is -inf"):
+        resample([-math.inf, -math.inf], 3)
+    with pytest.raises(ValueError, match="unknown resampling method"):
+        resample([0.0], 3, "magic")
+    with pytest.raises(ValueError, match="NaN"):
+        resample([0.0, math.nan], 3)
+    with pytest.raises(ValueError, match="positive int"):
+        resample([0.0], 0)
