@@ -1,0 +1,269 @@
+"""AsyncTransformer: batching and caching are transparent, bad input fails alone."""
+
+import asyncio
+import random
+
+import pytest
+import torch
+
+from genlm_lab.backend.hf import AsyncTransformer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models gain nothing from threads, and on a shared busy CPU threads stall."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def vocab(tiny_random_hf):
+    from genlm_lab.tokenization import decode_vocab
+
+    return decode_vocab(tiny_random_hf[1])
+
+
+@pytest.fixture
+def make_lm(tiny_random_hf, vocab):
+    model, tokenizer = tiny_random_hf
+
+    def make(**kwargs):
+        return AsyncTransformer(model, tokenizer, byte_vocab=vocab[0], str_vocab=vocab[1], **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def lm(make_lm):
+    return make_lm(timeout=60.0)  # a batch that waited for the timer would hang the test
+
+
+def random_contexts(lm, n, seed=0):
+    """Contexts with shared prefixes, different lengths and duplicates."""
+    rng = random.Random(seed)
+    stem = [lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(12)]
+    out = []
+    for _ in range(n):
+        ctx = stem[: rng.randrange(1, len(stem) + 1)]
+        ctx += [rng.randrange(lm.vocab_size) for _ in range(rng.randrange(0, 6))]
+        out.append(ctx)
+    return out + out[: n // 4]
+
+
+def close(a, b, tol):
+    torch.testing.assert_close(a, b, atol=tol, rtol=tol)
+
+
+async def test_gathered_queries_equal_sequential_uncached_calls(lm):
+    contexts = random_contexts(lm, 24)
+    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in contexts))
+    assert lm.stats["batches"] < lm.stats["queries"]
+    assert lm.stats["batches"] == 1
+    assert lm.stats["rows"] + lm.stats["deduplicated"] >= 0.95 * len(contexts)
+    for ctx, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(ctx), 1e-5)
+
+
+async def test_concurrent_extensions_of_different_cached_prefixes_share_one_forward(lm):
+    contexts = random_contexts(lm, 12, seed=1)[:12]
+    for c in contexts:
+        lm.cache_kv(c)
+    lm.reset_stats()
+    rng = random.Random(2)
+    ext = [
+        c + [rng.randrange(lm.vocab_size) for _ in range(1 + i % 3)] for i, c in enumerate(contexts)
+    ]
+    ext = list({tuple(e): e for e in ext}.values())
+    results = await asyncio.gather(*(lm.next_token_logprobs(e) for e in ext))
+    assert lm.stats["batches"] == 1
+    assert lm.stats["tokens_computed"] == sum(
+        len(e) - len(c) for e, c in zip(ext, contexts, strict=False)
+    )
+    for e, got in zip(ext, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(e), 1e-4)
+
+
+async def test_kv_cached_results_equal_uncached_over_long_incremental_runs(lm):
+    rng = random.Random(3)
+    prompt = [lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(300)]
+    lm.cache_kv(prompt)
+    branches = [list(prompt) for _ in range(4)]
+    for step in range(12):
+        for b in branches:
+            b.extend(rng.randrange(lm.vocab_size) for _ in range(1 + step % 2))
+        results = await asyncio.gather(*(lm.next_token_logprobs(b) for b in branches))
+        if step % 4 == 3:
+            for b, got in zip(branches, results, strict=True):
+                close(got, lm.next_token_logprobs_uncached(b), 1e-4)
+    # Every step after the prompt ran only the new tokens.
+    assert lm.stats["kv_tokens_reused"] >= 12 * 4 * len(prompt)
+
+
+async def test_lru_eviction_keeps_results_exact(make_lm):
+    lm = make_lm(timeout=60.0, max_cache_tokens=40, max_cache_logprobs=5)
+    rng = random.Random(4)
+    branches = [[lm.bos_token_id, i + 10] for i in range(3)]
+    for _ in range(15):
+        for b in branches:
+            b.append(rng.randrange(lm.vocab_size))
+        results = await asyncio.gather(*(lm.next_token_logprobs(b) for b in branches))
+        assert lm.cache.kv_tokens <= 40
+        assert lm.cache.n_logprobs <= 5
+    assert lm.stats["evictions"] > 0
+    for b, got in zip(branches, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(b), 1e-4)
+
+
+async def test_exact_cache_hit_runs_no_forward_and_clear_cache_recomputes(lm):
+    ctx = [lm.bos_token_id, 5, 6, 7]
+    first = await lm.next_token_logprobs(ctx)
+    batches = lm.stats["batches"]
+    again = await lm.next_token_logprobs(ctx)
+    assert lm.stats["batches"] == batches and lm.stats["cache_hits"] == 1
+    assert torch.equal(first, again)
+    lm.clear_cache()
+    third = await lm.next_token_logprobs(ctx)
+    assert lm.stats["batches"] == batches + 1
+    close(third, first, 1e-5)
+
+
+def test_clear_kv_cache_forgets_keys_and_values_only(lm):
+    ctx = [lm.bos_token_id, 5, 6, 7]
+    lm.next_token_logprobs_sync(ctx)
+    lm.clear_kv_cache()
+    assert lm.cache.kv_tokens == 0
+    lm.next_token_logprobs_sync(ctx)
+    assert lm.stats["cache_hits"] == 1
+    lm.next_token_logprobs_sync(ctx + [8])
+    assert lm.stats["kv_tokens_reused"] == 0
+
+
+async def test_logprobs_are_normalised(lm):
+    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in random_contexts(lm, 8)))
+    for lp in results:
+        assert lp.shape == (lm.vocab_size,) and lp.dtype == torch.float32
+        assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-4
+
+
+def test_sync_apis_equal_uncached(lm):
+    contexts = random_contexts(lm, 6, seed=5)
+    batch = lm.batch_next_token_logprobs_sync(contexts)
+    single = [lm.next_token_logprobs_sync(c) for c in contexts]
+    for c, row, one in zip(contexts, batch, single, strict=True):
+        ref = lm.next_token_logprobs_uncached(c)
+        close(row, ref, 1e-5)
+        close(one, ref, 1e-5)
+
+
+async def test_async_batch_api_is_one_forward(lm):
+    contexts = random_contexts(lm, 6, seed=6)
+    out = await lm.batch_next_token_logprobs(contexts)
+    assert out.shape == (len(contexts), lm.vocab_size)
+    assert lm.stats["batches"] == 1
+
+
+MESSAGES = {
+    "empty": "empty context",
+    "outside": "outside the vocabulary",
+    "negative": "outside the vocabulary",
+    "non_int": "not an int",
+    "string": "sequence of int",
+    "too_long": "longer than the model allows",
+}
+
+
+def bad_contexts(lm):
+    return {
+        "empty": [],
+        "outside": [lm.bos_token_id, lm.vocab_size + 3],
+        "negative": [lm.bos_token_id, -1],
+        "non_int": [lm.bos_token_id, 2.5],
+        "string": "hello",
+        "too_long": [lm.bos_token_id] * (lm.max_context_length + 1),
+    }
+
+
+async def test_bad_input_fails_alone_and_backend_keeps_working(lm):
+    good = random_contexts(lm, 4, seed=7)
+    bad = bad_contexts(lm)
+    calls = [lm.next_token_logprobs(c) for c in good] + [
+        lm.next_token_logprobs(c) for c in bad.values()
+    ]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for got, ctx in zip(results[: len(good)], good, strict=True):
+        close(got, lm.next_token_logprobs_uncached(ctx), 1e-5)
+    for got in results[len(good) :]:
+        assert isinstance(got, ValueError), got
+    for name, ctx in bad.items():
+        with pytest.raises(ValueError, match=MESSAGES[name]):
+            lm.next_token_logprobs_sync(ctx)
+    assert lm.stats["batches"] >= 1
+    out = await lm.next_token_logprobs(good[0] + [3])
+    close(out, lm.next_token_logprobs_uncached(good[0] + [3]), 1e-5)
+
+
+async def test_cancelled_caller_leaves_the_batcher_usable(lm):
+    contexts = [[lm.bos_token_id, i] for i in range(5)]
+    tasks = [asyncio.ensure_future(lm.next_token_logprobs(c)) for c in contexts]
+    await asyncio.sleep(0)
+    tasks[2].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[2], asyncio.CancelledError)
+    for i in (0, 1, 3, 4):
+        close(results[i], lm.next_token_logprobs_uncached(contexts[i]), 1e-5)
+    out = await lm.next_token_logprobs(contexts[2])
+    close(out, lm.next_token_logprobs_uncached(contexts[2]), 1e-5)
+
+
+async def test_forward_error_reaches_every_caller_of_the_batch(lm, monkeypatch):
+    real = lm.model.forward
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated out of memory")
+
+    monkeypatch.setattr(lm.model, "forward", broken)
+    calls = [lm.next_token_logprobs([lm.bos_token_id, i]) for i in range(4)]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) and "simulated" in str(r) for r in results)
+    monkeypatch.setattr(lm.model, "forward", real)
+    out = await lm.next_token_logprobs([lm.bos_token_id, 1])
+    close(out, lm.next_token_logprobs_uncached([lm.bos_token_id, 1]), 1e-5)
+
+
+async def test_reset_async_queries_cancels_waiting_callers(lm):
+    task = asyncio.ensure_future(lm.next_token_logprobs([lm.bos_token_id, 9]))
+    await asyncio.sleep(0)
+    lm.reset_async_queries()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert lm.stats["batches"] == 0
+    await lm.next_token_logprobs([lm.bos_token_id, 9])
+
+
+async def test_batch_size_caps_each_forward(make_lm):
+    lm = make_lm(batch_size=4, timeout=60.0)
+    await asyncio.gather(*(lm.next_token_logprobs([lm.bos_token_id, i]) for i in range(10)))
+    assert lm.stats["batches"] == 3 and lm.stats["max_batch_size"] == 4
+
+
+async def test_sample_is_reproducible_and_stops_at_eos(lm):
+    prompt = [lm.bos_token_id, 5, 6]
+    a = await lm.sample(prompt, max_tokens=6, seed=11)
+    b = await lm.sample(prompt, max_tokens=6, seed=11)
+    assert a == b and 1 <= len(a) <= 6
+    assert all(0 <= t < lm.vocab_size for t in a)
+    stop = await lm.sample(prompt, max_tokens=6, eos_token_ids=[a[0]], seed=11)
+    assert stop == a[:1]
+
+
+@pytest.mark.slow
+async def test_default_model_says_paris(default_hf):
+    lm = AsyncTransformer(*default_hf)
+    ids = [lm.bos_token_id] + lm.tokenizer.encode(
+        "The capital of France is", add_special_tokens=False
+    )
+    lp = await lm.next_token_logprobs(ids)
+    assert lm.str_vocab[int(lp.argmax())] == " Paris"
+    close(lp, lm.next_token_logprobs_uncached(ids), 1e-4)
