@@ -20,12 +20,14 @@ The cache root is `platformdirs.user_cache_dir("genlm_lab")`, or the
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -137,45 +139,64 @@ def _missing_default() -> ModelNotFoundError:
 
 
 def _convert_default(target: Path) -> None:
-    """Dequantise the embedded GGUF and write an HF directory at `target`, atomically.
-
-    The copy is written to a temporary sibling directory and renamed into
-    place, so concurrent processes never see a half-written cache: the first
-    rename wins and the others discard their copy.
-    """
+    """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`."""
     gguf = default_model_path()
     if gguf is None:
         raise _missing_default()
-    from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    _write_converted(model, tokenizer, target, source=str(gguf))
+
+
+def _write_converted(model: Any, tokenizer: Any, target: Path, source: str) -> None:
+    """Write config (without GGUF quantization_config), tokenizer and weights, atomically.
+
+    `save_pretrained` refuses a GGUF-loaded model, so the parts are saved one
+    by one. They go to a temporary sibling directory that is renamed into
+    place, so concurrent processes never see a half-written cache: the first
+    rename wins and the others discard their copy.
+    """
+    from safetensors.torch import save_model
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        config = model.config
+        config = copy.deepcopy(model.config)
         if hasattr(config, "quantization_config"):
             del config.quantization_config
         config.save_pretrained(tmp)
         model.generation_config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        tmp.chmod(0o755)
         (tmp / _MARKER).write_text(
-            json.dumps({"format": _CACHE_FORMAT, "source": str(gguf), "dtype": "float32"})
+            json.dumps({"format": _CACHE_FORMAT, "source": source, "dtype": str(model.dtype)})
         )
-        if target.exists() and not _is_converted(target):
-            stale = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
-            os.rename(target, stale / "old")
-            shutil.rmtree(stale, ignore_errors=True)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not _is_converted(target):
-                raise
+        tmp.chmod(0o755)
+        _publish(tmp, target, _is_converted)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _publish(tmp: Path, target: Path, is_complete: Callable[[Path], bool]) -> None:
+    """Rename a finished directory to `target`, replacing a stale one; losing a race is fine.
+
+    `os.rename` of a directory is atomic, and fails when `target` already
+    exists and is not empty: that is another process's complete copy.
+    """
+    if target.exists() and not is_complete(target):
+        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
+        try:
+            os.rename(target, trash / "old")
+        except OSError:
+            pass  # another process moved it first
+        shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not is_complete(target):
+            raise
 
 
 def _ensure_default_converted() -> Path:
@@ -241,19 +262,9 @@ def local_model_dir(name: str) -> Path:
         return _ensure_default_converted()
     if name == TINY_RANDOM:
         target = cache_root() / "models" / TINY_RANDOM
-        if not (target / "model.safetensors").is_file():
+        if not _is_converted(target):
             model, tokenizer = _build_tiny_random()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_RANDOM}-", dir=target.parent))
-            try:
-                model.save_pretrained(tmp)
-                tokenizer.save_pretrained(tmp)
-                try:
-                    os.rename(tmp, target)
-                except OSError:
-                    pass
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            _write_converted(model, tokenizer, target, source=TINY_RANDOM)
         return target
     path = Path(name).expanduser()
     if path.is_dir():

@@ -67,20 +67,34 @@ def _gpt2_unicode_to_byte() -> dict[str, int]:
     return {c: b for b, c in chars.items()}
 
 
-def _token_strings(tokenizer: Any, n: int) -> list[str | None]:
-    """The vocabulary's raw token strings (None where an id has no token)."""
-    return list(tokenizer.convert_ids_to_tokens(list(range(n))))
+class _Source:
+    """What every strategy reads from the tokenizer, fetched once."""
+
+    def __init__(self, tokenizer: Any, n: int) -> None:
+        self.tokenizer = tokenizer
+        self.n = n
+        decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
+        # Added and special tokens are matched as raw text, so their bytes are their text.
+        self.added = {int(i): str(getattr(t, "content", t)) for i, t in decoder.items()}
+        self._pieces: list[str | None] | None = None
+
+    @property
+    def pieces(self) -> list[str | None]:
+        """The raw token strings by id (None where an id has no token)."""
+        if self._pieces is None:
+            self._pieces = list(self.tokenizer.convert_ids_to_tokens(list(range(self.n))))
+        return self._pieces
 
 
-def _added_tokens(tokenizer: Any) -> dict[int, str]:
-    """Added and special tokens by id: these are matched as raw text, not encoded."""
-    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    return {int(i): str(getattr(t, "content", t)) for i, t in decoder.items()}
+def _char_map(char_to_byte: dict[str, int]) -> Callable[[str], bytes]:
+    """A piece converter for vocabularies that spell each byte as one character."""
+    table = {ord(c): chr(b) for c, b in char_to_byte.items()}
+    alphabet = frozenset(char_to_byte)
 
-
-def _with_char_map(char_to_byte: dict[str, int]) -> Callable[[str], bytes]:
     def convert(piece: str) -> bytes:
-        return bytes(char_to_byte[c] for c in piece)
+        if not alphabet.issuperset(piece):
+            raise KeyError(f"piece {piece!r} has characters outside the byte alphabet")
+        return piece.translate(table).encode("latin-1")
 
     return convert
 
@@ -92,63 +106,56 @@ def _sentencepiece(piece: str) -> bytes:
     return piece.replace(_SPIECE_SPACE, " ").encode("utf-8")
 
 
-def _decode_with(tokenizer: Any, n: int, convert: Callable[[str], bytes]) -> list[bytes]:
+def _decode_with(src: _Source, convert: Callable[[str], bytes]) -> list[bytes]:
     """Decode every id with a per-piece converter; added tokens are their UTF-8 text.
 
     A SentencePiece `<0xXX>` piece stays a byte even where a tokenizer lists it
     among its added tokens.
     """
-    added = _added_tokens(tokenizer)
-    pieces = _token_strings(tokenizer, n)
     out: list[bytes] = []
-    for i, piece in enumerate(pieces):
+    for i, piece in enumerate(src.pieces):
         if piece is None:
             out.append(f"<unused_{i}>".encode())
-        elif i in added and not (convert is _sentencepiece and _BYTE_TOKEN.match(piece)):
-            out.append(added[i].encode("utf-8"))
+        elif i in src.added and not (convert is _sentencepiece and _BYTE_TOKEN.match(piece)):
+            out.append(src.added[i].encode("utf-8"))
         else:
             out.append(convert(piece))
     return out
 
 
-def _strategies(tokenizer: Any, n: int) -> list[tuple[str, Callable[[], list[bytes]]]]:
-    """Candidate decodings, most specific first."""
-    found: list[tuple[str, Callable[[], list[bytes]]]] = []
-    byte_decoder = getattr(tokenizer, "byte_decoder", None)
-    if isinstance(byte_decoder, dict) and byte_decoder:
-        found.append(
-            ("own byte_decoder", lambda: _decode_with(tokenizer, n, _with_char_map(byte_decoder)))
-        )
-    id_decoder = getattr(tokenizer, "decoder", None)
-    if isinstance(id_decoder, dict) and id_decoder:
-        if all(isinstance(v, bytes) for v in id_decoder.values()):
-            found.append(("own id-to-bytes decoder", lambda: _id_bytes(tokenizer, n, id_decoder)))
-    found.append(
-        (
-            "byte-level BPE",
-            lambda: _decode_with(tokenizer, n, _with_char_map(_gpt2_unicode_to_byte())),
-        )
-    )
-    found.append(("SentencePiece", lambda: _decode_with(tokenizer, n, _sentencepiece)))
-    found.append(("per-token decode", lambda: _per_token_decode(tokenizer, n)))
-    return found
-
-
-def _id_bytes(tokenizer: Any, n: int, id_decoder: dict) -> list[bytes]:
-    added = _added_tokens(tokenizer)
+def _id_bytes(src: _Source, id_decoder: dict) -> list[bytes]:
+    """Vocabularies that map ids straight to bytes (tiktoken-style `decoder`)."""
     out = []
-    for i in range(n):
-        if i in id_decoder:
+    for i in range(src.n):
+        if i in src.added:
+            out.append(src.added[i].encode("utf-8"))
+        elif i in id_decoder:
             out.append(bytes(id_decoder[i]))
-        elif i in added:
-            out.append(added[i].encode("utf-8"))
         else:
             out.append(f"<unused_{i}>".encode())
     return out
 
 
-def _per_token_decode(tokenizer: Any, n: int) -> list[bytes]:
-    return [tokenizer.decode([i]).encode("utf-8") for i in range(n)]
+def _per_token_decode(src: _Source) -> list[bytes]:
+    """Last resort, for vocabularies whose every token is whole UTF-8 text."""
+    return [src.tokenizer.decode([i]).encode("utf-8") for i in range(src.n)]
+
+
+def _strategies(src: _Source) -> list[tuple[str, Callable[[], list[bytes]]]]:
+    """Candidate decodings, most specific first."""
+    tokenizer = src.tokenizer
+    found: list[tuple[str, Callable[[], list[bytes]]]] = []
+    byte_decoder = getattr(tokenizer, "byte_decoder", None)
+    if isinstance(byte_decoder, dict) and byte_decoder:
+        found.append(("own byte_decoder", lambda: _decode_with(src, _char_map(byte_decoder))))
+    id_decoder = tokenizer.__dict__.get("decoder") if hasattr(tokenizer, "__dict__") else None
+    if isinstance(id_decoder, dict) and id_decoder:
+        if all(isinstance(v, bytes) for v in id_decoder.values()):
+            found.append(("own id-to-bytes decoder", lambda: _id_bytes(src, id_decoder)))
+    found.append(("byte-level BPE", lambda: _decode_with(src, _char_map(_gpt2_unicode_to_byte()))))
+    found.append(("SentencePiece", lambda: _decode_with(src, _sentencepiece)))
+    found.append(("per-token decode", lambda: _per_token_decode(src)))
+    return found
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
@@ -181,8 +188,8 @@ def _tokenizer_name(tokenizer: Any) -> str:
     return f"{type(tokenizer).__name__}({name!r})" if name else type(tokenizer).__name__
 
 
-def _to_str(tokenizer: Any, vocab: Sequence[bytes], fallback: str) -> list[str]:
-    pieces: list[str | None] | None = None
+def _to_str(src: _Source | None, vocab: Sequence[bytes], fallback: str) -> list[str]:
+    """Readable text of each token; `fallback` handles bytes that are not UTF-8."""
     out = []
     for i, b in enumerate(vocab):
         try:
@@ -195,12 +202,8 @@ def _to_str(tokenizer: Any, vocab: Sequence[bytes], fallback: str) -> list[str]:
         elif fallback == "replace":
             out.append(b.decode("utf-8", errors="replace"))
         else:
-            if pieces is None:
-                try:
-                    pieces = _token_strings(tokenizer, len(vocab))
-                except Exception:
-                    pieces = [None] * len(vocab)
-            out.append(pieces[i] if pieces[i] is not None else b.decode("latin1"))
+            piece = src.pieces[i] if src is not None else None
+            out.append(piece if piece is not None else b.decode("latin1"))
     return out
 
 
@@ -234,22 +237,23 @@ def decode_vocab(
         raise ValueError(
             f"byte2str_fallback={byte2str_fallback!r} is not one of {', '.join(_FALLBACKS)}"
         )
-    raw = getattr(tokenizer, "vocab", None)
-    if isinstance(raw, list) and raw and all(isinstance(v, bytes) for v in raw):
-        # A tokenizer that already holds its bytes (ToyTokenizer): nothing to infer.
-        vocab = [bytes(v) for v in raw]
-        return [Token(i, b) for i, b in enumerate(vocab)], _to_str(tokenizer, vocab, "latin1")
-    n = len(tokenizer)
+    if not hasattr(tokenizer, "convert_ids_to_tokens"):
+        raw = getattr(tokenizer, "vocab", None)
+        if isinstance(raw, list) and raw and all(isinstance(v, bytes) for v in raw):
+            # A tokenizer that already holds its bytes (ToyTokenizer): nothing to infer.
+            vocab = [bytes(v) for v in raw]
+            return [Token(i, b) for i, b in enumerate(vocab)], _to_str(None, vocab, "latin1")
+    src = _Source(tokenizer, len(tokenizer))
     tried = []
-    for name, build in _strategies(tokenizer, n):
+    for name, build in _strategies(src):
         try:
             vocab = build()
         except (KeyError, ValueError, TypeError, AttributeError):
             tried.append(name)
             continue
-        if len(vocab) == n and _round_trips(tokenizer, vocab):
+        if len(vocab) == src.n and _round_trips(tokenizer, vocab):
             byte_vocab = [Token(i, b) for i, b in enumerate(vocab)]
-            return byte_vocab, _to_str(tokenizer, vocab, byte2str_fallback)
+            return byte_vocab, _to_str(src, vocab, byte2str_fallback)
         tried.append(name)
     raise ValueError(
         f"could not decode the vocabulary of tokenizer {_tokenizer_name(tokenizer)} to bytes: "

