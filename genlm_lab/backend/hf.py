@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -222,7 +223,10 @@ class AsyncTransformer(AsyncLM):
         self._batcher.flush()
         if lora_name in self._loras:
             self.model.delete_adapter(lora_name)
-        self.model.load_adapter(lora_path, adapter_name=lora_name)
+        with warnings.catch_warnings():
+            # peft warns that a second adapter joins the first: that is the point here.
+            warnings.filterwarnings("ignore", message=".*peft_config.*multiple adapters")
+            self.model.load_adapter(lora_path, adapter_name=lora_name)
         self._loras[lora_name] = str(lora_path)
         self._cache.clear(lora_name)
         self._activate(self._adapter)
