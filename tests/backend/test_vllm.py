@@ -1,0 +1,178 @@
+"""AsyncVirtualLM: plumbing against a stand-in engine here, the real vLLM on a GPU."""
+
+import asyncio
+import importlib.util
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from genlm_lab.backend.toy import seeded_logits
+from genlm_lab.backend.vllm import AsyncVirtualLM, lora_int_id
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+VOCAB = [bytes([b]) for b in range(32, 32 + 40)]
+
+
+# -- a stand-in for the small part of vLLM that AsyncVirtualLM uses -------------------
+
+
+@dataclass
+class Logprob:
+    logprob: float
+
+
+class SamplingParams:
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+
+
+class LoRARequest:
+    def __init__(self, name, int_id, path):
+        self.lora_name, self.lora_int_id, self.lora_path = name, int_id, path
+
+
+def reference(ids, lora=None):
+    """The stand-in model: seeded logits, shifted by the adapter's id."""
+    seed = 0 if lora is None else lora.lora_int_id
+    return torch.log_softmax(torch.as_tensor(seeded_logits(seed, ids, len(VOCAB))), 0).float()
+
+
+class FakeEngine:
+    def __init__(self):
+        self.calls = []
+        self.fail = False
+
+    def get_tokenizer(self):
+        return types.SimpleNamespace(bos_token_id=0, eos_token_id=1)
+
+    def generate(self, prompts, sampling_params, lora_request=None, use_tqdm=True):
+        self.calls.append((len(prompts), sampling_params, lora_request))
+        if self.fail:
+            raise RuntimeError("engine died")
+        assert sampling_params.logprobs == -1 and sampling_params.max_tokens == 1
+        outs = []
+        for p in prompts:
+            lp = reference(p["prompt_token_ids"], lora_request)
+            logprobs = [{i: Logprob(float(v) + 3.0) for i, v in enumerate(lp)}]  # unnormalised
+            outs.append(types.SimpleNamespace(outputs=[types.SimpleNamespace(logprobs=logprobs)]))
+        return outs
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    vllm = types.ModuleType("vllm")
+    vllm.SamplingParams = SamplingParams
+    lora = types.ModuleType("vllm.lora")
+    request = types.ModuleType("vllm.lora.request")
+    request.LoRARequest = LoRARequest
+    for name, mod in (("vllm", vllm), ("vllm.lora", lora), ("vllm.lora.request", request)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    return vllm
+
+
+@pytest.fixture
+def lm(fake_vllm):
+    engine = FakeEngine()
+    return AsyncVirtualLM(engine, timeout=60.0, byte_vocab=VOCAB)
+
+
+async def test_gathered_queries_are_one_generate_call_with_dense_normalised_logprobs(lm):
+    contexts = [[0, 3], [0, 3, 4], [0, 3], [0, 9, 9, 9]]
+    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in contexts))
+    assert len(lm.llm_engine.calls) == 1 and lm.llm_engine.calls[0][0] == 3
+    for c, got in zip(contexts, results, strict=True):
+        torch.testing.assert_close(got, reference(c))
+    assert lm.stats["batches"] == 1 and lm.stats["deduplicated"] == 1
+
+
+async def test_log_probs_are_cached_per_adapter(lm):
+    await lm.next_token_logprobs([0, 5])
+    await lm.next_token_logprobs([0, 5])
+    assert len(lm.llm_engine.calls) == 1 and lm.stats["cache_hits"] == 1
+    lm.add_new_lora("/adapters/x", "x")
+    lm.set_lora(lora_name="x")
+    got = await lm.next_token_logprobs([0, 5])
+    assert lm.llm_engine.calls[-1][2].lora_int_id == lora_int_id("x")
+    torch.testing.assert_close(got, reference([0, 5], LoRARequest("x", lora_int_id("x"), "")))
+    lm.clear_lora()
+    torch.testing.assert_close(await lm.next_token_logprobs([0, 5]), reference([0, 5]))
+    assert len(lm.llm_engine.calls) == 2
+
+
+async def test_engine_error_reaches_every_caller_and_backend_recovers(lm):
+    lm.llm_engine.fail = True
+    results = await asyncio.gather(
+        *(lm.next_token_logprobs([0, i]) for i in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, RuntimeError) for r in results)
+    lm.llm_engine.fail = False
+    torch.testing.assert_close(await lm.next_token_logprobs([0, 2]), reference([0, 2]))
+
+
+async def test_bad_input_is_rejected_before_the_engine(lm):
+    for bad in ([], [0, len(VOCAB)], [0, "x"]):
+        with pytest.raises(ValueError):
+            await lm.next_token_logprobs(bad)
+    assert lm.llm_engine.calls == []
+
+
+def test_sync_batch_equals_reference(lm):
+    contexts = [[0, 1], [0, 2, 3]]
+    out = lm.batch_next_token_logprobs_sync(contexts)
+    for c, row in zip(contexts, out, strict=True):
+        torch.testing.assert_close(row, reference(c))
+
+
+def test_unknown_adapter_raises_value_error(lm):
+    with pytest.raises(ValueError, match="no LoRA adapter named"):
+        lm.set_lora(lora_name="nope")
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed")
+def test_missing_vllm_gives_one_clear_import_error():
+    with pytest.raises(ImportError, match=r"pip install genlm-lab\[vllm\]"):
+        AsyncVirtualLM.from_name("tiny-random")
+
+
+# -- the real engine (CUDA + vLLM) -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_vllm():
+    if not (HAS_VLLM and torch.cuda.is_available()):
+        pytest.skip("needs CUDA and vLLM")
+    return AsyncVirtualLM.from_name(
+        "smollm2-135m", engine_opts={"dtype": "float32", "gpu_memory_utilization": 0.3}
+    )
+
+
+@pytest.mark.gpu
+async def test_vllm_says_paris_and_agrees_with_transformers(real_vllm, default_hf):
+    from genlm_lab.backend.hf import AsyncTransformer
+
+    hf = AsyncTransformer(*default_hf)
+    ids = [hf.bos_token_id] + hf.tokenizer.encode(
+        "The capital of France is", add_special_tokens=False
+    )
+    lp = await real_vllm.next_token_logprobs(ids)
+    assert real_vllm.str_vocab[int(lp.argmax())] == " Paris"
+    assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-4
+    ref = hf.next_token_logprobs_uncached(ids)
+    top = ref.topk(20).indices
+    torch.testing.assert_close(lp.cpu()[top], ref[top], atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+async def test_vllm_batches_gathered_queries(real_vllm):
+    bos = real_vllm.bos_token_id
+    contexts = [[bos, i, i + 1] for i in range(100, 116)]
+    real_vllm.reset_stats()
+    results = await asyncio.gather(*(real_vllm.next_token_logprobs(c) for c in contexts))
+    assert real_vllm.stats["batches"] == 1
+    real_vllm.clear_cache()
+    for c, got in zip(contexts, results, strict=True):
+        one = real_vllm.next_token_logprobs_sync(c)  # alone in its batch, recomputed
+        torch.testing.assert_close(got, one, atol=1e-4, rtol=1e-4)
