@@ -10,7 +10,8 @@ Names understood by `load_hf_model` / `load_tokenizer`:
 
 * `"smollm2-135m"` (alias `"default"`): the embedded SmolLM2-135M-Instruct;
 * `"tiny-random"`: a 2-layer LLaMA with seeded random weights and the SmolLM2
-  tokenizer, built in memory in well under a second, for fast tests;
+  tokenizer, built in memory in well under a second, for fast tests (the
+  tokenizer comes from the converted SmolLM2 copy, made on first use);
 * a local directory holding an HF model;
 * a hub id whose files are already in the local HF cache.
 
@@ -65,7 +66,10 @@ def resolve_model_name(name: str) -> str:
     """The canonical form of a model name (aliases such as `"default"` resolved)."""
     if not isinstance(name, str) or not name.strip():
         raise ModelNotFoundError(f"model name must be a non-empty string, got {name!r}")
-    return _ALIASES.get(name.strip().lower(), name.strip())
+    key = name.strip().lower()
+    if key in (DEFAULT_MODEL, TINY_RANDOM):
+        return key
+    return _ALIASES.get(key, name.strip())
 
 
 def cache_root() -> Path:

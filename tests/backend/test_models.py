@@ -220,3 +220,17 @@ def test_tiny_random_directory_is_cached_for_backends_that_need_a_path(monkeypat
     before = _file_times(directory)
     assert models.local_model_dir("tiny-random") == directory
     assert _file_times(directory) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("default", "smollm2-135m"),
+        (" Default ", "smollm2-135m"),
+        ("SmolLM2-135M", "smollm2-135m"),
+        ("TINY-RANDOM", "tiny-random"),
+        ("org/Some-Model", "org/Some-Model"),
+    ],
+)
+def test_names_resolve_case_insensitively_but_hub_ids_are_kept(name, canonical):
+    assert models.resolve_model_name(name) == canonical
