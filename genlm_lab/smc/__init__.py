@@ -6,6 +6,7 @@ for tokens, `ByteLMContext` for bytes) and weight with `observe`,
 `importance_sampling` to get an `SMCResult` and its `SMCRecord`.
 """
 
+from genlm_lab.smc.byte_context import ByteLMContext, ByteMask, NextByte, byte_mask
 from genlm_lab.smc.distributions import (
     Bernoulli,
     Distribution,
@@ -27,6 +28,8 @@ from genlm_lab.smc.steer import smc_steer
 __all__ = [
     "RESAMPLING_METHODS",
     "Bernoulli",
+    "ByteLMContext",
+    "ByteMask",
     "CollectingObserver",
     "Distribution",
     "Geometric",
@@ -35,6 +38,7 @@ __all__ = [
     "LMTokenMask",
     "LogCategorical",
     "Model",
+    "NextByte",
     "Observer",
     "PrintingObserver",
     "SMCRecord",
@@ -44,6 +48,7 @@ __all__ = [
     "TokenMasks",
     "Transformer",
     "as_mask",
+    "byte_mask",
     "effective_sample_size",
     "importance_sampling",
     "resample",

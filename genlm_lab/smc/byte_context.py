@@ -1,0 +1,228 @@
+"""`ByteLMContext`: a generation in progress, sampled byte by byte from a `ByteBeamState`.
+
+Constraints on characters are exact at the byte level: the beam sums over
+the tokenizations of the bytes so far, so a model can forbid a byte without
+the tokenization artefacts of token masks. Like `LMContext`, the context
+keeps a *mask* of the next-byte slots not yet ruled out (0..255 and EOS =
+257); `mask_dist(allowed)` is the event "the next byte is allowed", and
+observing it True then drawing `next_byte()` is the locally optimal proposal
+for a byte constraint.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.bytes import EOS, BeamParams, ByteBeamState
+from genlm_lab.smc._random import get_rng
+from genlm_lab.smc.distributions import Distribution, sample_index
+
+__all__ = ["ByteLMContext", "ByteMask", "NextByte", "byte_mask"]
+
+_SLOTS = 258  # bytes 0..255, EOT (never drawn), EOS
+
+
+def byte_mask(allowed: Any) -> np.ndarray:
+    """A boolean array over the 258 byte slots from bytes, ints (257 = EOS) or a bool array.
+
+    Raises:
+        ValueError: for a value outside 0..255 and 257.
+    """
+    if isinstance(allowed, np.ndarray) and allowed.dtype == np.bool_:
+        if allowed.shape != (_SLOTS,):
+            raise ValueError(f"byte mask has shape {allowed.shape}, expected ({_SLOTS},)")
+        return allowed
+    values = list(allowed)
+    out = np.zeros(_SLOTS, dtype=bool)
+    for v in values:
+        v = int(v)
+        if not (0 <= v <= 255 or v == EOS):
+            raise ValueError(f"byte {v} is outside 0..255 (use {EOS} for EOS)")
+        out[v] = True
+    return out
+
+
+class ByteLMContext:
+    """Bytes generated from a byte-level beam LM, extended by a model.
+
+    Build it with `await ByteLMContext.create(llm, prompt, BeamParams(K=...))`
+    (or from a ready beam with `ByteLMContext(beam)`). Copies made for
+    particles share the (immutable) beam states; each copy advances its own.
+
+    Attributes:
+        beam: the `ByteBeamState` after the bytes so far.
+        generated: the bytes drawn or observed after the prompt.
+        ended: whether EOS was drawn.
+    """
+
+    EOS = EOS
+
+    def __init__(self, beam: ByteBeamState, prompt: bytes = b"") -> None:
+        if not isinstance(beam, ByteBeamState):
+            raise ValueError(f"ByteLMContext needs a ByteBeamState, got {type(beam).__name__}")
+        self.beam = beam
+        self.prompt = bytes(prompt)
+        self.generated = bytearray()
+        self.ended = False
+        self.dead = False
+        self._invalidate()
+
+    @classmethod
+    async def create(
+        cls, llm: Any, prompt: bytes | str = b"", params: BeamParams | None = None
+    ) -> ByteLMContext:
+        """A context whose beam has read `prompt` (UTF-8 encoded if text).
+
+        Args:
+            llm: an `AsyncLM`.
+            prompt: the bytes the generation continues.
+            params: beam parameters; default K=4 with the LM's EOS tokens as EOS.
+        """
+        if params is None:
+            eos = [bytes(llm.byte_vocab[i]) for i in llm.eos_token_ids]
+            params = BeamParams(K=4, eos_tokens=eos)
+        prompt = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
+        beam = await ByteBeamState.initial(llm, params)
+        if prompt:
+            beam = await beam.prefill(prompt)
+        return cls(beam, prompt)
+
+    # ------------------------------------------------------------ state
+    def _invalidate(self) -> None:
+        self._log_probs: np.ndarray | None = None  # shared by copies, never mutated
+        self._mask: np.ndarray | None = None
+        self._log_mass = 0.0
+
+    async def ensure_logprobs(self) -> None:
+        """Fetch the next-byte distribution of the current beam if not yet known."""
+        if self._log_probs is None:
+            probs = await self.beam.logp_next()
+            log_probs = np.array(probs.ps, dtype=np.float64)
+            log_probs[256] = -np.inf  # EOT is internal to the beam, never a next byte
+            finite = np.isfinite(log_probs)
+            if finite.any():
+                top = log_probs[finite].max()
+                log_probs -= top + np.log(np.exp(log_probs[finite] - top).sum())
+            self._log_probs = log_probs
+
+    @property
+    def next_byte_logprobs(self) -> np.ndarray:
+        """Log-probs of the 258 slots under the mask, renormalised (-inf outside)."""
+        if self._log_probs is None:
+            raise RuntimeError("the next-byte distribution is not fetched: await ensure_logprobs()")
+        if self._mask is None:
+            return self._log_probs
+        if self._log_mass == -math.inf:
+            return np.full(_SLOTS, -np.inf)
+        return np.where(self._mask, self._log_probs - self._log_mass, -np.inf)
+
+    async def _push(self, b: int) -> None:
+        if b == EOS:
+            self.ended = True
+        else:
+            self.beam = await (self.beam.prune() << b)
+            self.generated.append(b)
+        self._invalidate()
+
+    # ----------------------------------------------------- distributions
+    def next_byte(self) -> NextByte:
+        """The next byte (int 0..255, or `ByteLMContext.EOS` = 257); drawing it advances the beam."""
+        return NextByte(self)
+
+    def mask_dist(self, allowed: Any) -> ByteMask:
+        """Bernoulli: True iff the next byte is in `allowed` (bytes, ints with 257 = EOS)."""
+        return ByteMask(self, byte_mask(allowed))
+
+    # ---------------------------------------------------------- display
+    def __str__(self) -> str:
+        return bytes(self.generated).decode("utf-8", errors="replace")
+
+    def __repr__(self) -> str:
+        return f"ByteLMContext({bytes(self.generated)!r}, ended={self.ended})"
+
+    def __deepcopy__(self, memo: dict) -> ByteLMContext:
+        clone = copy.copy(self)
+        clone.generated = bytearray(self.generated)
+        memo[id(self)] = clone
+        return clone
+
+
+class NextByte(Distribution):
+    """The next byte of a `ByteLMContext` (257 = EOS)."""
+
+    def __init__(self, ctx: ByteLMContext) -> None:
+        self.ctx = ctx
+
+    async def sample(self) -> tuple[int, float]:
+        ctx = self.ctx
+        if ctx.ended or ctx.dead:
+            return EOS, -math.inf
+        await ctx.ensure_logprobs()
+        log_probs = ctx.next_byte_logprobs
+        if not np.isfinite(log_probs).any():
+            ctx.dead = True
+            ctx._invalidate()
+            return EOS, -math.inf
+        b = sample_index(log_probs, get_rng())
+        log_p = float(log_probs[b])
+        await ctx._push(b)
+        return b, log_p
+
+    async def log_prob(self, x: Any) -> float:
+        ctx = self.ctx
+        b = int(x)
+        if not (0 <= b <= 255 or b == EOS):
+            raise ValueError(f"byte {b} is outside 0..255 (use {EOS} for EOS)")
+        if ctx.ended or ctx.dead:
+            return -math.inf
+        await ctx.ensure_logprobs()
+        log_p = float(ctx.next_byte_logprobs[b])
+        if log_p == -math.inf:
+            ctx.dead = True  # the beam cannot read a byte of probability 0
+            ctx._invalidate()
+            return log_p
+        await ctx._push(b)
+        return log_p
+
+
+class ByteMask(Distribution):
+    """Bernoulli event "the next byte of `ctx` is in the mask"; it narrows the context's mask."""
+
+    def __init__(self, ctx: ByteLMContext, mask: np.ndarray) -> None:
+        self.ctx = ctx
+        self.mask = mask
+
+    async def _split(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        ctx = self.ctx
+        await ctx.ensure_logprobs()
+        allowed = ctx._mask if ctx._mask is not None else np.isfinite(ctx._log_probs)
+        yes, no = allowed & self.mask, allowed & ~self.mask
+        probs = np.exp(ctx._log_probs)
+        return yes, no, float(probs[yes].sum()), float(probs[no].sum())
+
+    def _narrow(self, keep: np.ndarray, mass: float) -> None:
+        self.ctx._mask = keep
+        self.ctx._log_mass = math.log(mass) if mass > 0 else -math.inf
+
+    async def sample(self) -> tuple[bool, float]:
+        if self.ctx.ended or self.ctx.dead:
+            return True, -math.inf
+        yes, no, m_yes, m_no = await self._split()
+        total = m_yes + m_no
+        value = total > 0 and bool(get_rng().random() * total < m_yes)
+        mass = m_yes if value else m_no
+        self._narrow(yes if value else no, mass)
+        return value, math.log(mass / total) if mass > 0 else -math.inf
+
+    async def log_prob(self, v: Any) -> float:
+        if self.ctx.ended or self.ctx.dead:
+            return -math.inf
+        yes, no, m_yes, m_no = await self._split()
+        total = m_yes + m_no
+        mass = m_yes if v else m_no
+        self._narrow(yes if v else no, mass)
+        return math.log(mass / total) if mass > 0 and total > 0 else -math.inf

@@ -1,0 +1,77 @@
+"""ByteLMContext on a toy LM: byte probabilities summed over tokenizations, regex models."""
+
+import math
+
+import numpy as np
+import pytest
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.bytes import BeamParams
+from genlm_lab.smc import ByteLMContext, byte_mask, smc_standard
+from genlm_lab.smc.examples import RegexBytes
+
+VOCAB = [b"1", b"2", b"12", b"-", b"a", b"ab", b"b", b"2-", b"<eos>"]
+EOS_ID = VOCAB.index(b"<eos>")
+PATTERN = rb"[12]{2}-(ab|b)"
+LANGUAGE = [x + y + b"-" + z for x in (b"1", b"2") for y in (b"1", b"2") for z in (b"ab", b"b")]
+
+
+def toy_lm():
+    return ToyLM(VOCAB, seed=5, eos=b"<eos>")
+
+
+def p_bytes_then_eos(lm, text, context=()):
+    """P(the LM writes exactly `text` then EOS), summed over every tokenization."""
+    p = np.exp(lm.next_token_logprobs_sync(list(context)).double().numpy())
+    if not text:
+        return p[EOS_ID]
+    return sum(
+        p[t] * p_bytes_then_eos(lm, text[len(v) :], (*context, t))
+        for t, v in enumerate(VOCAB)
+        if t != EOS_ID and text.startswith(v)
+    )
+
+
+async def make_context(lm, k=16):
+    return await ByteLMContext.create(lm, b"", BeamParams(K=k, eos_tokens=[b"<eos>"]))
+
+
+async def test_observing_bytes_gives_the_probability_summed_over_tokenizations():
+    lm = toy_lm()
+    for text in (b"12-ab", b"21-b", b"2-b"):
+        ctx = await make_context(lm)
+        total = 0.0
+        for b in text:
+            total += await ctx.next_byte().log_prob(b)
+        total += await ctx.next_byte().log_prob(ByteLMContext.EOS)
+        assert math.exp(total) == pytest.approx(p_bytes_then_eos(lm, text), rel=1e-5)
+        assert str(ctx) == text.decode() and ctx.ended
+
+
+async def test_byte_mask_is_the_masked_renormalised_next_byte_distribution():
+    ctx = await make_context(toy_lm())
+    await ctx.ensure_logprobs()
+    p = np.exp(ctx.next_byte_logprobs)
+    allowed = byte_mask(b"2-")
+    log_p = await ctx.mask_dist(b"2-").log_prob(True)
+    assert math.exp(log_p) == pytest.approx(p[allowed].sum())
+    assert np.exp(ctx.next_byte_logprobs) == pytest.approx(
+        np.where(allowed, p, 0) / p[allowed].sum()
+    )
+    with pytest.raises(ValueError, match="outside 0..255"):
+        byte_mask([256])
+
+
+async def test_regex_model_outputs_match_and_evidence_is_exact_on_average():
+    lm = toy_lm()
+    z = sum(p_bytes_then_eos(lm, s) for s in LANGUAGE)
+    estimates = []
+    for seed in range(12):
+        result = await smc_standard(RegexBytes(await make_context(lm), PATTERN), 12, seed=seed)
+        for particle, w in zip(result, result.normalized_weights, strict=True):
+            if w > 0:
+                assert particle.matches() and particle.context.ended
+                assert bytes(particle.context.generated) in LANGUAGE
+        estimates.append(math.exp(result.log_ml))
+    se = np.std(estimates, ddof=1) / math.sqrt(len(estimates))
+    assert abs(np.mean(estimates) - z) <= 4 * se + 1e-12 * z
