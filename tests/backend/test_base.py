@@ -1,0 +1,158 @@
+"""The AsyncLM contract on ToyLM and MockAsyncLM: validation, normalisation, sampling."""
+
+import itertools
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genlm_lab.backend import MockAsyncLM, ToyLM
+
+VOCAB = [b"a", b"b", b"ab", b" ", b"<eos>"]
+
+
+def toy(**kwargs):
+    return ToyLM(VOCAB, eos=b"<eos>", **kwargs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000))
+def test_toy_sequence_probabilities_sum_to_one_by_exact_enumeration(seed):
+    lm = toy(seed=seed)
+    total = 0.0
+    for seq in itertools.product(range(len(VOCAB)), repeat=3):
+        logp = sum(float(lm.next_token_logprobs_sync(seq[:i])[t]) for i, t in enumerate(seq))
+        total += math.exp(logp)
+    assert abs(total - 1.0) < 1e-5
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-20, 20), min_size=len(VOCAB), max_size=len(VOCAB)))
+def test_toy_normalises_logprobs_fn(values):
+    lm = toy(logprobs_fn=lambda ctx: values)
+    got = lm.next_token_logprobs_sync([0, 1]).double()
+    ref = torch.tensor(values, dtype=torch.float64)
+    assert torch.allclose(got, ref - torch.logsumexp(ref, 0), atol=1e-5)
+
+
+async def test_forbidden_tokens_are_never_sampled():
+    lm = toy(logprobs_fn=lambda ctx: [0.0, float("-inf"), 1.0, float("-inf"), 0.5])
+    for seed in range(20):
+        out = await lm.sample([], max_tokens=5, seed=seed)
+        assert not {1, 3} & set(out)
+
+
+async def test_sample_frequencies_match_the_distribution():
+    probs = torch.tensor([0.1, 0.2, 0.3, 0.15, 0.25])
+    lm = toy(logprobs_fn=lambda ctx: probs.log().tolist())
+    n = 3000
+    counts = torch.zeros(len(VOCAB))
+    for seed in range(n):
+        counts[(await lm.sample([0], max_tokens=1, seed=seed))[0]] += 1
+    # Each frequency within 4 standard errors of its probability.
+    assert torch.all((counts / n - probs).abs() <= 4 * (probs * (1 - probs) / n).sqrt())
+
+
+async def test_sample_is_reproducible_stops_at_eos_and_checks_arguments():
+    lm = toy(seed=3)
+    a = await lm.sample([0], max_tokens=20, seed=7)
+    assert a == await lm.sample([0], max_tokens=20, seed=7)
+    eos = lm.eos_token_ids[0]
+    assert eos not in a[:-1] and (len(a) == 20 or a[-1] == eos)
+    assert await lm.sample([0], max_tokens=0) == []
+    with pytest.raises(ValueError, match="temperature"):
+        await lm.sample([0], max_tokens=3, temperature=0)
+
+
+def test_empty_context_is_valid_without_bos():
+    lm = ToyLM(VOCAB)
+    assert lm.bos_token_id is None
+    lp = lm.next_token_logprobs_sync([])
+    assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-6
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ([0, 5], "outside the vocabulary"),
+        ([0, -1], "outside the vocabulary"),
+        ([0, 1.0], "not an int"),
+        ([0, True], "not an int"),
+        ("ab", "sequence of int"),
+        (3, "sequence of int"),
+    ],
+)
+@pytest.mark.parametrize("make", [toy, lambda: MockAsyncLM(byte_vocab=VOCAB)])
+def test_bad_contexts_raise_one_clear_value_error(make, context, message):
+    with pytest.raises(ValueError, match=message):
+        make().next_token_logprobs_sync(context)
+
+
+def test_context_validation_accepts_tensors_and_numpy_ints():
+    import numpy as np
+
+    lm = toy()
+    assert lm.validate_context(torch.tensor([0, 1])) == (0, 1)
+    assert lm.validate_context([np.int64(2)]) == (2,)
+
+
+def test_context_longer_than_the_model_allows_is_rejected():
+    lm = toy()
+    lm.max_context_length = 3
+    lm.validate_context([0, 1, 2])
+    with pytest.raises(ValueError, match="longer than the model allows"):
+        lm.validate_context([0, 1, 2, 3])
+
+
+def test_empty_vocabulary_and_unknown_special_tokens_are_rejected():
+    with pytest.raises(ValueError):
+        ToyLM([])
+    with pytest.raises(ValueError, match="not in the toy vocabulary"):
+        ToyLM(VOCAB, eos=b"zzz")
+    with pytest.raises(ValueError, match="shape"):
+        toy(logprobs_fn=lambda ctx: [0.0]).next_token_logprobs_sync([])
+
+
+def test_mock_is_a_deterministic_function_of_context_and_seed():
+    a, b = MockAsyncLM(byte_vocab=VOCAB), MockAsyncLM(byte_vocab=VOCAB)
+    assert torch.equal(a.next_token_logprobs_sync([1, 2]), b.next_token_logprobs_sync([1, 2]))
+    assert not torch.equal(a.next_token_logprobs_sync([1, 2]), a.next_token_logprobs_sync([2, 1]))
+    c = MockAsyncLM(byte_vocab=VOCAB, seed=1)
+    assert not torch.equal(a.next_token_logprobs_sync([1]), c.next_token_logprobs_sync([1]))
+
+
+def test_mock_over_a_real_tokenizer_has_its_vocabulary(smollm2_tokenizer):
+    lm = MockAsyncLM(tokenizer=smollm2_tokenizer)
+    assert lm.vocab_size == len(smollm2_tokenizer)
+    lp = lm.next_token_logprobs_sync([lm.bos_token_id, 5])
+    assert lp.shape == (lm.vocab_size,)
+    assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-4
+
+
+@pytest.mark.parametrize("make", [toy, lambda: MockAsyncLM(byte_vocab=VOCAB)])
+async def test_batch_apis_equal_single_calls(make):
+    lm = make()
+    contexts = [[0], [1, 2], [0, 4, 3]]
+    singles = torch.stack([lm.next_token_logprobs_sync(c) for c in contexts])
+    assert torch.equal(lm.batch_next_token_logprobs_sync(contexts), singles)
+    assert torch.equal(await lm.batch_next_token_logprobs(contexts), singles)
+
+
+def test_reset_stats_zeroes_every_counter():
+    lm = toy()
+    lm.next_token_logprobs_sync([0])
+    assert lm.stats["queries"] == 1
+    lm.reset_stats()
+    assert all(v == 0 for v in lm.stats.values())
+
+
+def test_toy_tokenizer_round_trips_and_rejects_uncovered_bytes():
+    lm = toy()
+    ids = lm.tokenizer.encode("ab a b")
+    assert b"".join(lm.byte_vocab[i] for i in ids) == b"ab a b"
+    assert lm.tokenizer.decode(ids) == "ab a b"
+    assert ids[0] == VOCAB.index(b"ab")  # longest match first
+    with pytest.raises(ValueError, match="not covered"):
+        lm.tokenizer.encode("abc")
