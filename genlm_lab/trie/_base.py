@@ -9,6 +9,7 @@ of weights and a target array into node masses: `_NumbaEngine` here (CPU),
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -98,13 +99,36 @@ def raise_bad_weights(arr: np.ndarray, code: int, op: str) -> None:
         )
 
 
+def _csr_by(keys: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row pointers and members of a grouping: members of row r are order[ptr[r]:ptr[r+1]]."""
+    order = np.argsort(keys, kind="stable").astype(np.int32)
+    ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n_rows), out=ptr[1:])
+    return ptr, order
+
+
 class _NumbaEngine:
-    """CPU engine: one scatter + one reverse pass over the parent array (numba)."""
+    """CPU engine (numba). Small batches: scatter + reverse pass ("push");
+    batches above `PULL_FROM` rows: permute to slots, then compute each node once
+    ("pull"), which writes the large output only once.
+    """
+
+    PULL_FROM = 9
 
     def __init__(self, parent: np.ndarray, targets: dict[Hashable, np.ndarray]):
         self.parent = parent
         self.targets = targets
         self.n_nodes = len(parent)
+        self.child_ptr, order = _csr_by(parent[1:].astype(np.int64), self.n_nodes)
+        self.child_idx = (order + 1).astype(np.int32)
+        self.slots: dict[Hashable, tuple[np.ndarray, np.ndarray]] = {}
+        for mode, target in targets.items():
+            own_ptr, slot_token = _csr_by(target.astype(np.int64), self.n_nodes)
+            slot_of_token = np.empty_like(slot_token)
+            slot_of_token[slot_token] = np.arange(len(slot_token), dtype=np.int32)
+            self.slots[mode] = (slot_of_token, own_ptr)
+        self._scratch = np.empty(0)
+        self._lock = threading.Lock()
 
     def single(self, ws: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
         out = np.empty(self.n_nodes, dtype=np.float64)
@@ -115,12 +139,32 @@ class _NumbaEngine:
         return out
 
     def batch(self, ws: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
-        out = np.empty((self.n_nodes, ws.shape[0]), dtype=np.float64)
-        fn = _kernels.weight_sum_batch if op == "sum" else _kernels.weight_max_batch
-        code = fn(ws, self.targets[mode], self.parent, out)
+        n_batch = ws.shape[0]
+        if n_batch == 1:
+            return self.single(ws[0], mode, op)[None, :]
+        out = np.empty((self.n_nodes, n_batch), dtype=np.float64)
+        if n_batch < self.PULL_FROM:
+            fn = _kernels.weight_sum_batch if op == "sum" else _kernels.weight_max_batch
+            code = fn(ws, self.targets[mode], self.parent, out)
+        else:
+            code = self._pull(ws, mode, op, out)
         if code:
             raise_bad_weights(ws, code, f"weight_{op}")
         return out.T
+
+    def _pull(self, ws: np.ndarray, mode: Hashable, op: str, out: np.ndarray) -> int:
+        slot_of_token, own_ptr = self.slots[mode]
+        size = len(slot_of_token) * ws.shape[0]
+        with self._lock:  # one scratch buffer per trie, grown as needed, reused
+            if self._scratch.size < size:
+                self._scratch = np.empty(size, dtype=np.float64)
+            scratch = self._scratch[:size].reshape(len(slot_of_token), ws.shape[0])
+            code = _kernels.permute_to_slots(ws, slot_of_token, scratch, op == "sum")
+            if code:
+                return code
+            fn = _kernels.pull_sum if op == "sum" else _kernels.pull_max
+            fn(scratch, own_ptr, self.child_ptr, self.child_idx, out)
+        return _kernels.OK
 
 
 class _TrieBase:

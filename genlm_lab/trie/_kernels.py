@@ -45,12 +45,10 @@ def weight_max_1(ws, target, parent, out):
         if w != w:
             return HAS_NAN
         j = target[t]
-        if w > out[j]:
-            out[j] = w
+        out[j] = max(out[j], w)
     for i in range(out.shape[0] - 1, 0, -1):
         p = parent[i]
-        if out[i] > out[p]:
-            out[p] = out[i]
+        out[p] = max(out[p], out[i])
     return OK
 
 
@@ -87,11 +85,73 @@ def weight_max_batch(ws, target, parent, out):
             w = ws[b, t]
             if w != w:
                 return HAS_NAN
-            if w > row[b]:
-                row[b] = w
+            row[b] = max(row[b], w)
     for i in range(out.shape[0] - 1, 0, -1):
         src = out[i]
         dst = out[parent[i]]
         for b in range(n_batch):
             dst[b] = max(dst[b], src[b])
     return OK
+
+
+# Batched kernels, "pull" form. Token weights are first permuted into slot
+# order (tokens sorted by target node) so that the main pass reads them
+# sequentially; then each node, from the last to the root, is computed once
+# from its own slots and its children's finished rows. Every output row is
+# written exactly once, which matters more than anything else at batch 32:
+# the output (n_nodes x batch float64) is far bigger than the caches.
+
+_TILE = 256
+
+
+@_jit
+def permute_to_slots(ws, slot_of_token, scratch, check_negative):
+    """scratch[slot_of_token[t], b] = ws[b, t], checking for NaN (and negatives)."""
+    n_batch, n_tok = ws.shape
+    for t0 in range(0, n_tok, _TILE):
+        t1 = min(t0 + _TILE, n_tok)
+        for b in range(n_batch):
+            for t in range(t0, t1):
+                w = ws[b, t]
+                if w != w:
+                    return HAS_NAN
+                if check_negative and w < 0:
+                    return HAS_NEGATIVE
+                scratch[slot_of_token[t], b] = w
+    return OK
+
+
+@_jit
+def pull_sum(scratch, own_ptr, child_ptr, child_idx, out):
+    """out[i] = sum of node i's own slots + sum of its children's rows (float64 acc)."""
+    n_nodes, n_batch = out.shape
+    acc = np.empty(n_batch, dtype=np.float64)
+    for i in range(n_nodes - 1, -1, -1):
+        acc[:] = 0.0
+        for k in range(own_ptr[i], own_ptr[i + 1]):
+            for b in range(n_batch):
+                acc[b] += scratch[k, b]
+        for k in range(child_ptr[i], child_ptr[i + 1]):
+            c = child_idx[k]
+            for b in range(n_batch):
+                acc[b] += out[c, b]
+        for b in range(n_batch):
+            out[i, b] = acc[b]
+
+
+@_jit
+def pull_max(scratch, own_ptr, child_ptr, child_idx, out):
+    """out[i] = max over node i's own slots and its children's rows (-inf if none)."""
+    n_nodes, n_batch = out.shape
+    acc = np.empty(n_batch, dtype=np.float64)
+    for i in range(n_nodes - 1, -1, -1):
+        acc[:] = -np.inf
+        for k in range(own_ptr[i], own_ptr[i + 1]):
+            for b in range(n_batch):
+                acc[b] = max(acc[b], scratch[k, b])
+        for k in range(child_ptr[i], child_ptr[i + 1]):
+            c = child_idx[k]
+            for b in range(n_batch):
+                acc[b] = max(acc[b], out[c, b])
+        for b in range(n_batch):
+            out[i, b] = acc[b]

@@ -1,8 +1,8 @@
-"""Build a token trie once with Python dicts, then freeze it into arrays.
+"""Build a token trie once, in Python, as dicts plus flat arrays.
 
-The frozen form numbers nodes in pre-order (root 0, each parent before its
-children, each subtree a contiguous range), which gives the kernels a single
-reverse pass and good memory locality. Children of a node are ordered: leaf
+Nodes are numbered in pre-order (root 0, each parent before its children,
+each subtree a contiguous range), which gives the kernels a single reverse
+pass and good memory locality. Children of a node are ordered: leaf
 (end-of-token) edges by token id, then byte edges by byte value, then atomic
 edges, then the EOS edge.
 """
@@ -60,23 +60,19 @@ def as_byte_vocab(decode: Sequence) -> list[bytes]:
     return words
 
 
-def _edge_rank(key: Hashable, is_leaf: bool, token_id: int) -> tuple:
-    if is_leaf:
-        return (0, token_id, b"")
-    if isinstance(key, int) and key < 256:
-        return (1, key, b"")
-    if isinstance(key, bytes):
-        return (2, 0, key)
-    return (3, 0, b"")
-
-
 def build_structure(
     words: Sequence[bytes],
     leaf_key: Callable[[dict, int], Hashable],
     atomic_ids: frozenset[int] = frozenset(),
     with_eos_node: bool = False,
 ) -> TrieStructure:
-    """Build the trie of `words` and freeze it in pre-order.
+    """Build the trie of `words` directly in pre-order.
+
+    Tokens sorted by (bytes, id) visit the trie in pre-order when a token
+    that ends at a node comes before the longer ones through it, which is what
+    byte order does. So one pass over the sorted tokens, keeping the current
+    root-to-node path, creates every node in its final number; atomic tokens
+    and the EOS node follow under the root.
 
     Args:
         words: byte string of each token id.
@@ -85,76 +81,72 @@ def build_structure(
         atomic_ids: token ids whose whole byte string is a single edge.
         with_eos_node: add an EOS node under the root (edge key `EOS`).
     """
-    # Phase 1: dict trie with provisional ids.
-    kids: list[dict] = [{}]
-    leaf_of: list[int] = []
-    for token_id, word in enumerate(words):
-        node = 0
-        for sym in (word,) if token_id in atomic_ids else word:
-            child = kids[node].get(sym)
-            if child is None:
-                child = len(kids)
-                kids[node][sym] = child
-                kids.append({})
+    children: list[dict] = [{}]
+    parent = [-1]
+    depth = [0]
+    prefix = [b""]
+    token_leaf = [0] * len(words)
+    order = sorted((i for i in range(len(words)) if i not in atomic_ids), key=words.__getitem__)
+    path = [0]  # path[d] = node of prev[:d]
+    prev = b""
+    for token_id in order:
+        word = words[token_id]
+        common = 0
+        limit = min(len(word), len(prev))
+        while common < limit and word[common] == prev[common]:
+            common += 1
+        del path[common + 1 :]
+        node = path[common]
+        for k in range(common, len(word)):
+            child = len(parent)
+            children[node][word[k]] = child
+            children.append({})
+            parent.append(node)
+            depth.append(k + 1)
+            prefix.append(word[: k + 1])
+            path.append(child)
             node = child
-        leaf = len(kids)
-        kids[node][leaf_key(kids[node], token_id)] = leaf
-        kids.append({})
-        leaf_of.append(leaf)
-    tmp_eos = None
+        leaf = len(parent)
+        children[node][leaf_key(children[node], token_id)] = leaf
+        children.append({})
+        parent.append(node)
+        depth.append(len(word) + 1)
+        prefix.append(word)
+        token_leaf[token_id] = leaf
+        prev = word
+    for token_id in sorted(atomic_ids, key=lambda i: (words[i], i)):
+        word = words[token_id]
+        node = children[0].get(word)
+        if node is None:
+            node = children[0][word] = len(parent)
+            children.append({})
+            parent.append(0)
+            depth.append(1)
+            prefix.append(word)
+        leaf = len(parent)
+        children[node][leaf_key(children[node], token_id)] = leaf
+        children.append({})
+        parent.append(node)
+        depth.append(2)
+        prefix.append(word)
+        token_leaf[token_id] = leaf
+    eos_node = None
     if with_eos_node:
-        tmp_eos = len(kids)
-        kids[0][EOS] = tmp_eos
-        kids.append({})
-    tmp_leaf_token = {leaf: t for t, leaf in enumerate(leaf_of)}
-
-    # Phase 2: pre-order numbering, children in a fixed order.
-    n = len(kids)
-    new_id = np.empty(n, dtype=np.int64)
-    parent = np.empty(n, dtype=np.int32)
-    depth = np.empty(n, dtype=np.int32)
-    prefix: list[bytes] = [b""] * n
-    children: list[dict] = [None] * n  # type: ignore[list-item]
-    stack = [(0, -1, 0, b"")]  # (old id, new parent, depth, prefix)
-    counter = 0
-    while stack:
-        old, new_parent, d, pre = stack.pop()
-        me = counter
-        counter += 1
-        new_id[old] = me
-        parent[me] = new_parent
-        depth[me] = d
-        prefix[me] = pre
-        edges = kids[old]
-        if not edges:
-            children[me] = {}
-            continue
-        ordered = sorted(
-            edges.items(),
-            key=lambda kv: _edge_rank(kv[0], kv[1] in tmp_leaf_token, tmp_leaf_token.get(kv[1], 0)),
-        )
-        children[me] = ordered  # type: ignore[assignment]  # renumbered below
-        for key, child in reversed(ordered):
-            if child in tmp_leaf_token:
-                child_pre = pre
-            elif isinstance(key, int):
-                child_pre = pre + bytes((key,)) if key < 256 else pre
-            else:
-                child_pre = pre + key if isinstance(key, bytes) else pre
-            stack.append((child, me, d + 1, child_pre))
-    for node in range(n):
-        ordered = children[node]
-        if ordered:
-            children[node] = {key: int(new_id[child]) for key, child in ordered}  # type: ignore[index]
-    token_leaf = new_id[np.asarray(leaf_of, dtype=np.int64)].astype(np.int32)
-    leaf_token = np.full(n, -1, dtype=np.int32)
-    leaf_token[token_leaf] = np.arange(len(words), dtype=np.int32)
+        eos_node = children[0][EOS] = len(parent)
+        children.append({})
+        parent.append(0)
+        depth.append(1)
+        prefix.append(b"")
+    parent_arr = np.asarray(parent, dtype=np.int32)
+    leaf_arr = np.asarray(token_leaf, dtype=np.int32)
+    leaf_token = np.full(len(parent), -1, dtype=np.int32)
+    leaf_token[leaf_arr] = np.arange(len(words), dtype=np.int32)
     return TrieStructure(
         children=children,
-        parent=parent,
-        depth=depth,
-        token_leaf=token_leaf,
+        parent=parent_arr,
+        depth=np.asarray(depth, dtype=np.int32),
+        token_leaf=leaf_arr,
         leaf_token=leaf_token,
         node2prefix=prefix,
-        eos_node=None if tmp_eos is None else int(new_id[tmp_eos]),
+        eos_node=eos_node,
     )

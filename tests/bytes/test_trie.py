@@ -76,12 +76,12 @@ def test_masses_match_brute_force_in_both_modes(spec, seed, mode, kernel):
 
 
 @settings(max_examples=20, deadline=None)
-@given(spec=vocab_with_specials(), seed=st.integers(0, 2**32 - 1))
-def test_numba_and_sparse_kernels_agree_batched(spec, seed):
+@given(spec=vocab_with_specials(), seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([3, 10]))
+def test_numba_and_sparse_kernels_agree_batched(spec, seed, batch):
     vocab, eos, atomic = spec
     a = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="numba")
     b = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="sparse")
-    ws = np.random.default_rng(seed).random((3, len(vocab)))
+    ws = np.random.default_rng(seed).random((batch, len(vocab)))
     for mode in TrieMode:
         np.testing.assert_allclose(
             a.batch_weight_sum(ws, mode), b.batch_weight_sum(ws, mode), atol=1e-5

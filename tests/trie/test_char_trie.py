@@ -27,7 +27,11 @@ def test_weight_sum_and_max_equal_brute_force(vocab, seed):
 
 
 @SETTINGS
-@given(vocab=vocabularies(), seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 5))
+@given(
+    vocab=vocabularies(),
+    seed=st.integers(0, 2**32 - 1),
+    batch=st.sampled_from([1, 2, 5, 9, 12]),  # small batches push, larger ones pull
+)
 def test_batched_rows_equal_single_calls(vocab, seed, batch):
     trie = TokenCharacterTrie(vocab)
     ws = random_weights(seed, len(vocab), batch)
@@ -59,6 +63,7 @@ def test_structure_is_a_preorder_trie_with_one_leaf_per_token(vocab):
     for x in range(n):
         for key, child in trie.children[x].items():
             assert trie.parent[child] == x < child  # topological (pre-order) numbering
+            assert trie.depth[child] == trie.depth[x] + 1
             if isinstance(key, tuple):
                 assert key == (None, trie.leaf2token_id[child])
             else:
