@@ -79,6 +79,7 @@ class LazyTrieState:
         self.mode = mode
         self.terminated = terminated
         self._extensions: list[LazyTrieState] | None = None
+        self._probs: np.ndarray | None = None
 
     @classmethod
     def initial(cls, lm: Any, trie: Any, mode: TrieMode = TrieMode.WITH_EOS) -> LazyTrieState:
@@ -125,10 +126,22 @@ class LazyTrieState:
         return self._t.children[self.node]
 
     def with_mode(self, mode: TrieMode) -> LazyTrieState:
-        """The same candidate, materializing future masses in `mode`."""
-        return LazyTrieState(
-            self.lm_state, self.trie, self.node, self.weight, self._mass, mode, self.terminated
+        """The same candidate, with tokens started from now on read in `mode`.
+
+        A candidate inside a token keeps the masses of that token (its
+        distribution was drawn in the old mode). A candidate at the root has
+        not started its next token: its masses are recomputed in `mode` from
+        the stored token probabilities (the weight does not change, since
+        the root holds all the mass in both modes).
+        """
+        mass = self._mass
+        if mode != self.mode and mass is not None and self.node == self.root:
+            mass = np.asarray(self._t.weight_sum(self._probs, mode), dtype=np.float64)
+        state = LazyTrieState(
+            self.lm_state, self.trie, self.node, self.weight, mass, mode, self.terminated
         )
+        state._probs = self._probs
+        return state
 
     # -- transitions ---------------------------------------------------------------
 
@@ -203,6 +216,7 @@ class LazyTrieState:
         if self._mass is None:
             logp = await self.lm_state.logp_next()
             probs = logp.detach().to("cpu").double().exp().numpy()
+            self._probs = probs
             mass = await self.trie.weight_sum(probs, self.mode)
             self._mass = np.asarray(mass, dtype=np.float64)
         return self

@@ -1,0 +1,244 @@
+"""ByteBeamState against exact enumeration on toy vocabularies, plus EOS, pruning, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+from bytes_oracle import log, make_oracle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genlm_lab.backend.toy import ToyLM
+from genlm_lab.bytes import BeamParams, ByteBeamState, EmptyBeamError
+
+EOS_TOKEN = b"$"
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def toy_cases(draw, prefix_closed: bool = False):
+    """A ToyLM over letters a, b, c (every single letter is a token), an EOS token, a text."""
+    words = draw(st.lists(st.text(alphabet="abc", min_size=2, max_size=3), max_size=6, unique=True))
+    vocab = {w.encode() for w in words} | {b"a", b"b", b"c"}
+    if prefix_closed:
+        vocab |= {w[:i] for w in vocab for i in range(1, len(w))}
+    vocab = sorted(vocab) + [EOS_TOKEN]
+    seed = draw(st.integers(0, 10_000))
+    text = draw(st.text(alphabet="abc", min_size=1, max_size=5)).encode()
+    return ToyLM(vocab, seed=seed, eos=EOS_TOKEN), text
+
+
+async def read(beam: ByteBeamState, text: bytes, prune: bool = False):
+    """Read text byte by byte with logp_next at every byte; return beam and log p_next's."""
+    logps = []
+    for b in text:
+        if prune:
+            beam = beam.prune()
+        q = await beam.logp_next()
+        assert math.isclose(q.total(), 1.0, rel_tol=1e-9), q.total()
+        logps.append(q[b])
+        beam = await (beam << b)
+    return beam, logps
+
+
+@SETTINGS
+@given(toy_cases())
+def test_logZ_equals_exact_prefix_probability(case):
+    lm, text = case
+    prefix_prob, end_prob = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[EOS_TOKEN]))
+        beam, logps = await read(beam, text)
+        q = await beam.logp_next()
+        return beam, logps, q
+
+    beam, logps, q = asyncio.run(go())
+    exact = prefix_prob((), text)
+    assert beam.logZ == pytest.approx(log(exact), abs=1e-6)
+    # chain rule: logZ is the sum of the next-byte log-probabilities of the bytes read
+    assert sum(logps) == pytest.approx(beam.logZ, abs=1e-6)
+    # EOS after the text: exactly `text` then EOS, over all tokenizations
+    assert q.prob(257) == pytest.approx(end_prob((), text) / exact, abs=1e-6)
+
+
+@SETTINGS
+@given(toy_cases())
+def test_prefill_reads_eos_tokens_as_ordinary_tokens(case):
+    lm, text = case
+    text = text.replace(b"c", EOS_TOKEN)  # the EOS token's bytes now occur in the text
+    prefix_prob, _ = make_oracle(lm, eos_ids=())
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[EOS_TOKEN]))
+        return await beam.prefill(text)
+
+    beam = asyncio.run(go())
+    assert beam.logZ == pytest.approx(log(prefix_prob((), text)), abs=1e-6)
+
+
+@SETTINGS
+@given(toy_cases(prefix_closed=True), st.integers(1, 5), st.sampled_from([0.0, 0.05]))
+def test_pruned_logZ_is_at_most_exact(case, K, threshold):
+    lm, text = case
+    prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
+
+    async def go():
+        params = BeamParams(K=K, prune_threshold=threshold, eos_tokens=[EOS_TOKEN])
+        beam = await ByteBeamState.initial(lm, params)
+        beam, _ = await read(beam, text, prune=True)
+        return beam
+
+    beam = asyncio.run(go())
+    assert all(len(step.candidates) <= 2 * K for step in beam.history[1:])
+    assert beam.logZ <= log(prefix_prob((), text)) + 1e-6
+
+
+@SETTINGS
+@given(toy_cases(), st.sampled_from([0.01, 0.1]))
+def test_extend_threshold_loses_at_most_its_share_per_byte(case, eps):
+    lm, text = case
+    prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
+
+    async def go():
+        params = BeamParams(K=10_000, extend_threshold=eps, eos_tokens=[EOS_TOKEN])
+        beam = await ByteBeamState.initial(lm, params)
+        beam, logps = await read(beam, text)
+        return beam, logps
+
+    beam, logps = asyncio.run(go())
+    exact = log(prefix_prob((), text))
+    assert beam.logZ <= exact + 1e-6
+    # each next-byte distribution misses at most eps of the beam's mass
+    assert sum(logps) <= exact - len(text) * math.log(1 - eps) + 1e-6
+
+
+def test_eos_probability_at_the_start_is_the_eos_token_probability():
+    lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        return await beam.logp_next()
+
+    q = asyncio.run(go())
+    want = math.exp(float(lm.next_token_logprobs_sync(())[3]))
+    assert q.prob(257) == pytest.approx(want, rel=1e-6)
+
+
+def test_without_eos_tokens_eos_has_probability_zero():
+    lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5))
+        beam = await (beam << ord("a"))
+        return [await beam.logp_next(), await (await (beam << ord("b"))).logp_next()]
+
+    for q in asyncio.run(go()):
+        assert q.prob(257) == 0.0
+        assert q.total() == pytest.approx(1.0)
+
+
+def test_after_eos_the_beam_is_terminated():
+    lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        beam = await (beam << ord("a"))
+        q = await beam.logp_next()
+        before = beam.logZ
+        ended = await (beam << 257)
+        assert ended.terminated
+        assert ended.logZ == pytest.approx(before + q[257], abs=1e-6)
+        with pytest.raises(EmptyBeamError, match="EOS"):
+            await (ended << ord("a"))
+        with pytest.raises(EmptyBeamError):
+            await ended.logp_next()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("bad", [-1, 256, 258, 1000, "a", b"a", 1.0, None])
+def test_reading_a_non_byte_raises_value_error(bad):
+    lm = ToyLM([b"a", b"b"], seed=0)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=2))
+        await (beam << bad)
+
+    with pytest.raises(ValueError, match="byte"):
+        asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"K": 0},
+        {"K": -3},
+        {"K": 2.5},
+        {"K": 2, "prune_threshold": -0.1},
+        {"K": 2, "prune_threshold": 1.0},
+        {"K": 2, "extend_threshold": -1e-3},
+        {"K": 2, "heal_max_backoff": -1},
+        {"K": 2, "heal_max_splits": 1.5},
+    ],
+)
+def test_bad_beam_params_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        BeamParams(**kwargs)
+
+
+def test_all_lm_calls_of_a_step_are_issued_concurrently():
+    class Slow(ToyLM):
+        in_flight = 0
+        most = 0
+
+        async def next_token_logprobs(self, token_ids):
+            Slow.in_flight += 1
+            Slow.most = max(Slow.most, Slow.in_flight)
+            await asyncio.sleep(0.001)
+            Slow.in_flight -= 1
+            return self.next_token_logprobs_sync(token_ids)
+
+    lm = Slow([b"a", b"aa", b"aaa", b"b"], seed=1)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=100))
+        beam, _ = await read(beam, b"aaaa")
+        return beam
+
+    beam = asyncio.run(go())
+    widest = max(step.lm_calls + step.lm_calls_next for step in beam.history)
+    assert widest >= 3
+    assert Slow.most == widest
+
+
+def test_greedy_follows_the_argmax_of_logp_next():
+    lm = ToyLM([b"a", b"b", b"ab", b"ba"], seed=7)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=4))
+        out = await beam.greedy(b"a", 4)
+        state, manual = await beam.prefill(b"a"), b"a"
+        for _ in range(4):
+            q = await state.logp_next()
+            b = int(np.argmax(q.ps))
+            manual += bytes([b])
+            state = await (state.prune() << b)
+        return out, manual
+
+    out, manual = asyncio.run(go())
+    assert out == manual
+    assert len(out) == 5
+
+
+def test_sample_draws_only_possible_bytes():
+    lm = ToyLM([b"a", b"b", b"ab"], seed=2)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=3))
+        return await beam.sample(b"", 6)
+
+    assert set(asyncio.run(go())) <= set(b"ab")

@@ -1,0 +1,96 @@
+"""Token healing: a pruned beam that dead-ends is repaired with an exact weight."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from genlm_lab.backend.toy import ToyLM
+from genlm_lab.bytes import BeamParams, ByteBeamState, EmptyBeamError, TokenHealer
+
+# "ab" is very likely, so a width-1 beam reads "ab" as one token; then "c" can only
+# come from the token "bc", which needs the split a|bc.
+VOCAB = [b"a", b"b", b"ab", b"bc"]
+
+
+def favour_ab(context):
+    return [0.0, 0.0, 5.0, 0.0]
+
+
+def make_lm():
+    return ToyLM(VOCAB, logprobs_fn=favour_ab)
+
+
+async def read(params: BeamParams, text: bytes):
+    beam = await ByteBeamState.initial(make_lm(), params)
+    return await beam.prefill(text)
+
+
+def test_dead_end_without_healing_raises_naming_byte_and_position():
+    with pytest.raises(EmptyBeamError) as err:
+        asyncio.run(read(BeamParams(K=1, heal=False), b"abc"))
+    assert isinstance(err.value, ValueError)
+    assert err.value.byte == ord("c") and err.value.position == 2
+    assert "'c'" in str(err.value) and "position 2" in str(err.value)
+
+
+def test_healing_completes_the_text_with_the_weight_of_its_token_path():
+    beam = asyncio.run(read(BeamParams(K=1, heal=True), b"abc"))
+    (state,) = beam.states
+    assert state.lm_state.context == (0,)  # committed "a"
+    assert state.partial == b"bc"
+    lm = make_lm()
+    want = float(lm.next_token_logprobs_sync(())[0]) + float(lm.next_token_logprobs_sync((0,))[3])
+    assert state.weight == pytest.approx(want, abs=1e-6)
+    step = beam.last_step
+    assert [row.status for row in step.candidates] == ["healed"]
+    (event,) = step.healing
+    assert event.success and event.backoff == 1 and event.committed == [0]
+    assert event.partial == b"ab"
+
+
+def test_healed_beam_keeps_reading_exactly():
+    lm = make_lm()
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=1))
+        beam = await beam.prefill(b"abc")
+        return await (beam << ord("a"))
+
+    beam = asyncio.run(go())
+    (state,) = beam.states
+    p = [math.exp(float(x)) for x in lm.next_token_logprobs_sync(())]
+    q = [math.exp(float(x)) for x in lm.next_token_logprobs_sync((0,))]
+    r = [math.exp(float(x)) for x in lm.next_token_logprobs_sync((0, 3))]
+    # a | bc | then a token starting with "a" ("a" or "ab")
+    assert state.weight == pytest.approx(math.log(p[0] * q[3] * (r[0] + r[2])), abs=1e-6)
+
+
+def test_healing_respects_max_backoff():
+    with pytest.raises(EmptyBeamError, match="healing"):
+        asyncio.run(read(BeamParams(K=1, heal_max_backoff=0), b"abc"))
+
+
+def test_healing_splits_the_replayed_bytes_when_needed():
+    # "abcd": a width-1 beam holds "abc" as one token; "d" needs a|b|cd.
+    vocab = [b"a", b"b", b"abc", b"cd", b"c"]
+    lm = ToyLM(vocab, logprobs_fn=lambda ctx: [0.0, 0.0, 6.0, 0.0, 0.0])
+
+    async def go(splits):
+        beam = await ByteBeamState.initial(lm, BeamParams(K=1, heal_max_splits=splits))
+        return await beam.prefill(b"abcd")
+
+    beam = asyncio.run(go(None))
+    (state,) = beam.states
+    assert bytes(b"".join(state.lm_state.tokens)) + state.partial == b"abcd"
+    (event,) = beam.last_step.healing
+    assert len(event.committed) >= 2
+    with pytest.raises(EmptyBeamError):
+        asyncio.run(go(0))
+
+
+def test_token_healer_rejects_negative_limits():
+    with pytest.raises(ValueError, match="max_backoff"):
+        TokenHealer(max_backoff=-1)
