@@ -67,7 +67,11 @@ def _model_lines(load_model: bool) -> list[str]:
         return [_line("default model", False, f"model support missing: {exc}")]
     status = default_model_status()
     lines = [
-        _line("model file", status.get("gguf") is not None, str(status.get("gguf") or status)),
+        _line(
+            "model file",
+            bool(status.get("gguf_installed")),
+            status.get("gguf_path") or status.get("install_hint", "not installed"),
+        ),
         _line(
             "model cache",
             bool(status.get("cached")),
