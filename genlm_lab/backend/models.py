@@ -21,6 +21,7 @@ The cache root is `platformdirs.user_cache_dir("genlm_lab")`, or the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import json
@@ -331,6 +332,20 @@ def _build_tiny_random(seed: int = 0) -> tuple[Any, Any]:
     return model.float().eval(), tokenizer
 
 
+@contextlib.contextmanager
+def _quiet_progress():
+    """Hide transformers' per-load "Loading weights" bar: loads here take < 1 s."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _default_device() -> str:
     import torch
 
@@ -365,7 +380,8 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
     from transformers import AutoModelForCausalLM
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype)
+        with _quiet_progress():
+            model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype)
         tokenizer = load_tokenizer(name if name == DEFAULT_MODEL else str(directory))
     except (OSError, ValueError) as e:
         if isinstance(e, ModelNotFoundError):
