@@ -3,10 +3,15 @@
 from genlm_lab.trie.async_trie import AsyncTokenCharacterTrie, RequestBatcher
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
+from genlm_lab.trie.visualize import dot_available, render_digraph, subtrie_data, visualize
 
 __all__ = [
     "AsyncTokenCharacterTrie",
     "ParallelTokenCharacterTrie",
     "RequestBatcher",
     "TokenCharacterTrie",
+    "dot_available",
+    "render_digraph",
+    "subtrie_data",
+    "visualize",
 ]

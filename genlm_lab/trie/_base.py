@@ -244,3 +244,22 @@ class _TrieBase:
             if node is None:
                 return None
         return node
+
+    def visualize(
+        self,
+        ws: Any = None,
+        prefix: bytes | str = b"",
+        depth: int | None = None,
+        top_k: int | None = None,
+        mode: Any = None,
+    ) -> Any:
+        """A `graphviz.Digraph` of the subtrie under `prefix` (see `trie.visualize`).
+
+        Args:
+            ws: None, token weights (one per token id) or node masses (one per node).
+            prefix: the subtrie's root; depth: levels shown; top_k: heaviest
+                children kept per node; mode: `TrieMode` for a byte trie.
+        """
+        from genlm_lab.trie.visualize import visualize
+
+        return visualize(self, ws, prefix, depth, top_k, mode)

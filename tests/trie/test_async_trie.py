@@ -6,9 +6,9 @@ import asyncio
 
 import numpy as np
 import pytest
+from _trie_strategies import random_weights, vocabularies
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vocab_strategies import random_weights, vocabularies
 
 from genlm_lab.trie import AsyncTokenCharacterTrie, TokenCharacterTrie
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _trie_strategies import brute_force, random_weights, vocabularies
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vocab_strategies import brute_force, random_weights, vocabularies
 
 from genlm_lab.trie import ParallelTokenCharacterTrie, TokenCharacterTrie
 from genlm_lab.trie.parallel import reachability_pairs
