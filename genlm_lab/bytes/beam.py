@@ -356,14 +356,13 @@ class ByteBeamState(StatefulByteLM):
 
     def _record(self, byte: int | None, status: dict[int, str], **info: Any) -> None:
         logZ = self.logZ
-        vocab = self.states[0].lm_state.model.byte_vocab if self.states else []
         rows = []
         for s in self.states:
             ids = list(s.lm_state.context[self._base_len :])
             rows.append(
                 CandidateRow(
                     token_ids=ids,
-                    tokens=[bytes(vocab[t]) for t in ids],
+                    tokens=list(s.lm_state.tokens[self._base_len :]),
                     partial=s.partial,
                     log_weight=s.weight,
                     share=math.exp(s.weight - logZ) if math.isfinite(logZ) else 0.0,

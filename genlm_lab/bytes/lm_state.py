@@ -40,6 +40,7 @@ class StatefulTokenizedLM:
         if max_context_length is not None and max_context_length < 2:
             raise ValueError(f"max_context_length must be at least 2, got {max_context_length}")
         self.max_context_length = max_context_length
+        self._tokens: tuple[bytes, ...] | None = None
 
     @classmethod
     def initial(
@@ -73,7 +74,10 @@ class StatefulTokenizedLM:
         limit = self.max_context_length
         if limit is not None and len(context) > limit:
             context = context[:1] + context[len(context) - limit + 1 :]
-        return StatefulTokenizedLM(self.model, context, self._n_calls, self.max_context_length)
+        child = StatefulTokenizedLM(self.model, context, self._n_calls, self.max_context_length)
+        if self._tokens is not None and len(context) == len(self.context) + 1:
+            child._tokens = self._tokens + (bytes(self.model.byte_vocab[token]),)
+        return child
 
     async def logp_next(self) -> torch.Tensor:
         """Normalised log-probabilities of the next token, shape (vocab_size,)."""
@@ -81,10 +85,12 @@ class StatefulTokenizedLM:
         return await self.model.next_token_logprobs(self.context)
 
     @property
-    def tokens(self) -> list[bytes]:
-        """The byte string of every token in the context."""
-        vocab = self.model.byte_vocab
-        return [bytes(vocab[t]) for t in self.context]
+    def tokens(self) -> tuple[bytes, ...]:
+        """The byte string of every token in the context (built once per state)."""
+        if self._tokens is None:
+            vocab = self.model.byte_vocab
+            self._tokens = tuple(bytes(vocab[t]) for t in self.context)
+        return self._tokens
 
     def __repr__(self) -> str:
         return "|".join(escape_bytes(t, visible_space=True) for t in self.tokens)

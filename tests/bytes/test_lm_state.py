@@ -20,7 +20,7 @@ def test_shift_appends_and_logp_next_is_the_models():
     got = asyncio.run(s2.logp_next())
     assert torch.equal(got, lm.next_token_logprobs_sync([0, 1, 2]))
     assert s2.n_calls == 1
-    assert s2.tokens == [b"<s>", b"a", b"b"]
+    assert s2.tokens == (b"<s>", b"a", b"b")
 
 
 def test_without_bos_the_initial_context_is_empty():

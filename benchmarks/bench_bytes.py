@@ -1,0 +1,200 @@
+"""Byte-level beam on the default model: ours vs PyPI genlm-bytes vs the token-level floor.
+
+One process, one HF model object (SmolLM2-135M on CPU), the 74-byte text below
+read with `logp_next` at every byte and K=5:
+
+- genlm-bytes 0.2.0 (PyPI) on genlm-backend's AsyncTransformer over the same
+  HF model, fresh caches;
+- ours (`genlm_lab.bytes.ByteBeamState`) on our AsyncTransformer, fresh
+  caches, with `extend_threshold=0.01` (extensions whose summed weight is at
+  most 1% of the beam are not evaluated) and, as a check, with 0 (every
+  extension evaluated, the genlm-bytes semantics);
+- the floor: the canonical tokenization scored token by token with the KV
+  cache, one forward per token.
+
+Time inside the model forward is measured with forward hooks on the HF model.
+Run as a script (`python benchmarks/bench_bytes.py`) or through run_all.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TEXT = b"The quick brown fox jumps over the lazy dog. Montreal is a city in Canada."
+K = 5
+EPS = 0.01
+
+
+class ForwardTimer:
+    """Wall time spent inside `hf_model.forward` (outermost calls only)."""
+
+    def __init__(self, hf_model):
+        self.total = 0.0
+        self.calls = 0
+        self._start = None
+        hf_model.register_forward_pre_hook(self._pre)
+        hf_model.register_forward_hook(self._post)
+
+    def _pre(self, *_):
+        self._start = time.perf_counter()
+
+    def _post(self, *_):
+        self.total += time.perf_counter() - self._start
+        self.calls += 1
+
+    def reset(self):
+        self.total, self.calls = 0.0, 0
+
+
+def floor(hf_model, ids: list[int]) -> tuple[float, float, int]:
+    """Score ids[1:] given ids[0] (BOS) one token per forward with the KV cache."""
+    import torch
+
+    past, logp = None, 0.0
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for i in range(len(ids) - 1):
+            out = hf_model(input_ids=torch.tensor([[ids[i]]]), past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logp += float(torch.log_softmax(out.logits[0, -1].double(), -1)[ids[i + 1]])
+    return time.perf_counter() - start, logp, len(ids) - 1
+
+
+async def read_text(beam, text: bytes):
+    """The benchmark loop: prune, next-byte distribution, read the byte."""
+    for b in text:
+        beam = beam.prune()
+        await beam.logp_next()
+        beam = await (beam << b)
+    return beam
+
+
+async def ours(lm, k: int, eps: float) -> dict:
+    from genlm_lab.bytes import BeamParams, ByteBeamState
+
+    lm.clear_cache()
+    lm.reset_stats()
+    start = time.perf_counter()
+    beam = await ByteBeamState.initial(lm, BeamParams(K=k, extend_threshold=eps))
+    beam = await read_text(beam, TEXT)
+    wall = time.perf_counter() - start
+    await beam.cleanup()
+    return {
+        "wall": wall,
+        "logZ": beam.logZ,
+        "tokens": lm.stats["tokens_computed"],
+        "batches": lm.stats["batches"],
+    }
+
+
+async def theirs(hf_model, hf_tokenizer) -> dict:
+    from genlm.backend.llm import AsyncTransformer as TheirTransformer
+    from genlm.bytes import BeamParams as TheirParams
+    from genlm.bytes import ByteBeamState as TheirBeam
+
+    llm = TheirTransformer(hf_model, hf_tokenizer)
+    start = time.perf_counter()
+    beam = await TheirBeam.initial(llm, TheirParams(K=K))
+    beam = await read_text(beam, TEXT)
+    wall = time.perf_counter() - start
+    await beam.cleanup()
+    return {"wall": wall, "logZ": float(beam.logZ)}
+
+
+def run() -> list[dict]:
+    import torch
+
+    from genlm_lab.backend import load_model_by_name
+
+    torch.manual_seed(0)
+    lm = load_model_by_name("smollm2-135m")
+    hf_model, tok = lm.model, lm.tokenizer
+    timer = ForwardTimer(hf_model)
+    ids = [lm.bos_token_id, *tok.encode(TEXT.decode(), add_special_tokens=False)]
+    floor(hf_model, ids[:3])  # warm up kernels
+    floor_wall, floor_logp, floor_tokens = floor(hf_model, ids)
+
+    timer.reset()
+    mine = asyncio.run(ours(lm, K, EPS))
+    mine_share = timer.total / mine["wall"]
+    timer.reset()
+    exact = asyncio.run(ours(lm, K, 0.0))
+    timer.reset()
+    base = asyncio.run(theirs(hf_model, tok))
+    their_share = timer.total / base["wall"]
+    sweep = {k: asyncio.run(ours(lm, k, EPS))["logZ"] for k in range(1, 9)}
+
+    n = len(TEXT)
+    name = "bytes: beam K=5, logp_next every byte, 74 bytes, SmolLM2-135M CPU"
+    speedup = base["wall"] / mine["wall"]
+    rows = [
+        {
+            "metric": "throughput (bytes/s), ours over genlm-bytes 0.2.0",
+            "ours": n / mine["wall"],
+            "baseline": n / base["wall"],
+            "ratio": speedup,
+            "target": ">= 8",
+            "met": speedup >= 8,
+            "note": f"walls {mine['wall']:.2f} s vs {base['wall']:.2f} s; extend_threshold={EPS}",
+        },
+        {
+            "metric": "logZ, ours minus genlm-bytes (nats)",
+            "ours": mine["logZ"],
+            "baseline": base["logZ"],
+            "ratio": mine["logZ"] - base["logZ"],
+            "target": "|diff| <= 0.02",
+            "met": abs(mine["logZ"] - base["logZ"]) <= 0.02,
+            "note": f"ours with extend_threshold=0: {exact['logZ']:.4f}; floor (canonical) {floor_logp:.4f}",
+        },
+        {
+            "metric": "wall time over the floor (canonical tokens, one forward each)",
+            "ours": mine["wall"],
+            "baseline": floor_wall,
+            "ratio": mine["wall"] / floor_wall,
+            "target": "<= 2.5",
+            "met": mine["wall"] / floor_wall <= 2.5,
+            "note": f"{mine['batches']} batched forwards vs {floor_tokens}",
+        },
+        {
+            "metric": "tokens evaluated in the model over the canonical count",
+            "ours": mine["tokens"],
+            "baseline": floor_tokens,
+            "ratio": mine["tokens"] / floor_tokens,
+            "target": "<= 1.5",
+            "met": mine["tokens"] / floor_tokens <= 1.5,
+            "note": f"extend_threshold=0: {exact['tokens']} tokens in {exact['batches']} forwards, {exact['wall']:.2f} s",
+        },
+        {
+            "metric": "share of wall time inside the model forward",
+            "ours": mine_share,
+            "baseline": their_share,
+            "ratio": mine_share / their_share if their_share else None,
+            "target": ">= 0.7",
+            "met": mine_share >= 0.7,
+            "note": "baseline column: genlm-bytes' share",
+        },
+        {
+            "metric": "logZ for K = 1..8",
+            "ours": sweep[K],
+            "baseline": None,
+            "ratio": None,
+            "target": "report",
+            "met": None,
+            "note": ", ".join(f"K={k}: {v:.4f}" for k, v in sweep.items()),
+        },
+    ]
+    for row in rows:
+        row["benchmark"] = name
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(
+            f"{row['metric']:<66} ours={row['ours']!s:<22.22} base={row['baseline']!s:<14.14} "
+            f"ratio={row['ratio']!s:<10.8} target={row['target']} met={row['met']}  {row['note']}"
+        )
