@@ -9,6 +9,7 @@ of weights and a target array into node masses: `_NumbaEngine` here (CPU),
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -127,7 +128,8 @@ class _NumbaEngine:
             slot_of_token = np.empty_like(slot_token)
             slot_of_token[slot_token] = np.arange(len(slot_token), dtype=np.int32)
             self.slots[mode] = (slot_of_token, own_ptr)
-        self._scratch = np.empty(0)
+        self._scratch: dict[np.dtype, np.ndarray] = {}
+        self._pool: list[np.ndarray] = []
         self._lock = threading.Lock()
 
     def single(self, ws: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
@@ -142,28 +144,51 @@ class _NumbaEngine:
         n_batch = ws.shape[0]
         if n_batch == 1:
             return self.single(ws[0], mode, op)[None, :]
-        out = np.empty((self.n_nodes, n_batch), dtype=np.float64)
-        if n_batch < self.PULL_FROM:
-            fn = _kernels.weight_sum_batch if op == "sum" else _kernels.weight_max_batch
-            code = fn(ws, self.targets[mode], self.parent, out)
-        else:
-            code = self._pull(ws, mode, op, out)
+        with self._lock:
+            out = self._output((self.n_nodes, n_batch))
+            if n_batch < self.PULL_FROM:
+                fn = _kernels.weight_sum_batch if op == "sum" else _kernels.weight_max_batch
+                code = fn(ws, self.targets[mode], self.parent, out)
+            else:
+                code = self._pull(ws, mode, op, out)
         if code:
             raise_bad_weights(ws, code, f"weight_{op}")
         return out.T
 
+    # Batched outputs are large (150k nodes x 32 x 8 bytes = 38 MB), and fresh
+    # memory costs page faults that take longer than the kernel itself. So
+    # outputs come from a small pool, and a buffer is handed out again only
+    # once nothing outside the pool refers to it any more: every view of it,
+    # row or tensor sharing its memory holds a reference to it.
+    _POOL_SIZE = 3
+    _POOL_MAX_BYTES = 1 << 27
+
+    def _output(self, shape: tuple[int, int]) -> np.ndarray:
+        nbytes = shape[0] * shape[1] * 8
+        if nbytes > self._POOL_MAX_BYTES:
+            return np.empty(shape, dtype=np.float64)
+        for buf in self._pool:
+            # references: the pool list, `buf`, and getrefcount's argument
+            if buf.shape == shape and sys.getrefcount(buf) <= 3:
+                return buf
+        buf = np.empty(shape, dtype=np.float64)
+        self._pool.append(buf)
+        if len(self._pool) > self._POOL_SIZE:
+            self._pool.pop(0)
+        return buf
+
     def _pull(self, ws: np.ndarray, mode: Hashable, op: str, out: np.ndarray) -> int:
         slot_of_token, own_ptr = self.slots[mode]
         size = len(slot_of_token) * ws.shape[0]
-        with self._lock:  # one scratch buffer per trie, grown as needed, reused
-            if self._scratch.size < size:
-                self._scratch = np.empty(size, dtype=np.float64)
-            scratch = self._scratch[:size].reshape(len(slot_of_token), ws.shape[0])
-            code = _kernels.permute_to_slots(ws, slot_of_token, scratch, op == "sum")
-            if code:
-                return code
-            fn = _kernels.pull_sum if op == "sum" else _kernels.pull_max
-            fn(scratch, own_ptr, self.child_ptr, self.child_idx, out)
+        scratch = self._scratch.get(ws.dtype)
+        if scratch is None or scratch.size < size:  # one buffer per dtype, reused
+            scratch = self._scratch[ws.dtype] = np.empty(size, dtype=ws.dtype)
+        slots = scratch[:size].reshape(len(slot_of_token), ws.shape[0])
+        code = _kernels.permute_to_slots(ws, slot_of_token, slots, op == "sum")
+        if code:
+            return code
+        fn = _kernels.pull_sum if op == "sum" else _kernels.pull_max
+        fn(slots, own_ptr, self.child_ptr, self.child_idx, out)
         return _kernels.OK
 
 

@@ -123,20 +123,14 @@ def permute_to_slots(ws, slot_of_token, scratch, check_negative):
 
 @_jit
 def pull_sum(scratch, own_ptr, child_ptr, child_idx, out):
-    """out[i] = sum of node i's own slots + sum of its children's rows (float64 acc)."""
-    n_nodes, n_batch = out.shape
-    acc = np.empty(n_batch, dtype=np.float64)
-    for i in range(n_nodes - 1, -1, -1):
-        acc[:] = 0.0
+    """out[i] = sum of node i's own slots + sum of its children's rows."""
+    for i in range(out.shape[0] - 1, -1, -1):
+        row = out[i]
+        row[:] = 0.0
         for k in range(own_ptr[i], own_ptr[i + 1]):
-            for b in range(n_batch):
-                acc[b] += scratch[k, b]
+            row += scratch[k]
         for k in range(child_ptr[i], child_ptr[i + 1]):
-            c = child_idx[k]
-            for b in range(n_batch):
-                acc[b] += out[c, b]
-        for b in range(n_batch):
-            out[i, b] = acc[b]
+            row += out[child_idx[k]]
 
 
 @_jit

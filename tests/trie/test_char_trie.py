@@ -131,3 +131,19 @@ def test_bad_batched_weights_name_the_row():
 def test_bad_vocabulary_raises_value_error(vocab, match):
     with pytest.raises(ValueError, match=match):
         TokenCharacterTrie(vocab)
+
+
+@pytest.mark.parametrize("batch", [3, 12])
+def test_batched_results_stay_valid_while_held(batch):
+    """Batched outputs come from a reuse pool: a result (or a row of it) still held
+    must never be overwritten by later calls."""
+    vocab = [b"a", b"ab", b"abc", b"b", b"ba"]
+    trie = TokenCharacterTrie(vocab)
+    ws = [random_weights(seed, len(vocab), batch) for seed in range(6)]
+    held = [trie.batch_weight_sum(ws[0]), trie.batch_weight_max(ws[1])]
+    row = trie.batch_weight_sum(ws[2])[1]
+    for w in ws[3:]:
+        trie.batch_weight_sum(w)  # dropped at once: its buffer may be reused
+    np.testing.assert_allclose(held[0], [trie.weight_sum(w) for w in ws[0]], rtol=1e-12)
+    np.testing.assert_array_equal(held[1], [trie.weight_max(w) for w in ws[1]])
+    np.testing.assert_allclose(row, trie.weight_sum(ws[2][1]), rtol=1e-12)
