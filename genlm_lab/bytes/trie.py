@@ -209,16 +209,16 @@ class AsyncTokenByteTrie:
         """Queue a `weight_sum`; concurrent calls with the same mode share one batched call.
 
         Raises:
-            ValueError: for bad weights, to this caller only (checked before queueing).
+            ValueError: for bad weights, to this caller only.
         """
         mode = self.trie._mode(mode)
-        ws = check_request(ws, self.trie.n_tokens, "sum")
+        ws = check_request(ws, self.trie.n_tokens)
         return await self._batcher.submit((TrieOp.SUM, mode), ws)
 
     async def weight_max(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
         """Queue a `weight_max`; concurrent calls share one batched call."""
         mode = self.trie._mode(mode)
-        ws = check_request(ws, self.trie.n_tokens, "max")
+        ws = check_request(ws, self.trie.n_tokens)
         return await self._batcher.submit((TrieOp.MAX, mode), ws)
 
     def start(self) -> None:

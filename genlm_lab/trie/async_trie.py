@@ -16,34 +16,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from genlm_lab.trie._base import as_numpy_weights, check_shape, raise_bad_weights, resolve_device
-from genlm_lab.trie._kernels import HAS_NAN, HAS_NEGATIVE
+from genlm_lab.trie._base import as_numpy_weights, check_shape, resolve_device
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
 
 BACKENDS = ("auto", "sequential", "parallel")
 
 
-def check_request(ws: Any, n_tokens: int, op: str) -> Any:
-    """Validate one request before queueing, so a bad one fails only its own caller.
+def check_request(ws: Any, n_tokens: int) -> Any:
+    """Check a request's shape before queueing; CPU weights come back as numpy.
 
-    CPU weights come back as a numpy array; CUDA tensors stay where they are.
+    Values (NaN, negatives) are checked by the batched kernel; a batch that
+    fails with ValueError is retried request by request, so that only the
+    callers with bad weights get the error.
     """
     if torch.is_tensor(ws) and ws.device.type != "cpu":
         check_shape(tuple(ws.shape), n_tokens, batched=False)
-        bad = torch.isnan(ws).any() | ((ws < 0).any() if op == "sum" else False)
-        if bool(bad):
-            _raise_bad(ws.cpu().numpy(), op)
         return ws
-    arr = as_numpy_weights(ws, n_tokens, batched=False)
-    if np.isnan(arr).any() or (op == "sum" and (arr < 0).any()):
-        _raise_bad(arr, op)
-    return arr
-
-
-def _raise_bad(arr: np.ndarray, op: str) -> None:
-    code = HAS_NAN if np.isnan(arr).any() else HAS_NEGATIVE
-    raise_bad_weights(arr, code, f"weight_{op}")
+    return as_numpy_weights(ws, n_tokens, batched=False)
 
 
 class RequestBatcher:
@@ -97,14 +87,34 @@ class RequestBatcher:
                 self.requests += len(live)
                 try:
                     results = self._run_batch(key, [p for p, _ in live])
+                except ValueError as e:
+                    if len(live) > 1:  # bad input: retry one by one, so only its caller fails
+                        self._run_one_by_one(key, live)
+                    else:
+                        self._fail(live, e)
+                    continue
                 except Exception as e:  # noqa: BLE001 - handed to every waiting caller
-                    for _, f in live:
-                        if not f.done():
-                            f.set_exception(e)
+                    self._fail(live, e)
                     continue
                 for (_, f), r in zip(live, results, strict=True):
                     if not f.done():
                         f.set_result(r)
+
+    @staticmethod
+    def _fail(items: list, error: BaseException | None) -> None:
+        for _, f in items:
+            if not f.done():
+                f.set_exception(error)
+
+    def _run_one_by_one(self, key: Hashable, items: list) -> None:
+        for payload, f in items:
+            try:
+                result = self._run_batch(key, [payload])[0]
+            except Exception as e:  # noqa: BLE001 - handed to this caller
+                self._fail([(payload, f)], e)
+            else:
+                if not f.done():
+                    f.set_result(result)
 
     async def cleanup(self) -> None:
         """Stop the background task and wait for it to finish."""
@@ -170,13 +180,13 @@ class AsyncTokenCharacterTrie:
         """Queue a `weight_sum`; concurrent calls share one batched call.
 
         Raises:
-            ValueError: for bad weights, to this caller only (checked before queueing).
+            ValueError: for bad weights, to this caller only.
         """
-        return await self._batcher.submit("sum", check_request(ws, self.trie.n_tokens, "sum"))
+        return await self._batcher.submit("sum", check_request(ws, self.trie.n_tokens))
 
     async def weight_max(self, ws: Any) -> np.ndarray:
         """Queue a `weight_max`; concurrent calls share one batched call."""
-        return await self._batcher.submit("max", check_request(ws, self.trie.n_tokens, "max"))
+        return await self._batcher.submit("max", check_request(ws, self.trie.n_tokens))
 
     def start(self) -> None:
         """Start the background task (done automatically on the first request)."""
