@@ -1,0 +1,178 @@
+"""`ParticleView`: particles of an SMC run, live while it runs and from a saved record."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from genlm_lab.util import normalize_log_weights
+from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets._smc_data import genealogy, run_summary, step_entries
+from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, wrap
+
+
+def particle_data(entries: list[dict], *, run_id: Any = None, done: bool = False) -> dict:
+    """View data of SMC history entries (the last one gives the rows).
+
+    Args:
+        entries: step entries as `_smc_data.step_entries` normalises them.
+        run_id: the run these entries belong to.
+        done: whether the run has ended (then the genealogy is included).
+    """
+    last = entries[-1] if entries else None
+    particles = []
+    if last is not None:
+        weights = normalize_log_weights(p["log_weight"] for p in last["particles"])
+        for i, (p, w) in enumerate(zip(last["particles"], weights, strict=True)):
+            particles.append(
+                {
+                    "index": i,
+                    "text": p["text"],
+                    "weight": float(w),
+                    "log_weight": p["log_weight"],
+                    "state": p["state"],
+                }
+            )
+    data = run_summary(entries)
+    data.update(
+        kind="particles",
+        run_id=run_id,
+        done=done,
+        step=last["step"] if last else 0,
+        particles=particles,
+        genealogy=genealogy(entries) if done else None,
+    )
+    return data
+
+
+def genealogy_svg(data: dict) -> str:
+    """Static SVG of the genealogy: a column per step, a dot per particle, lines to parents.
+
+    Dot area follows the normalised weight; every dot carries a tooltip
+    (`<title>`) with its weight, log weight, increment and text.
+    """
+    steps = data.get("genealogy") or []
+    if not steps:
+        return ""
+    n = max(len(st) for st in steps)
+    dx, dy, left, top = 34, (10 if n > 32 else 16), 30, 18
+    width, height = left + dx * (len(steps) - 1) + 24, top + dy * (n - 1) + 14
+    out = [
+        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
+        "class='genlm-genealogy' role='img' aria-label='genealogy: steps by particles' "
+        "xmlns='http://www.w3.org/2000/svg'>",
+        "<text x='0' y='10' font-size='10'>step → particles ↓</text>",
+    ]
+    for t, st in enumerate(steps):
+        for i, node in enumerate(st):
+            if t > 0 and node["parent"] is not None:
+                out.append(
+                    f"<line x1='{left + (t - 1) * dx}' y1='{top + node['parent'] * dy}' "
+                    f"x2='{left + t * dx}' y2='{top + i * dy}' class='genlm-edge' "
+                    f"data-step='{t}' data-index='{i}'/>"
+                )
+    for t, st in enumerate(steps):
+        for i, node in enumerate(st):
+            w = node["weight"] if math.isfinite(node["weight"]) else 0.0
+            tip = (
+                f"step {t}, particle {i} ({node['state']})\nweight {fmt(node['weight'])} "
+                f"(log {fmt(node['log_weight'], 2)})\nincrement {fmt(node['increment'])}\n"
+                f"{node['text']}"
+            )
+            out.append(
+                f"<circle cx='{left + t * dx}' cy='{top + i * dy}' "
+                f"r='{1.5 + 4 * math.sqrt(max(0.0, w)):.2f}' class='genlm-node "
+                f"genlm-{esc(node['state'])}' data-step='{t}' data-index='{i}'>"
+                f"<title>{esc(tip)}</title></circle>"
+            )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def particles_html(data: dict) -> str:
+    """Static HTML of `particle_data`: status line, ESS/log_ml charts, one row per particle."""
+    ps = data["particles"]
+    ess, log_ml = data["ess"], data["log_ml"]
+    head = (
+        f"SMC {'finished' if data['done'] else 'running'}: step {data['step']}, "
+        f"{len(ps)} particles, ESS {fmt(ess[-1] if ess else None, 2)}, "
+        f"log_ml {fmt(log_ml[-1] if log_ml else None)}"
+    )
+    resampled = data["resampled"]
+    note = (
+        f"resampled at step {', '.join(str(t) for t in resampled)}"
+        if resampled
+        else "no resampling yet"
+    )
+    rows = [
+        f"<tr class='genlm-{esc(p['state'])}' data-index='{p['index']}'>"
+        f"<td class='genlm-num'>{p['index']}</td>"
+        f"<td>{badge(p['state']) if p['state'] != 'active' else ''}</td>"
+        f"<td>{bar(p['weight'])}<span class='genlm-num genlm-weight'>{esc(fmt(p['weight']))}"
+        f"</span></td><td class='genlm-num'>{esc(fmt(p['log_weight'], 2))}</td>"
+        f"<td class='genlm-text'>{esc(p['text'])}</td></tr>"
+        for p in ps
+    ]
+    charts = (
+        "<div class='genlm-cols'>"
+        + line_chart([("ESS", ess, "genlm-line")], title="ESS over steps")
+        + line_chart([("log_ml", log_ml, "genlm-line2")], title="log_ml estimate over steps")
+        + "</div>"
+    )
+    tree = genealogy_svg(data)
+    if tree:
+        tree = "<div class='genlm-title'>Genealogy (hover a dot for its weights)</div>" + tree
+    body = (
+        f"<div class='genlm-title genlm-status'>{esc(head)}</div>{charts}"
+        f"<div class='genlm-note genlm-resampled'>{esc(note)}</div>"
+        + table(["#", "state", "weight", "log w", "text"], rows)
+        + tree
+    )
+    return wrap(body, "particles")
+
+
+class ParticleView(LiveView):
+    """Live view of an SMC run: pass it as an observer, or build it from a record.
+
+    Live: `smc_standard(model, n, observers=[view])`; one row per particle
+    (text, normalised weight as bar and number, finished/dead), ESS and log_ml
+    over steps, resampling events; at the end, the genealogy. Updates are
+    throttled (at most one push per `throttle_s`), the final state always sent.
+    """
+
+    _esm = esm("particles.js")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._entries: list[dict] = []
+        self._run_id: Any = None
+        self._send_now(particle_data([]))
+
+    @classmethod
+    def from_record(cls, record: Any) -> ParticleView:
+        """A finished view of a saved `SMCRecord` (object, dict or JSON path)."""
+        view = cls()
+        run_id, entries = step_entries(record)
+        view._run_id, view._entries = run_id, entries
+        view._send_now(particle_data(entries, run_id=run_id, done=True))
+        return view
+
+    # -- observer protocol --------------------------------------------------------
+    def on_step(self, entry: Any) -> None:
+        """Record one step (cheap); the view data is built only when pushed."""
+        self._entries.append(entry)
+        self.push(self._build_live)
+
+    def on_finish(self, record: Any) -> None:
+        """Replace the live entries by the full record and push the final state."""
+        run_id, entries = step_entries(record)
+        self._run_id, self._entries = run_id, entries
+        self.push(lambda: particle_data(entries, run_id=run_id, done=True), final=True)
+
+    def _build_live(self) -> dict:
+        _, entries = step_entries({"steps": list(self._entries)})
+        return particle_data(entries, run_id=self._run_id)
+
+    @staticmethod
+    def to_html(data: dict) -> str:
+        return particles_html(data)

@@ -1,0 +1,131 @@
+"""A real JupyterLab on loopback, driven by Debian chromium through playwright.
+
+Skips (one line saying why) when /usr/bin/chromium or playwright is missing.
+Never downloads a browser: `make test` installs Debian's chromium where root.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+HERE = Path(__file__).parent
+SCREENSHOTS = HERE / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """(base_url, token, root_dir) of a JupyterLab server started for the tests."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="python playwright is not installed")
+    root = tmp_path_factory.mktemp("lab")
+    for nb in HERE.glob("*.ipynb"):
+        shutil.copy(nb, root / nb.name)
+    port, token = _free_port(), secrets.token_hex(16)
+    log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed at teardown
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.terminals_enabled=False",
+            "--LabApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+            f"--LabApp.workspaces_dir={root / '.workspaces'}",
+            f"--LabApp.user_settings_dir={root / '.settings'}",
+        ],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(
+                    f"JupyterLab did not start; see {root / 'jupyter.log'}:\n"
+                    + (root / "jupyter.log").read_text()[-2000:]
+                ) from None
+            time.sleep(0.5)
+    yield base, token, root
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(lab):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page whose console errors are collected in `page.console_errors`."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.console_errors = []
+    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
+    pg.on("pageerror", lambda e: pg.console_errors.append(f"pageerror: {e}"))
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """save(target, name): a PNG of a page or element under tests/browser/screenshots/."""
+
+    def save(target, name: str) -> Path:
+        SCREENSHOTS.mkdir(exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        target.screenshot(path=str(path))
+        return path
+
+    return save

@@ -1,0 +1,90 @@
+// ParticleView: live rows per particle, ESS / log_ml lines, resampling events,
+// and the genealogy (steps x particles, lines to ancestors, click for lineage).
+
+function stateLabel(st) {
+  return st === "active" ? "" : st;
+}
+
+function particleRows(data) {
+  return (data.particles || []).map((p) =>
+    h("tr", { class: `genlm-${p.state}`, "data-index": p.index },
+      h("td", { class: "genlm-num" }, p.index),
+      h("td", {}, stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : ""),
+      h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
+      h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
+      h("td", { class: "genlm-text" }, p.text)));
+}
+
+function genealogy(data) {
+  const steps = data.genealogy || [];
+  if (steps.length === 0) return null;
+  const n = Math.max(...steps.map((st) => st.length));
+  const dx = 34, dy = n > 32 ? 10 : 16, left = 30, top = 18;
+  const width = left + dx * (steps.length - 1) + 24, height = top + dy * (n - 1) + 14;
+  const svg = s("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "genlm-genealogy",
+                         role: "img", "aria-label": "genealogy: steps by particles" });
+  const X = (t) => left + t * dx, Y = (i) => top + i * dy;
+  svg.append(s("text", { x: 0, y: 10, "font-size": 10 }, "step \u2192   particles \u2193"));
+  const edges = [], nodes = [];
+  steps.forEach((st, t) => st.forEach((node, i) => {
+    if (t > 0 && node.parent !== null && node.parent !== undefined) {
+      const e = s("line", { x1: X(t - 1), y1: Y(node.parent), x2: X(t), y2: Y(i),
+                            class: "genlm-edge", "data-step": t, "data-index": i });
+      edges.push(e);
+      svg.append(e);
+    }
+  }));
+  const highlight = (t0, i0) => {
+    const on = new Set();
+    for (let t = t0, i = i0; t >= 0 && i !== null && i !== undefined; t--) {
+      on.add(`${t}:${i}`);
+      i = steps[t][i].parent;
+    }
+    for (const e of edges) {
+      const key = `${e.getAttribute("data-step")}:${e.getAttribute("data-index")}`;
+      e.classList.toggle("genlm-hl", on.has(key));
+    }
+    for (const c of nodes) {
+      const key = `${c.getAttribute("data-step")}:${c.getAttribute("data-index")}`;
+      c.classList.toggle("genlm-hl", on.has(key));
+    }
+  };
+  steps.forEach((st, t) => st.forEach((node, i) => {
+    const w = Math.max(0, num(node.weight) || 0);
+    const c = s("circle", {
+      cx: X(t), cy: Y(i), r: (1.5 + 4 * Math.sqrt(w)).toFixed(2),
+      class: `genlm-node genlm-${node.state}`, "data-step": t, "data-index": i,
+      onclick: () => highlight(t, i),
+    }, s("title", {}, `step ${t}, particle ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
+                       `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n${node.text}`));
+    nodes.push(c);
+    svg.append(c);
+  }));
+  return svg;
+}
+
+function drawParticles(data) {
+  const ps = data.particles || [];
+  const head = `SMC ${data.done ? "finished" : "running"}: step ${data.step}, ` +
+    `${ps.length} particles, ESS ${fmt(data.ess && data.ess[data.ess.length - 1], 2)}, ` +
+    `log_ml ${fmt(data.log_ml && data.log_ml[data.log_ml.length - 1], 3)}`;
+  const resampled = (data.resampled || []).length
+    ? `resampled at step ${data.resampled.join(", ")}` : "no resampling yet";
+  const tree = genealogy(data);
+  return h("div", {},
+    h("div", { class: "genlm-title genlm-status" }, head),
+    h("div", { class: "genlm-cols" },
+      lineChart([{ name: "ESS", values: data.ess || [] }], { title: "ESS over steps" }),
+      lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
+                { title: "log_ml estimate over steps" })),
+    h("div", { class: "genlm-note genlm-resampled" }, resampled),
+    table(["#", "state", "weight", "log w", "text"], particleRows(data)),
+    tree ? h("div", { class: "genlm-title" }, "Genealogy (click a particle for its lineage)") : null,
+    tree);
+}
+
+export default {
+  render({ model, el }) {
+    return renderInto(el, model, drawParticles, "particles");
+  },
+};
