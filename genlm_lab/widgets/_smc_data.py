@@ -1,50 +1,51 @@
 """Read SMC records and observer entries into the plain lists the particle views draw.
 
-The SMC layer owns `SMCRecord` and its JSON; this module only reads it (an
-object with `to_dict()`, a dict, or a path to a JSON file) into one entry per
-step: {step, particles: [{text, log_weight, increment, state}], ess, log_ml,
-resampled, ancestors}.
+The SMC layer owns `SMCRecord` and its step entries (see `genlm_lab.smc.record`);
+this module only reads them: an `SMCRecord`, its dict / JSON form or a path to
+its file, into one normalised entry per step: {step, particles: [{text,
+log_weight, increment, state}], ess, log_ml, resampled, ancestors}.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
-from genlm_lab.util import escape_bytes, logsumexp, normalize_log_weights
+from genlm_lab.smc.record import SMCRecord
+from genlm_lab.util import escape_bytes, normalize_log_weights
+
+_KEYS = ("contents", "log_weights", "weight_increments", "finished")
 
 
-def _as_dict(obj: Any) -> Any:
-    if isinstance(obj, (str, PathLike)):
-        path = Path(obj)
-        if not path.is_file():
-            raise ValueError(f"SMC record file {str(path)!r} does not exist")
+def as_record(record: Any) -> SMCRecord:
+    """An `SMCRecord` from a record, its dict / JSON text, or a path to its JSON file.
+
+    Raises:
+        ValueError: if the value is none of these, or the file is not a record.
+    """
+    if isinstance(record, SMCRecord):
+        return record
+    if isinstance(record, PathLike) or (
+        isinstance(record, str) and not record.lstrip().startswith("{")
+    ):
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{str(path)!r} is not a JSON SMC record: {err}") from None
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return obj.to_dict()
-    return obj
-
-
-def _num(x: Any) -> float:
-    if x is None:
-        return -math.inf
-    if isinstance(x, str):
-        return float(x.replace("Infinity", "inf"))
-    return float(x)
-
-
-def _first(d: Mapping, *keys: str, default: Any = None) -> Any:
-    for k in keys:
-        if k in d:
-            return d[k]
-    return default
+            return SMCRecord.load(record)
+        except FileNotFoundError:
+            raise ValueError(f"SMC record file {str(record)!r} does not exist") from None
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"{str(record)!r} is not an SMC record: missing {err}") from None
+    if isinstance(record, str):
+        return SMCRecord.from_json(record)
+    if isinstance(record, Mapping):
+        try:
+            return SMCRecord.from_dict(dict(record))
+        except KeyError as err:
+            raise ValueError(f"SMC record dict lacks the field {err}") from None
+    raise ValueError(
+        f"expected an SMCRecord, its dict or JSON, or a path; got {type(record).__name__}"
+    )
 
 
 def display_text(text: Any) -> str:
@@ -57,78 +58,73 @@ def display_text(text: Any) -> str:
         return escape_bytes(str(text).encode("utf-8", "backslashreplace"))
 
 
-def _particle(p: Any, where: str) -> dict:
-    p = _as_dict(p)
-    if not isinstance(p, Mapping):
-        raise ValueError(f"{where}: expected a particle dict, got {type(p).__name__}")
-    lw = _num(_first(p, "log_weight", "weight"))
-    finished = bool(_first(p, "finished", "done", default=False))
-    state = p.get("state") or ("dead" if lw == -math.inf else "finished" if finished else "active")
-    return {
-        "text": display_text(_first(p, "text", "string", default="")),
-        "log_weight": lw,
-        "increment": _num(_first(p, "increment", "weight_increment", "log_increment", default=0.0)),
-        "state": str(state),
-    }
+def _float(x: Any) -> float:
+    if x is None:
+        return -math.inf
+    if isinstance(x, str):
+        return float(x.replace("Infinity", "inf"))
+    return float(x)
 
 
-def _entry(raw: Any, index: int) -> dict:
-    raw = _as_dict(raw)
-    if not isinstance(raw, Mapping) or "particles" not in raw:
-        raise ValueError(
-            f"SMC step entry {index} must be a dict with a 'particles' list, got {raw!r:.80}"
+def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
+    """One step entry (as observers receive it) in the form the views draw.
+
+    Raises:
+        ValueError: if a field is missing or the per-particle lists differ in length.
+    """
+    missing = [k for k in (*_KEYS, "step") if k not in raw]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}; expected an SMCRecord step entry")
+    n = len(raw["contents"])
+    lengths = {k: len(raw[k]) for k in _KEYS}
+    if any(v != n for v in lengths.values()):
+        raise ValueError(f"{where}: per-particle lists differ in length: {lengths}")
+    parts = []
+    for text, lw, inc, fin in zip(*(raw[k] for k in _KEYS), strict=True):
+        lw = _float(lw)
+        state = "dead" if lw == -math.inf else "finished" if fin else "active"
+        parts.append(
+            {"text": display_text(text), "log_weight": lw, "increment": _float(inc), "state": state}
         )
-    parts = [_particle(p, f"step {index}, particle {i}") for i, p in enumerate(raw["particles"])]
-    lws = [p["log_weight"] for p in parts]
-    ess = _first(raw, "ess", "ESS")
-    if ess is None:
-        total = logsumexp(lws)
-        ess = math.exp(2 * total - logsumexp([2 * w for w in lws])) if total > -math.inf else 0.0
     ancestors = raw.get("ancestors")
     if ancestors is not None:
         ancestors = [int(a) for a in ancestors]
-        if len(ancestors) != len(parts) or any(not 0 <= a < len(parts) for a in ancestors):
-            raise ValueError(
-                f"step {index}: ancestors {ancestors} must name one of the {len(parts)} "
-                "particles for each particle"
-            )
+        if any(not 0 <= a < n for a in ancestors):
+            raise ValueError(f"{where}: ancestors {ancestors} name particles outside 0..{n - 1}")
     return {
-        "step": int(raw.get("step", index)),
+        "step": int(raw["step"]),
         "particles": parts,
-        "ess": float(ess),
-        "log_ml": _num(_first(raw, "log_ml", "log_ml_estimate", default=None)),
+        "ess": _float(raw.get("ess")),
+        "log_ml": _float(raw.get("log_ml")),
         "resampled": bool(raw.get("resampled", ancestors is not None)),
         "ancestors": ancestors,
     }
 
 
-def step_entries(record: Any, *, run_id: Any = None) -> tuple[Any, list[dict]]:
+def step_entries(record: Any, *, run_id: str | None = None) -> tuple[str, list[dict]]:
     """The run id and normalised step entries of an SMC record.
 
     Args:
-        record: an `SMCRecord`, its dict / JSON form, or a path to its JSON file.
+        record: an `SMCRecord`, its dict or JSON, or a path to its file.
         run_id: if given, the record must come from this run.
 
     Raises:
         ValueError: for a malformed record, or one from a different run.
     """
-    data = _as_dict(record)
-    if not isinstance(data, Mapping):
-        raise ValueError(f"expected an SMC record (dict or SMCRecord), got {type(data).__name__}")
-    steps = _first(data, "steps", "history")
-    if steps is None:
-        raise ValueError(f"SMC record has no 'steps' (or 'history') list; keys are {sorted(data)}")
-    rid = data.get("run_id")
-    if run_id is not None and rid is not None and rid != run_id:
-        raise ValueError(f"record of run {rid!r} does not belong to run {run_id!r}")
-    entries = [_entry(raw, i) for i, raw in enumerate(steps)]
-    return rid, entries
+    rec = as_record(record)
+    if run_id is not None and rec.run_id != run_id:
+        raise ValueError(
+            f"record of run {rec.run_id!r} does not belong to this view's run {run_id!r}"
+        )
+    entries = [normalize_entry(s, f"step entry {i}") for i, s in enumerate(rec.steps)]
+    return rec.run_id, entries
 
 
 def run_summary(entries: list[dict]) -> dict:
     """ESS and log_ml per step, the steps that resampled, and the particle count."""
     return {
         "n_particles": len(entries[-1]["particles"]) if entries else 0,
+        "steps": [e["step"] for e in entries],
         "ess": [e["ess"] for e in entries],
         "log_ml": [e["log_ml"] for e in entries],
         "resampled": [e["step"] for e in entries if e["resampled"]],
@@ -138,8 +134,9 @@ def run_summary(entries: list[dict]) -> dict:
 def genealogy(entries: list[dict]) -> list[list[dict]]:
     """One column per step: each particle with its normalised weight and its parent.
 
-    Particle i at step t descends from `entries[t-1]["ancestors"][i]` when step
-    t-1 resampled, else from particle i of step t-1.
+    Particle i at step t descends from particle `ancestors[i]` of step t-1 when
+    step t-1 resampled, else from particle i of step t-1 (None at the first step
+    or where counts differ, as in smc_steer's candidate lists).
     """
     out = []
     for t, e in enumerate(entries):
@@ -147,12 +144,13 @@ def genealogy(entries: list[dict]) -> list[list[dict]]:
         prev = entries[t - 1] if t else None
         col = []
         for i, (p, w) in enumerate(zip(e["particles"], ws, strict=True)):
-            if prev is None:
-                parent = None
-            elif prev["ancestors"] is not None:
-                parent = prev["ancestors"][i] if i < len(prev["ancestors"]) else None
-            else:
-                parent = i if i < len(prev["particles"]) else None
+            parent = None
+            if prev is not None:
+                links = prev["ancestors"]
+                if links is not None:
+                    parent = links[i] if i < len(links) else None
+                elif i < len(prev["particles"]):
+                    parent = i
             col.append({**p, "weight": float(w), "parent": parent})
         out.append(col)
     return out

@@ -7,7 +7,7 @@ from typing import Any
 
 from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._base import LiveView, esm
-from genlm_lab.widgets._smc_data import genealogy, run_summary, step_entries
+from genlm_lab.widgets._smc_data import genealogy, normalize_entry, run_summary, step_entries
 from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, wrap
 
 
@@ -134,44 +134,74 @@ def particles_html(data: dict) -> str:
 class ParticleView(LiveView):
     """Live view of an SMC run: pass it as an observer, or build it from a record.
 
-    Live: `smc_standard(model, n, observers=[view])`; one row per particle
-    (text, normalised weight as bar and number, finished/dead), ESS and log_ml
-    over steps, resampling events; at the end, the genealogy. Updates are
-    throttled (at most one push per `throttle_s`), the final state always sent.
+    Live: `await smc_standard(model, n, observers=[view])`; one row per
+    particle (text, normalised weight as bar and number, finished/dead), ESS
+    and log_ml over steps, resampling events; at the end, the genealogy.
+    Updates are throttled (at most one push per `throttle_s` seconds), the
+    final state is always sent. A view may follow several runs in turn (each
+    new run starts afresh), but not two at once.
     """
 
     _esm = esm("particles.js")
 
     def __init__(self) -> None:
         super().__init__()
+        self._raw: list[dict] = []
         self._entries: list[dict] = []
-        self._run_id: Any = None
+        self._run_id: str | None = None
+        self._done = False
         self._send_now(particle_data([]))
 
     @classmethod
     def from_record(cls, record: Any) -> ParticleView:
-        """A finished view of a saved `SMCRecord` (object, dict or JSON path)."""
+        """A finished view of a saved `SMCRecord` (object, dict, JSON or path)."""
         view = cls()
         run_id, entries = step_entries(record)
-        view._run_id, view._entries = run_id, entries
+        view._run_id, view._entries, view._done = run_id, entries, True
         view._send_now(particle_data(entries, run_id=run_id, done=True))
         return view
 
+    @property
+    def run_id(self) -> str | None:
+        """The run this view shows (None before the first step)."""
+        return self._run_id
+
     # -- observer protocol --------------------------------------------------------
-    def on_step(self, entry: Any) -> None:
-        """Record one step (cheap); the view data is built only when pushed."""
-        self._entries.append(entry)
+    def on_step(self, entry: dict) -> None:
+        """Keep one step entry (cheap); the view data is built only when pushed.
+
+        Raises:
+            ValueError: if the entry belongs to another run while one is going on.
+        """
+        run_id = entry.get("run_id")
+        if self._done or self._run_id is None:
+            self._raw, self._entries, self._done = [], [], False
+            self._run_id = run_id
+        elif run_id != self._run_id:
+            raise ValueError(
+                f"step entry of run {run_id!r} reached a view following run {self._run_id!r}; "
+                "use one ParticleView per concurrent run"
+            )
+        self._raw.append(entry)
         self.push(self._build_live)
 
     def on_finish(self, record: Any) -> None:
-        """Replace the live entries by the full record and push the final state."""
-        run_id, entries = step_entries(record)
-        self._run_id, self._entries = run_id, entries
+        """Show the whole record (genealogy included) and push it at once.
+
+        Raises:
+            ValueError: if the record is of a different run than the steps seen.
+        """
+        run_id, entries = step_entries(record, run_id=self._run_id)
+        self._run_id, self._entries, self._raw, self._done = run_id, entries, [], True
         self.push(lambda: particle_data(entries, run_id=run_id, done=True), final=True)
 
     def _build_live(self) -> dict:
-        _, entries = step_entries({"steps": list(self._entries)})
-        return particle_data(entries, run_id=self._run_id)
+        start = len(self._entries)
+        self._entries.extend(
+            normalize_entry(raw, f"step entry {start + i}")
+            for i, raw in enumerate(self._raw[start:])
+        )
+        return particle_data(self._entries, run_id=self._run_id)
 
     @staticmethod
     def to_html(data: dict) -> str:

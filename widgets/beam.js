@@ -1,0 +1,55 @@
+// BeamView / BeamDebugger: controls send actions to the kernel; the kernel pushes data.
+
+function beamControls(model, data) {
+  const nInput = h("input", { type: "number", min: 1, value: 5, "aria-label": "bytes per step" });
+  const send = (action, n = 1) => model.send({ action, n });
+  const atEnd = data.position >= data.n_bytes;
+  return h("div", { class: "genlm-controls" },
+    h("button", { class: "genlm-back", onclick: () => send("back"), disabled: data.position <= 0 }, "\u25c0 back"),
+    h("button", { class: "genlm-step", onclick: () => send("step"), disabled: atEnd }, "step \u25b6"),
+    h("button", { class: "genlm-stepn", onclick: () => send("step", Number(nInput.value) || 1), disabled: atEnd }, "step N"),
+    nInput,
+    h("button", { class: "genlm-run", onclick: () => send("run"), disabled: atEnd }, "run to end \u23ed"));
+}
+
+function drawBeam(data, model) {
+  const pos = data.position || 0, text = data.text || [], st = data.step;
+  const kids = [
+    h("div", { class: "genlm-title genlm-status" }, `Byte beam: ${pos} / ${data.n_bytes} bytes read`),
+    beamControls(model, data),
+    h("div", { class: "genlm-text genlm-progress" },
+      text.slice(0, pos).map((x) => h("b", {}, x)),
+      h("span", { class: "genlm-note" }, text.slice(pos).join(""))),
+  ];
+  if (data.error) kids.push(h("div", { class: "genlm-error" }, data.error));
+  if (!st) return h("div", {}, kids);
+  kids.push(h("div", { class: "genlm-note" },
+    `${st.byte === null ? "initial beam" : `after byte ${st.byte}`}: logZ ${fmt(st.logZ)}, ` +
+    `${st.lm_calls} LM calls this step, ${st.candidates.length} candidates` +
+    (st.skipped ? `, ${st.skipped} extensions skipped` : "")));
+  const rows = st.candidates.map((c) =>
+    h("tr", { class: `genlm-${c.status}` },
+      h("td", {}, c.tokens.map((t) => tokBox(t)), tokBox(c.partial, true)),
+      h("td", { class: "genlm-num" }, fmt(c.log_weight)),
+      h("td", {}, bar(c.share), h("span", { class: "genlm-num" }, fmt(c.share))),
+      h("td", {}, h("span", { class: "genlm-badge" }, c.status),
+        c.terminated ? h("span", { class: "genlm-badge" }, "EOS") : null)));
+  kids.push(table(["tokens | partial", "log weight", "share of logZ", "status"], rows));
+  for (const e of st.healing) kids.push(h("div", { class: "genlm-note genlm-heal" }, `healing: ${e.text}`));
+  if (st.next_bytes.length) {
+    kids.push(h("div", { class: "genlm-title" }, "Next byte"));
+    kids.push(table(["byte", "probability"], st.next_bytes.map((b) =>
+      h("tr", {}, h("td", {}, h("code", {}, b.label)),
+        h("td", {}, bar(b.p), h("span", { class: "genlm-num" }, fmt(b.p)))))));
+  }
+  kids.push(h("div", { class: "genlm-cols" },
+    lineChart([{ name: "logZ", values: data.logZ }], { title: "logZ over bytes read" }),
+    lineChart([{ name: "LM calls", values: data.lm_calls, cls: "genlm-line2" }], { title: "LM calls per step" })));
+  return h("div", {}, kids);
+}
+
+export default {
+  render({ model, el }) {
+    return renderInto(el, model, drawBeam, "beam");
+  },
+};
