@@ -1,11 +1,13 @@
-"""`ParallelTokenCharacterTrie`: node masses from a sparse reachability matrix (torch).
+"""`ParallelTokenCharacterTrie`: node masses from a sparse reachability matrix.
 
 For each target array, a CSR matrix R of shape (n_nodes, vocab) holds
 R[node, t] = 1 when node is the target of token t or one of its ancestors.
-Then the masses of a batch W (vocab, batch) are R @ W: one sparse-dense
-product, which is what GPUs do well. Max uses `scatter_reduce` over the same
-(node, token) pairs. On CPU the numba kernel is faster; this path exists for
-CUDA and for cross-checking.
+The masses of a batch W (vocab, batch) are then R @ W, one sparse-dense
+product, which is what GPUs do well; the maxima are a segmented max over the
+same (node, token) pairs. On CUDA this runs in torch (CSR product,
+`scatter_reduce`); on CPU in scipy / numpy, since torch's CPU sparse kernels
+are about 100x slower. On CPU the numba kernel is faster still: this path is
+for CUDA and for cross-checking.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 import torch
 
-from genlm_lab.trie._base import check_shape, raise_bad_weights
+from genlm_lab.trie._base import as_numpy_weights, check_shape, raise_bad_weights
 from genlm_lab.trie._kernels import HAS_NAN, HAS_NEGATIVE
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 
 
 def reachability_pairs(parent: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(node, token) pairs: every token paired with its target node and all its ancestors."""
+    """(node, token) pairs, sorted by node then token: each token with its target and ancestors."""
     nodes, tokens = [], []
     cur = target.astype(np.int64)
     tok = np.arange(len(target), dtype=np.int64)
@@ -33,11 +36,27 @@ def reachability_pairs(parent: np.ndarray, target: np.ndarray) -> tuple[np.ndarr
         up = parent[cur].astype(np.int64)
         keep = up >= 0
         cur, tok = up[keep], tok[keep]
-    return np.concatenate(nodes), np.concatenate(tokens)
+    nodes, tokens = np.concatenate(nodes), np.concatenate(tokens)
+    order = np.lexsort((tokens, nodes))
+    return nodes[order], tokens[order]
+
+
+def _row_pointers(nodes: np.ndarray, n_nodes: int) -> np.ndarray:
+    crow = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(nodes, minlength=n_nodes), out=crow[1:])
+    return crow
+
+
+def _check_values(arr: np.ndarray, op: str, batched: bool) -> None:
+    bad = np.isnan(arr)
+    if bad.any():
+        raise_bad_weights(arr if batched else arr[0], HAS_NAN, f"weight_{op}")
+    if op == "sum" and (arr < 0).any():
+        raise_bad_weights(arr if batched else arr[0], HAS_NEGATIVE, f"weight_{op}")
 
 
 class _SparseEngine:
-    """Torch engine: CSR product for sums, scatter_reduce for maxima."""
+    """Sparse engine: scipy / numpy on CPU, torch on CUDA."""
 
     def __init__(
         self,
@@ -47,24 +66,30 @@ class _SparseEngine:
         max_batch_size: int = 64,
     ):
         self.device = device
-        self.dtype = torch.float64 if device.type == "cpu" else torch.float32
         self.n_nodes = len(parent)
         self.max_batch_size = max_batch_size
-        self.matrices: dict[Hashable, torch.Tensor] = {}
-        self.pairs: dict[Hashable, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.on_cpu = device.type == "cpu"
+        self.matrices: dict[Hashable, Any] = {}
+        self.pairs: dict[Hashable, tuple[Any, Any]] = {}
+        self.empty_rows: dict[Hashable, np.ndarray] = {}
         for mode, target in targets.items():
             nodes, tokens = reachability_pairs(parent, target)
-            order = np.lexsort((tokens, nodes))
-            nodes, tokens = nodes[order], tokens[order]
-            crow = np.zeros(self.n_nodes + 1, dtype=np.int64)
-            np.cumsum(np.bincount(nodes, minlength=self.n_nodes), out=crow[1:])
+            crow = _row_pointers(nodes, self.n_nodes)
+            shape = (self.n_nodes, len(target))
+            if self.on_cpu:
+                self.matrices[mode] = scipy.sparse.csr_matrix(
+                    (np.ones(len(tokens)), tokens, crow), shape=shape
+                )
+                self.pairs[mode] = (crow, tokens)
+                self.empty_rows[mode] = np.flatnonzero(crow[1:] == crow[:-1])
+                continue
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
                 matrix = torch.sparse_csr_tensor(
                     torch.from_numpy(crow),
                     torch.from_numpy(tokens),
-                    torch.ones(len(tokens), dtype=self.dtype),
-                    size=(self.n_nodes, len(target)),
+                    torch.ones(len(tokens), dtype=torch.float32),
+                    size=shape,
                     check_invariants=False,
                 )
             self.matrices[mode] = matrix.to(device)
@@ -73,58 +98,64 @@ class _SparseEngine:
                 torch.from_numpy(tokens).to(device),
             )
 
-    def _as_tensor(self, ws: Any, n_tokens: int, batched: bool) -> torch.Tensor:
+    def run(self, ws: Any, n_tokens: int, mode: Hashable, op: str, batched: bool) -> np.ndarray:
+        if self.on_cpu:
+            arr = as_numpy_weights(ws, n_tokens, batched)
+            arr = arr if batched else arr[None, :]
+            _check_values(arr, op, batched)
+            res = self._cpu(arr.astype(np.float64, copy=False), mode, op)
+        else:
+            t = self._as_cuda(ws, n_tokens, batched)
+            bad = torch.isnan(t).any() | ((t < 0).any() if op == "sum" else False)
+            if bool(bad):
+                _check_values(t.cpu().numpy(), op, batched)
+            res = torch.cat(
+                [
+                    self._cuda(t[i : i + self.max_batch_size], mode, op)
+                    for i in range(0, t.shape[0], self.max_batch_size)
+                ]
+            )
+            res = res.to("cpu", torch.float64).numpy()
+        return res if batched else res[0]
+
+    def _cpu(self, arr: np.ndarray, mode: Hashable, op: str) -> np.ndarray:
+        if op == "sum":
+            return np.ascontiguousarray((self.matrices[mode] @ arr.T).T)
+        crow, tokens = self.pairs[mode]
+        # A -inf sentinel column keeps every start index in range (rows may be empty).
+        vals = np.concatenate([arr[:, tokens], np.full((len(arr), 1), -np.inf)], axis=1)
+        out = np.maximum.reduceat(vals, crow[:-1], axis=1)
+        out[:, self.empty_rows[mode]] = -np.inf  # reduceat gives vals[start] for empty rows
+        return out
+
+    def _as_cuda(self, ws: Any, n_tokens: int, batched: bool) -> torch.Tensor:
         if batched and isinstance(ws, (list, tuple)):
             if len(ws) == 0:
                 raise ValueError("the batch of weights is empty; pass at least one weight vector")
-            rows = [torch.as_tensor(np.asarray(w) if not torch.is_tensor(w) else w) for w in ws]
+            rows = [w if torch.is_tensor(w) else torch.as_tensor(np.asarray(w)) for w in ws]
             for r in rows:
                 check_shape(tuple(r.shape), n_tokens, batched=False)
-            t = torch.stack([r.to(self.device, self.dtype) for r in rows])
-        else:
-            t = ws if torch.is_tensor(ws) else torch.as_tensor(np.asarray(ws))
-            check_shape(tuple(t.shape), n_tokens, batched)
-            t = t.to(self.device, self.dtype)
-            if not batched:
-                t = t[None, :]
-        return t
+            return torch.stack([r.to(self.device, torch.float32) for r in rows])
+        t = ws if torch.is_tensor(ws) else torch.as_tensor(np.asarray(ws))
+        check_shape(tuple(t.shape), n_tokens, batched)
+        t = t.to(self.device, torch.float32)
+        return t if batched else t[None, :]
 
-    def run(self, ws: Any, n_tokens: int, mode: Hashable, op: str, batched: bool) -> np.ndarray:
-        t = self._as_tensor(ws, n_tokens, batched)
-        what = f"weight_{op}"
-        if bool(torch.isnan(t).any()):
-            raise_bad_weights(t.cpu().numpy() if batched else t[0].cpu().numpy(), HAS_NAN, what)
-        if op == "sum" and bool((t < 0).any()):
-            raise_bad_weights(
-                t.cpu().numpy() if batched else t[0].cpu().numpy(), HAS_NEGATIVE, what
-            )
-        chunks = []
-        for i in range(0, t.shape[0], self.max_batch_size):
-            part = t[i : i + self.max_batch_size]
-            if op == "sum":
-                out = (self.matrices[mode] @ part.T.contiguous()).T
-            else:
-                nodes, tokens = self.pairs[mode]
-                out = torch.full(
-                    (part.shape[0], self.n_nodes), -torch.inf, dtype=self.dtype, device=self.device
-                )
-                out.scatter_reduce_(
-                    1,
-                    nodes.expand(part.shape[0], -1),
-                    part[:, tokens],
-                    reduce="amax",
-                    include_self=True,
-                )
-            chunks.append(out)
-        res = torch.cat(chunks).to("cpu", torch.float64).numpy()
-        return res if batched else res[0]
+    def _cuda(self, part: torch.Tensor, mode: Hashable, op: str) -> torch.Tensor:
+        if op == "sum":
+            return (self.matrices[mode] @ part.T.contiguous()).T
+        nodes, tokens = self.pairs[mode]
+        out = torch.full((part.shape[0], self.n_nodes), -torch.inf, device=self.device)
+        return out.scatter_reduce_(
+            1, nodes.expand(part.shape[0], -1), part[:, tokens], reduce="amax", include_self=True
+        )
 
 
 class ParallelTokenCharacterTrie(TokenCharacterTrie):
     """`TokenCharacterTrie` whose masses come from a sparse matrix product (CPU or CUDA).
 
-    Same nodes, same results as `TokenCharacterTrie`; use it on a GPU. On CPU
-    the numba trie is several times faster.
+    Same nodes, same results as `TokenCharacterTrie` (float32 on CUDA); use it
+    on a GPU. On CPU the numba trie is faster.
 
     Args:
         decode: one byte string (or `Token`) per token id.

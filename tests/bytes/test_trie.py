@@ -112,8 +112,9 @@ def test_custom_eot_key_and_atomic_edge():
     assert mass[trie.find(b"<")] == 0.25 and mass[atomic_node] == 0.5
 
 
-def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below():
-    trie = TokenByteTrie([b"a", b"<e>"], eos_tokens=[b"<e>"], device="cpu")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below(kernel):
+    trie = TokenByteTrie([b"a", b"<e>"], eos_tokens=[b"<e>"], device="cpu", kernel=kernel)
     mx = trie.weight_max(np.array([0.3, 0.7]), TrieMode.WITH_EOS)
     assert mx[trie.eos_node] == 0.7 and mx[trie.find(b"<e>")] == -np.inf
     assert trie.weight_max(np.array([0.3, 0.7]))[trie.eos_node] == -np.inf
