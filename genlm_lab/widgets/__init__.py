@@ -5,14 +5,29 @@ GitHub and nbval see) plus an anywidget that draws the same data live in
 JupyterLab, Notebook 7 and VS Code. Updates flow kernel -> browser only.
 """
 
+from genlm_lab.widgets.beam_view import BeamDebugger, BeamView, beam_data, beam_html
+from genlm_lab.widgets.figures import ess_log_ml_figure, weight_histogram
 from genlm_lab.widgets.monitor import BackendMonitor, monitor_data, monitor_html
 from genlm_lab.widgets.particle_view import ParticleView, particle_data, particles_html
+from genlm_lab.widgets.report import report_html, write_report
+from genlm_lab.widgets.trie_view import TrieView, trie_data, trie_html
 
 __all__ = [
     "BackendMonitor",
+    "BeamDebugger",
+    "BeamView",
     "ParticleView",
+    "TrieView",
+    "beam_data",
+    "beam_html",
+    "ess_log_ml_figure",
     "monitor_data",
     "monitor_html",
     "particle_data",
     "particles_html",
+    "report_html",
+    "trie_data",
+    "trie_html",
+    "weight_histogram",
+    "write_report",
 ]

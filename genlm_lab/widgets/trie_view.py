@@ -1,0 +1,260 @@
+"""`TrieView`: the subtrie under a prefix, with the probability mass of every prefix."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.trie import TokenCharacterTrie, dot_available, render_digraph, subtrie_data
+from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets.render import bar, esc, fmt, wrap
+
+NO_DOT = "graphviz `dot` was not found: showing an HTML tree (install graphviz to draw the trie)"
+_SVG_START = re.compile(r"<svg\b")
+
+
+def _svg(data: dict) -> str | None:
+    if not dot_available():
+        return None
+    svg = render_digraph(data).pipe(format="svg", encoding="utf-8")
+    m = _SVG_START.search(svg)  # drop the XML prolog and DOCTYPE
+    return svg[m.start() :] if m else None
+
+
+def trie_data(
+    trie: Any,
+    ws: Any = None,
+    prefix: bytes | str = b"",
+    depth: int = 3,
+    top_k: int = 8,
+    context: str | None = None,
+    draw: bool = True,
+) -> dict:
+    """View data of the subtrie under `prefix` (from `genlm_lab.trie.subtrie_data`).
+
+    Args:
+        trie: a `TokenCharacterTrie` or `TokenByteTrie`.
+        ws: one weight per token id (e.g. next-token probabilities), or None.
+        prefix: the subtrie's root, as bytes or UTF-8 text.
+        depth: levels shown below the prefix.
+        top_k: children kept per node, heaviest first.
+        context: the LM context the weights come from, shown as a caption.
+        draw: render graphviz SVG when `dot` exists.
+
+    Raises:
+        ValueError: if `ws` fits neither the vocabulary nor the nodes, or no
+            token starts with `prefix`.
+    """
+    if ws is not None:
+        arr = np.asarray(ws.detach().cpu() if hasattr(ws, "detach") else ws, dtype=np.float64)
+        if arr.ndim != 1 or len(arr) not in (trie.n_tokens, trie.n_nodes):
+            raise ValueError(
+                f"weights of shape {arr.shape} do not fit this trie: expected one weight per "
+                f"token ({trie.n_tokens},) or per node ({trie.n_nodes},)"
+            )
+        if np.isnan(arr).any() or (arr < 0).any():
+            raise ValueError("weights must be non-negative numbers (probabilities, not log-probs)")
+        ws = arr
+    raw = subtrie_data(trie, ws, prefix, depth, top_k)
+    total = raw["total"]
+    nodes = [
+        {
+            "id": n["id"],
+            "parent": n["parent"],
+            "label": n["label"],
+            "edge": n["edge"],
+            "kind": n["kind"],
+            "prefix_hex": bytes(n["prefix"]).hex(),
+            "token_id": n["token_id"],
+            "prob": n["prob"],
+            "hidden": n["hidden"],
+            "hidden_prob": None
+            if n["hidden_mass"] is None or not total
+            else n["hidden_mass"] / total,
+            "is_leaf": n["is_leaf"],
+        }
+        for n in raw["nodes"]
+    ]
+    has_dot = draw and dot_available()
+    return {
+        "kind": "trie",
+        "prefix": nodes[0]["label"] if raw["prefix"] else "",
+        "prefix_hex": bytes(raw["prefix"]).hex(),
+        "context": context,
+        "depth": depth,
+        "top_k": top_k,
+        "total": total,
+        "nodes": nodes,
+        "svg": _svg(raw) if has_dot else None,
+        "message": "" if has_dot or not draw else NO_DOT,
+    }
+
+
+def _tree_html(nodes: list[dict]) -> str:
+    kids: dict[Any, list[dict]] = {}
+    for n in nodes:
+        kids.setdefault(n["parent"], []).append(n)
+
+    def item(n: dict) -> str:
+        p = (
+            ""
+            if n["prob"] is None
+            else f"{bar(n['prob'], 60)}<span class='genlm-num'>{esc(fmt(n['prob']))}</span> "
+        )
+        more = f" <span class='genlm-note'>+{n['hidden']} more</span>" if n["hidden"] else ""
+        edge = f"<code>{esc(n['edge'])}</code> → " if n["edge"] else ""
+        sub = "".join(item(c) for c in kids.get(n["id"], []))
+        return (
+            f"<li data-prefix='{esc(n['prefix_hex'])}'>{p}{edge}<code>{esc(n['label'])}</code>"
+            f"{more}{'<ul>' + sub + '</ul>' if sub else ''}</li>"
+        )
+
+    return "<ul>" + "".join(item(n) for n in kids.get(None, [])) + "</ul>"
+
+
+def trie_html(data: dict) -> str:
+    """Static HTML of `trie_data`: graphviz SVG, or an HTML tree with bars and numbers."""
+    head = f"Trie under prefix '{esc(data['prefix'])}'" if data["prefix_hex"] else "Trie"
+    cap = f"depth {data['depth']}, top {data['top_k']} children per node"
+    if data["context"] is not None:
+        cap += f"; masses given context '{esc(data['context'])}'"
+    parts = [f"<div class='genlm-title'>{head}</div><div class='genlm-note'>{cap}</div>"]
+    if data.get("error"):
+        parts.append(f"<div class='genlm-error'>{esc(data['error'])}</div>")
+    if data["message"]:
+        parts.append(f"<div class='genlm-note genlm-nodot'>{esc(data['message'])}</div>")
+    if data["svg"]:
+        parts.append(f"<div class='genlm-graph'>{data['svg']}</div>")
+    else:
+        parts.append(f"<div class='genlm-trie'>{_tree_html(data['nodes'])}</div>")
+    return wrap("".join(parts), "trie")
+
+
+def _parse_prefix(text: str) -> bytes:
+    """Prefix typed in the browser: text with optional \\xNN escapes, ␣ for space."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        if text.startswith("\\x", i) and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
+            out.append(int(text[i + 2 : i + 4], 16))
+            i += 4
+        elif text.startswith("\\n", i):
+            out += b"\n"
+            i += 2
+        else:
+            out += text[i].replace("␣", " ").encode("utf-8")
+            i += 1
+    return bytes(out)
+
+
+class TrieView(LiveView):
+    """The subtrie under a prefix, with masses, drawn by graphviz (HTML tree without `dot`).
+
+    Controls in the browser change the prefix, depth and top_k (and the
+    context, for `from_lm`); clicking a node drills into it.
+
+    Args:
+        trie: a `TokenCharacterTrie` or `TokenByteTrie`.
+        ws: one weight per token id (or per node), or None for the bare structure.
+        prefix: the subtrie's root (bytes or UTF-8 text).
+        depth: levels shown below the prefix.
+        top_k: children kept per node, heaviest first.
+    """
+
+    _esm = esm("trie.js")
+
+    def __init__(
+        self,
+        trie: Any,
+        ws: Any = None,
+        prefix: bytes | str = b"",
+        depth: int = 3,
+        top_k: int = 8,
+        *,
+        _llm: Any = None,
+        _context: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.trie, self.ws = trie, ws
+        self._llm, self.context = _llm, _context
+        self.prefix = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+        self.depth, self.top_k = depth, top_k
+        self._message = ""
+        self._render()  # bad input raises here, before anything is shown
+        self.on_msg(self._on_msg)
+
+    @classmethod
+    def from_lm(
+        cls,
+        llm: Any,
+        context: str = "",
+        prefix: bytes | str = b"",
+        depth: int = 3,
+        top_k: int = 8,
+    ) -> TrieView:
+        """The LM's next-token distribution after `context`, as masses on its token trie."""
+        trie = TokenCharacterTrie([bytes(t) for t in llm.byte_vocab])
+        view = cls.__new__(cls)
+        ws = _next_token_probs(llm, context)
+        cls.__init__(view, trie, ws, prefix, depth, top_k, _llm=llm, _context=context)
+        return view
+
+    def update(self, **changes: Any) -> None:
+        """Change `prefix`, `depth`, `top_k` or `context` (with an LM) and redraw."""
+        old = (self.prefix, self.depth, self.top_k, self.context, self.ws)
+        if "context" in changes:
+            if self._llm is None:
+                raise ValueError("context can only change on a view made with TrieView.from_lm")
+            self.context = str(changes.pop("context"))
+            self.ws = _next_token_probs(self._llm, self.context)
+        if "prefix" in changes:
+            p = changes.pop("prefix")
+            self.prefix = p.encode("utf-8") if isinstance(p, str) else bytes(p)
+        for key in ("depth", "top_k"):
+            if key in changes:
+                setattr(self, key, int(changes.pop(key)))
+        if changes:
+            raise ValueError(
+                f"unknown settings {sorted(changes)}; expected prefix, depth, top_k, context"
+            )
+        try:
+            self._render()
+        except ValueError:
+            self.prefix, self.depth, self.top_k, self.context, self.ws = old
+            raise
+
+    def _render(self) -> None:
+        data = trie_data(self.trie, self.ws, self.prefix, self.depth, self.top_k, self.context)
+        data["error"] = self._message
+        data["live_context"] = self._llm is not None
+        self.push(lambda: data, final=True)
+
+    def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+        changes = {}
+        if "prefix_hex" in content:
+            changes["prefix"] = bytes.fromhex(content["prefix_hex"])
+        if "prefix_text" in content:
+            changes["prefix"] = _parse_prefix(str(content["prefix_text"]))
+        for key in ("depth", "top_k", "context"):
+            if key in content:
+                changes[key] = content[key]
+        try:
+            self._message = ""
+            self.update(**changes)
+        except ValueError as err:  # shown in the view: there is no cell to raise into
+            self._message = str(err)
+            self._render()
+
+    @staticmethod
+    def to_html(data: dict) -> str:
+        return trie_html(data)
+
+
+def _next_token_probs(llm: Any, context: str) -> np.ndarray:
+    ids = llm.tokenizer.encode(context, add_special_tokens=False) if context else []
+    if llm.bos_token_id is not None:
+        ids = [llm.bos_token_id, *ids]
+    logps = llm.next_token_logprobs_sync(ids)
+    return np.exp(np.asarray(logps.detach().cpu(), dtype=np.float64))
