@@ -33,6 +33,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise ValueError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda'") from e
     if dev.type not in ("cpu", "cuda"):
         raise ValueError(f"device {device!r} is not supported; use 'cpu', 'cuda' or None")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available; use 'cpu'")
     return dev
 
 
@@ -108,6 +110,18 @@ def _csr_by(keys: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, order
 
 
+def _refcount_of_unshared() -> int:
+    """`sys.getrefcount` of a buffer held only by a pool list, seen inside the loop
+    `_output` uses (measured, since it differs between Python versions)."""
+    pool = [np.empty(1)]
+    for buf in pool:
+        return sys.getrefcount(buf)
+    raise AssertionError("unreachable")
+
+
+_FREE_REFCOUNT = _refcount_of_unshared()
+
+
 class _NumbaEngine:
     """CPU engine (numba). Small batches: scatter + reverse pass ("push");
     batches above `PULL_FROM` rows: permute to slots, then compute each node once
@@ -168,8 +182,7 @@ class _NumbaEngine:
         if nbytes > self._POOL_MAX_BYTES:
             return np.empty(shape, dtype=np.float64)
         for buf in self._pool:
-            # references: the pool list, `buf`, and getrefcount's argument
-            if buf.shape == shape and sys.getrefcount(buf) <= 3:
+            if buf.shape == shape and sys.getrefcount(buf) <= _FREE_REFCOUNT:
                 return buf
         buf = np.empty(shape, dtype=np.float64)
         self._pool.append(buf)

@@ -57,6 +57,9 @@ def test_bad_weights_raise_value_error_on_sparse_path(device):
 def test_bad_device_raises_value_error():
     with pytest.raises(ValueError, match="device 'tpu'"):
         ParallelTokenCharacterTrie([b"a"], device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            ParallelTokenCharacterTrie([b"a"], device="cuda")
 
 
 @pytest.mark.gpu
