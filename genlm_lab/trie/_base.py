@@ -237,7 +237,8 @@ class _TrieBase:
         self.leaf2token_id = {int(leaf): t for t, leaf in enumerate(structure.token_leaf)}
         self.word2leaf: dict = {}
         for t, item in enumerate(self.decode):
-            self.word2leaf.setdefault(item, int(structure.token_leaf[t]))
+            key = item if isinstance(item, bytes) else bytes(item)  # bytearray is unhashable
+            self.word2leaf.setdefault(key, int(structure.token_leaf[t]))
         self.leaf2word = {leaf: self.decode[t] for leaf, t in self.leaf2token_id.items()}
         self.device = resolve_device(device)
         self.kernel = resolve_kernel(kernel, self.device)
