@@ -198,7 +198,7 @@ class Transformer(Distribution):
 
     async def _log_probs(self) -> np.ndarray:
         raw = await self.lm.next_token_logprobs(self.prompt)
-        raw = raw.detach().cpu().double().numpy()
+        raw = np.asarray(raw.detach().cpu().numpy(), dtype=np.float64)
         return log_softmax(raw / self.temp)
 
     async def sample(self) -> tuple[Any, float]:

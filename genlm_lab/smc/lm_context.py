@@ -96,7 +96,8 @@ class LMContext:
         """Fetch the next-token log-probs of the current tokens if not yet known."""
         if self._log_probs is None:
             raw = await self.lm.next_token_logprobs(self.tokens)
-            log_probs = log_softmax(raw.detach().cpu().double().numpy() / self.temp)
+            raw = np.asarray(raw.detach().cpu().numpy(), dtype=np.float64)  # numpy: no torch pool
+            log_probs = log_softmax(raw if self.temp == 1.0 else raw / self.temp)
             self._log_probs = log_probs
             self._probs = np.exp(log_probs)
 

@@ -1,17 +1,11 @@
 """smc_standard / smc_steer / importance_sampling against exact evidence and posteriors."""
 
+import itertools
 import math
 import warnings
 
 import numpy as np
 import pytest
-from smc_toy_models import (
-    Coins,
-    GeometricWalk,
-    coin_sequences,
-    exact_flip_marginals,
-    geometric_walk_exact,
-)
 
 from genlm_lab.smc import (
     Model,
@@ -19,7 +13,34 @@ from genlm_lab.smc import (
     smc_standard,
     smc_steer,
 )
+from genlm_lab.smc.examples import Coins, GeometricWalk
 from genlm_lab.util import logmeanexp
+
+PROBS = (0.3, 0.6, 0.2, 0.5, 0.7)  # the defaults of Coins
+TARGET = 2
+
+
+def coin_sequences(probs=PROBS, target=TARGET):
+    """Every flip sequence with its prior probability, and the exact evidence of the sum."""
+    rows = []
+    for flips in itertools.product([False, True], repeat=len(probs)):
+        p = math.prod(q if f else 1 - q for f, q in zip(flips, probs, strict=True))
+        rows.append((flips, p))
+    return rows, sum(p for flips, p in rows if sum(flips) == target)
+
+
+def exact_flip_marginals(probs=PROBS, target=TARGET):
+    rows, z = coin_sequences(probs, target)
+    return [sum(p for f, p in rows if sum(f) == target and f[i]) / z for i in range(len(probs))]
+
+
+def geometric_walk_exact(p=0.35, y=3, cap=60):
+    """Evidence and posterior of GeometricWalk's x by summation."""
+    prior = [p * (1 - p) ** x for x in range(cap)] + [(1 - p) ** cap]
+    like = [(1 / (x + 2)) * (1 - 1 / (x + 2)) ** y for x in range(cap + 1)]
+    joint = [a * b for a, b in zip(prior, like, strict=True)]
+    z = sum(joint)
+    return z, [j / z for j in joint]
 
 
 def _within_standard_errors(estimates, exact, k=4.0):
@@ -168,3 +189,27 @@ async def test_invalid_settings_raise_value_error():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="n_beam"):
             await smc_steer(Coins(), 4, 0)
+
+
+class TwistedCoins(Coins):
+    """Coins with a heuristic twist towards the target count; the target is unchanged."""
+
+    async def step(self):
+        await super().step()
+        if not self.finished:
+            self.twist(-abs(sum(self.flips) - self.target * len(self.flips) / len(self.probs)))
+
+
+async def test_twists_steer_but_leave_evidence_and_posterior_exact():
+    _, z = coin_sequences()
+    marginals = exact_flip_marginals()
+    estimates, pooled = [], np.zeros(len(marginals))
+    runs = 25
+    for seed in range(runs):
+        result = await smc_standard(TwistedCoins(), 200, ess_threshold=0.9, seed=seed)
+        assert all(p.twist_amount == 0 for p in result)
+        estimates.append(math.exp(result.log_ml))
+        for particle, w in zip(result, result.normalized_weights, strict=True):
+            pooled += w * np.array(particle.flips, dtype=float) / runs
+    _within_standard_errors(estimates, z)
+    assert pooled == pytest.approx(marginals, abs=0.03)

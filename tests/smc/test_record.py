@@ -7,10 +7,10 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smc_toy_models import Coins, GeometricWalk
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.smc import CollectingObserver, LMContext, Model, SMCRecord, smc_standard, smc_steer
+from genlm_lab.smc.examples import Coins, GeometricWalk
 
 floats = st.one_of(st.floats(allow_nan=False), st.just(-math.inf))
 
