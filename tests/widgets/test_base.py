@@ -1,0 +1,49 @@
+import json
+import math
+
+from genlm_lab.widgets._base import Throttle, asset, jsonable
+
+
+def test_jsonable_makes_strict_json_of_non_finite_floats():
+    data = {"a": [1.0, -math.inf, math.inf, math.nan], "b": {"c": (2, "x")}}
+    out = jsonable(data)
+    json.dumps(out, allow_nan=False)  # raises on any inf / nan left
+    assert out == {"a": [1.0, "-Infinity", "Infinity", "NaN"], "b": {"c": [2, "x"]}}
+
+
+def test_throttle_sends_first_at_once_then_only_the_latest_on_flush():
+    sent = []
+    th = Throttle(sent.append, interval=60.0)  # no running loop: no timer
+    th.request(lambda: 1)
+    th.request(lambda: 2)
+    th.request(lambda: 3)
+    assert sent == [1]
+    th.flush()
+    assert sent == [1, 3]
+    th.flush()  # nothing pending
+    assert sent == [1, 3]
+
+
+def test_throttle_builds_data_only_when_sending():
+    built = []
+
+    def build(x):
+        built.append(x)
+        return x
+
+    th = Throttle(lambda _: None, interval=60.0)
+    for i in range(100):
+        th.request(lambda i=i: build(i))
+    th.flush()
+    assert built == [0, 99]
+
+
+def test_assets_exist_and_views_are_plain_esm():
+    for name in ("_common.js", "genlm.css", "particles.js", "beam.js", "trie.js", "monitor.js"):
+        text = asset(name)
+        assert text.strip()
+        assert "http://" not in text.replace("http://www.w3.org", "")  # no CDN
+        assert "https://" not in text
+    for name in ("particles.js", "beam.js", "trie.js", "monitor.js"):
+        assert "export default" in asset(name)
+        assert "innerHTML" not in asset(name)

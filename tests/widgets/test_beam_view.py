@@ -1,0 +1,100 @@
+import math
+
+import pytest
+
+from genlm_lab.bytes import BeamParams, ByteBeamState
+from genlm_lab.util import escape_bytes
+from genlm_lab.widgets import BeamDebugger, BeamView, beam_data, beam_html
+
+TEXT = b"ab\n<script>\xff"
+
+
+async def _beam(llm, text=TEXT, k=3):
+    beam = await ByteBeamState.initial(llm, BeamParams(K=k))
+    await beam.logp_next()
+    for b in text:
+        beam = await (beam.prune() << b)
+        await beam.logp_next()
+    return beam
+
+
+async def test_rows_are_the_recorded_candidates(odd_llm):
+    beam = await _beam(odd_llm)
+    for step in beam.history:
+        d = step.to_dict()
+        data = beam_data(beam.history[: d["position"] + 1], TEXT)
+        rows = data["step"]["candidates"]
+        assert [r["token_ids"] for r in rows] == [c["token_ids"] for c in d["candidates"]]
+        assert [r["status"] for r in rows] == [c["status"] for c in d["candidates"]]
+        assert [r["share"] for r in rows] == [c["share"] for c in d["candidates"]]
+        assert data["logZ"][-1] == d["logZ"]
+        assert data["position"] == d["position"]
+        html = beam_html(data)
+        assert html.count("<tr class='genlm-") == len(rows)
+
+
+async def test_token_boxes_escape_odd_bytes_and_markup(odd_llm):
+    beam = await _beam(odd_llm)
+    data = beam_data(beam.history, TEXT)
+    top = data["step"]["candidates"][0]
+    want = [escape_bytes(odd_llm.byte_vocab[i], visible_space=True) for i in top["token_ids"]]
+    assert top["tokens"] == want
+    assert top["partial"] == "\\xff"
+    assert "\\n" in top["tokens"]
+    html = beam_html(data)
+    assert "<script>" not in html.replace("<style>", "")
+    assert "&lt;script&gt;" in html
+    assert data["text"] == ["a", "b", "\\n", "<", "s", "c", "r", "i", "p", "t", ">", "\\xff"]
+
+
+async def test_next_byte_bars_are_the_top_of_the_recorded_distribution(odd_llm):
+    beam = await _beam(odd_llm, b"ab")
+    d = beam.history[-1].to_dict()
+    probs = sorted(
+        ((math.exp(x), i) for i, x in enumerate(d["next_logprobs"]) if x is not None), reverse=True
+    )
+    got = beam_data(beam.history, b"ab")["step"]["next_bytes"]
+    assert [b["p"] for b in got] == [p for p, _ in probs[: len(got)]]
+    assert sum(b["p"] for b in got) <= 1 + 1e-9
+
+
+async def test_pruned_candidates_are_marked_in_words_and_class(odd_llm):
+    beam = await _beam(odd_llm, TEXT, k=1)
+    statuses = {c["status"] for s in beam.history for c in s.to_dict()["candidates"]}
+    assert "pruned" in statuses
+    for t in range(len(beam.history)):
+        html = beam_html(beam_data(beam.history[: t + 1], TEXT))
+        n = sum(c.status == "pruned" for c in beam.history[t].candidates)
+        assert html.count("<tr class='genlm-pruned'>") == n
+        assert html.count("<span class='genlm-badge'>pruned</span>") == n
+
+
+async def test_debugger_steps_back_and_runs_to_the_end(odd_llm):
+    dbg = BeamDebugger(odd_llm, TEXT, BeamParams(K=3))
+    assert dbg.view_data()["step"] is None
+    await dbg.step(3)
+    assert dbg.view_data()["position"] == 3
+    dbg.back(2)
+    assert dbg.view_data()["position"] == 1
+    assert len(dbg.view_data()["logZ"]) == 2
+    await dbg.goto(5)
+    assert dbg.position == 5
+    await dbg.run()
+    data = dbg.view_data()
+    assert data["position"] == len(TEXT) and len(data["lm_calls"]) == len(TEXT) + 1
+    ref = await _beam(odd_llm)
+    assert data["logZ"] == pytest.approx([s.logZ for s in ref.history])
+    assert BeamView(dbg.beam).view_data() == data
+
+
+async def test_bad_inputs_raise_clear_errors(odd_llm):
+    with pytest.raises(ValueError, match="str or bytes"):
+        BeamDebugger(odd_llm, 42)
+    with pytest.raises(ValueError, match="BeamStep"):
+        beam_data([{"nope": 1}])
+    beam = await _beam(odd_llm, b"ab")
+    with pytest.raises(ValueError, match="consecutive"):
+        beam_data(beam.history[1:])
+    dbg = BeamDebugger(odd_llm, b"ab")
+    with pytest.raises(ValueError, match="outside"):
+        await dbg.goto(9)

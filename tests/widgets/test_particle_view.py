@@ -1,0 +1,127 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from genlm_lab.smc import CollectingObserver, SMCRecord, smc_standard
+from genlm_lab.smc.examples.lipogram import Lipogram
+from genlm_lab.widgets import ParticleView, particles_html
+
+
+def _entry(run_id, step, contents, lws, ancestors=None):
+    n = len(contents)
+    return {
+        "run_id": run_id,
+        "step": step,
+        "contents": contents,
+        "log_weights": lws,
+        "weight_increments": [0.5] * n,
+        "finished": [False] * n,
+        "ess": 1.0,
+        "log_ml": -1.0 * step,
+        "resampled": ancestors is not None,
+        "ancestors": ancestors,
+    }
+
+
+def _record(entries, run_id="r1"):
+    return SMCRecord(n_particles=len(entries[0]["contents"]), run_id=run_id, steps=entries)
+
+
+@pytest.fixture
+async def run(odd_llm):
+    view, seen = ParticleView(), CollectingObserver()
+    model = Lipogram(odd_llm, prompt="a", forbidden="c", max_tokens=6)
+    result = await smc_standard(model, 5, ess_threshold=0.9, observers=[view, seen], seed=1)
+    return view, result.record
+
+
+async def test_rows_are_the_last_step_with_normalised_weights(run):
+    view, record = run
+    last = record.steps[-1]
+    lws = np.array(last["log_weights"])
+    want = np.exp(lws - lws.max()) / np.exp(lws - lws.max()).sum()
+    data = view.view_data()
+    assert data["done"] and data["run_id"] == record.run_id
+    assert [p["index"] for p in data["particles"]] == list(range(5))
+    assert np.allclose([p["weight"] for p in data["particles"]], want)
+    assert [p["log_weight"] for p in data["particles"]] == last["log_weights"]
+    assert data["ess"] == [s["ess"] for s in record.steps]
+    assert data["resampled"] == [s["step"] for s in record.steps if s["resampled"]]
+    html = view._repr_html_()
+    assert html.count("<tr class='genlm-") == 5
+
+
+async def test_genealogy_links_follow_recorded_ancestors(run):
+    view, record = run
+    gen = view.view_data()["genealogy"]
+    assert len(gen) == len(record.steps)
+    for t in range(1, len(gen)):
+        anc = record.steps[t - 1]["ancestors"]
+        want = anc if anc is not None else list(range(len(gen[t])))
+        assert [node["parent"] for node in gen[t]] == want
+    svg_lines = particles_html(view.view_data()).count("<line ")
+    assert svg_lines == sum(len(col) for col in gen[1:])
+
+
+async def test_from_record_draws_what_the_live_view_ended_with(run, tmp_path):
+    view, record = run
+    path = tmp_path / "run.json"
+    record.save(path)
+    for source in (record, record.to_dict(), str(path), path):
+        assert ParticleView.from_record(source).view_data() == view.view_data()
+
+
+def test_text_is_escaped_never_injected():
+    entry = _entry(
+        "r1",
+        1,
+        ["<script>alert(1)</script>", "line\nbreak", "bad \udcff byte"],
+        [0.0, -1.0, -math.inf],
+    )
+    view = ParticleView.from_record(_record([entry]))
+    texts = [p["text"] for p in view.view_data()["particles"]]
+    assert texts == ["<script>alert(1)</script>", "line\\nbreak", "bad \\xff byte"]
+    html = view._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert [p["state"] for p in view.view_data()["particles"]] == ["active", "active", "dead"]
+
+
+def test_widget_data_is_strict_json_with_dead_particles():
+    entry = _entry("r1", 1, ["a", "b"], [0.0, -math.inf])
+    view = ParticleView.from_record(_record([entry]))
+    json.dumps(view.data, allow_nan=False)
+    assert view.data["particles"][1]["log_weight"] == "-Infinity"
+
+
+def test_a_record_from_another_run_is_refused():
+    view = ParticleView()
+    view.on_step(_entry("run-A", 1, ["a"], [0.0]))
+    with pytest.raises(ValueError, match="run-B"):
+        view.on_step(_entry("run-B", 2, ["a"], [0.0]))
+    with pytest.raises(ValueError, match="does not belong"):
+        view.on_finish(_record([_entry("run-B", 1, ["a"], [0.0])], run_id="run-B"))
+
+
+def test_malformed_entries_raise_clear_errors():
+    bad = _entry("r1", 1, ["a", "b"], [0.0])
+    with pytest.raises(ValueError, match="differ in length"):
+        ParticleView.from_record(_record([bad]))
+    bad = _entry("r1", 1, ["a", "b"], [0.0, 0.0], ancestors=[0, 7])
+    with pytest.raises(ValueError, match="ancestors"):
+        ParticleView.from_record(_record([bad]))
+    with pytest.raises(ValueError, match="does not exist"):
+        ParticleView.from_record("/no/such/record.json")
+
+
+def test_live_updates_are_throttled_and_the_final_state_always_arrives():
+    view = ParticleView()
+    view.throttle_s = view._throttle.interval = 60.0
+    sent_before = view._throttle.sent
+    entries = [_entry("r1", t, ["a", "b"], [0.0, -float(t)]) for t in range(1, 51)]
+    for e in entries:
+        view.on_step(e)
+    assert view._throttle.sent - sent_before == 1  # the first step; the rest wait
+    view.on_finish(_record(entries))
+    assert view.data["step"] == 50 and view.data["done"]

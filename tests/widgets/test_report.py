@@ -1,0 +1,52 @@
+import math
+
+import pytest
+
+from genlm_lab.smc import SMCRecord
+from genlm_lab.widgets import report_html, write_report
+
+
+def _record():
+    steps = [
+        {
+            "run_id": "run-7",
+            "step": t,
+            "contents": ["<script>x</script>", "ok\n"],
+            "log_weights": [0.0, -math.inf if t == 2 else -1.0],
+            "weight_increments": [0.0, -1.0],
+            "finished": [t == 2, False],
+            "ess": 1.5,
+            "log_ml": -0.5 * t,
+            "resampled": t == 1,
+            "ancestors": [0, 0] if t == 1 else None,
+        }
+        for t in (1, 2)
+    ]
+    return SMCRecord(
+        n_particles=2, run_id="run-7", steps=steps, final={"status": "finished", "log_ml": -1.0}
+    )
+
+
+def test_report_is_a_standalone_page_with_one_row_per_particle(tmp_path):
+    rec = _record()
+    rec.save(tmp_path / "rec.json")
+    out = write_report(tmp_path / "rec.json", tmp_path / "report.html")
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page  # no script at all: offline and safe
+    assert "http" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert page.count("<tr class='genlm-") == 2
+    assert "&lt;script&gt;x&lt;/script&gt;" in page and "ok\\n" in page
+    assert "<th>run</th><td>run-7</td>" in page
+    assert "resampled at step 1" in page
+    assert page.count("<line ") == 2  # both step-2 particles descend from particle 0
+    assert report_html(rec) == page
+
+
+def test_report_refuses_what_is_not_a_record(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    with pytest.raises(ValueError):
+        write_report(bad, tmp_path / "out.html")
+    with pytest.raises(ValueError, match="expected an SMCRecord"):
+        report_html(42)

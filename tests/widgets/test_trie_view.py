@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+
+from genlm_lab.trie import TokenCharacterTrie
+from genlm_lab.widgets import TrieView, trie_data, trie_html
+from genlm_lab.widgets import trie_view as tv
+
+ODD_VOCAB = [b"a", b"b", b"ab", b"<script>", b"\n", b"\xff", b"<eos>", b"abc"]
+
+
+@pytest.fixture
+def trie():
+    return TokenCharacterTrie(ODD_VOCAB)
+
+
+def _ws():
+    rng = np.random.default_rng(0)
+    w = rng.random(len(ODD_VOCAB))
+    return w / w.sum()
+
+
+def test_node_probabilities_are_brute_force_prefix_sums(trie):
+    ws = _ws()
+    data = trie_data(trie, ws, b"", depth=10, top_k=50, draw=False)
+    for node in data["nodes"]:
+        prefix = bytes.fromhex(node["prefix_hex"])
+        if node["is_leaf"]:
+            want = ws[node["token_id"]]
+        else:
+            want = sum(w for tok, w in zip(ODD_VOCAB, ws, strict=True) if tok.startswith(prefix))
+        assert node["prob"] == pytest.approx(want)
+
+
+def test_top_k_and_depth_cut_with_counts_shown(trie):
+    data = trie_data(trie, _ws(), b"", depth=1, top_k=2, draw=False)
+    root = data["nodes"][0]
+    assert len(data["nodes"]) == 3  # root + its two heaviest children
+    assert root["hidden"] == len(trie.children[trie.root]) - 2
+    assert f"+{root['hidden']} more" in trie_html(data)
+
+
+def test_labels_escape_odd_bytes_and_markup(trie):
+    data = trie_data(trie, _ws(), b"", depth=10, top_k=50, draw=False)
+    labels = {n["label"] for n in data["nodes"]}
+    assert {"\\n #4", "\\xff #5", "<script> #3"} <= labels
+    html = trie_html(data)
+    assert "<script>" not in html.replace("<style>", "")
+    assert "&lt;script&gt; #3" in html
+
+
+@pytest.mark.skipif(not tv.dot_available(), reason="graphviz `dot` is not installed")
+def test_graphviz_svg_is_escaped_and_drawn(trie):
+    data = trie_data(trie, _ws(), b"<", depth=10, top_k=50)
+    assert data["svg"].startswith("<svg") and data["message"] == ""
+    assert "<script>" not in data["svg"] and "&lt;script&gt;" in data["svg"]
+    assert data["svg"].count('<g id="node') == len(data["nodes"])
+
+
+def test_without_dot_one_line_says_so_and_an_html_tree_is_shown(trie, monkeypatch):
+    monkeypatch.setattr(tv, "dot_available", lambda: False)
+    data = trie_data(trie, _ws(), b"a", depth=3, top_k=8)
+    assert data["svg"] is None and data["message"] == tv.NO_DOT
+    html = trie_html(data)
+    assert html.count(tv.NO_DOT) == 1
+    assert html.count("<li ") == len(data["nodes"])
+
+
+def test_mismatched_weights_and_unknown_prefix_raise(trie):
+    with pytest.raises(ValueError, match=r"one weight per\s+token \(8,\)"):
+        TrieView(trie, np.ones(5))
+    with pytest.raises(ValueError, match="non-negative"):
+        TrieView(trie, -np.ones(8))
+    with pytest.raises(ValueError, match="no token starts with"):
+        TrieView(trie, None, b"zz")
+
+
+def test_from_lm_uses_the_next_token_distribution_and_drills_down(odd_llm):
+    view = TrieView.from_lm(odd_llm, "ab", depth=2, top_k=3)
+    probs = np.exp(odd_llm.next_token_logprobs_sync(odd_llm.tokenizer.encode("ab")).numpy())
+    by_label = {n["label"]: n["prob"] for n in view.view_data()["nodes"]}
+    assert by_label["a"] == pytest.approx(probs[[0, 2, 7]].sum(), rel=1e-5)
+    view._on_msg(view, {"prefix_hex": b"a".hex()}, [])
+    assert view.view_data()["prefix_hex"] == b"a".hex()
+    view._on_msg(view, {"prefix_text": "zz"}, [])  # a bad prefix from the browser: shown
+    assert "no token starts with" in view.view_data()["error"]
+    assert view.prefix == b"a"
+    view._on_msg(view, {"context": "b", "depth": 1}, [])
+    assert view.view_data()["context"] == "b" and view.depth == 1
