@@ -3,7 +3,13 @@
 from genlm_lab.trie.async_trie import AsyncTokenCharacterTrie, RequestBatcher
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
-from genlm_lab.trie.visualize import dot_available, render_digraph, subtrie_data, visualize
+from genlm_lab.trie.visualize import (
+    dot_available,
+    render_digraph,
+    render_html,
+    subtrie_data,
+    visualize,
+)
 
 __all__ = [
     "AsyncTokenCharacterTrie",
@@ -12,6 +18,7 @@ __all__ = [
     "TokenCharacterTrie",
     "dot_available",
     "render_digraph",
+    "render_html",
     "subtrie_data",
     "visualize",
 ]

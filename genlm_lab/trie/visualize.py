@@ -9,6 +9,7 @@ into a `graphviz.Digraph` whose SVG shows in Jupyter.
 
 from __future__ import annotations
 
+import html
 import shutil
 from collections import deque
 from typing import Any
@@ -219,6 +220,42 @@ def render_digraph(data: dict) -> Any:
             attrs = {"penwidth": "2"}
         g.edge(str(e["source"]), str(e["target"]), label=graphviz.nohtml(_dot(e["label"])), **attrs)
     return g
+
+
+def render_html(data: dict) -> str:
+    """A static nested-list HTML tree of `subtrie_data` output (no graphviz needed).
+
+    The fallback picture where the `dot` binary is missing: one line per
+    node (edge label, node label, probability), children indented below,
+    shaded like the graphviz rendering.
+    """
+    by_id = {n["id"]: n for n in data["nodes"]}
+    root_mass = by_id[data["root"]]["mass"]
+
+    def item(node: dict) -> str:
+        fill, font = ("#ffffff", "black")
+        if node["mass"] is not None and root_mass:
+            fill, font = _fill(node["mass"] / root_mass)
+        text = html.escape(node["label"])
+        if node["edge"]:
+            text = f"<b>{html.escape(node['edge'])}</b> → {text}"
+        if node["prob"] is not None:
+            text += f" <small>p={node['prob']:.3g}</small>"
+        if node["hidden"]:
+            text += f" <small>+{node['hidden']} more</small>"
+        style = f"background:{fill};color:{font};padding:0 4px;border-radius:3px"
+        kids = "".join(item(by_id[c]) for c in node["children"])
+        return (
+            f'<li><span style="{style}">{text}</span>'
+            + (f"<ul>{kids}</ul>" if kids else "")
+            + "</li>"
+        )
+
+    return (
+        '<ul class="genlm-trie" style="font-family:monospace;list-style:none">'
+        + item(by_id[data["root"]])
+        + "</ul>"
+    )
 
 
 def visualize(

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from genlm_lab.backend.toy import ToyLM
 from genlm_lab.bytes import TokenByteTrie, TrieMode
-from genlm_lab.trie import TokenCharacterTrie, dot_available, subtrie_data
+from genlm_lab.trie import TokenCharacterTrie, dot_available, render_html, subtrie_data
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="graphviz `dot` is not installed")
 
@@ -117,3 +117,13 @@ def test_smollm2_subtrie_with_depth_3_top_5_stays_small(smollm2_tokenizer):
     if dot_available():
         svg = trie.visualize(ws, b" the", depth=3, top_k=5).pipe(format="svg").decode()
         assert svg.count('class="node"') == len(data["nodes"])
+
+
+def test_html_fallback_shows_every_node_escaped():
+    vocab = [b"<a>", b"<b", b"\n", b"&"]
+    trie = TokenCharacterTrie(vocab)
+    data = subtrie_data(trie, np.full(4, 0.25))
+    page = render_html(data)
+    assert page.count("<li>") == len(data["nodes"])
+    assert "&lt;a&gt; #0" in page and "&amp;" in page and "\\n" in page
+    assert "<a>" not in page  # token text never leaks as markup
