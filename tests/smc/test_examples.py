@@ -1,5 +1,6 @@
 """The worked examples keep their hard constraints on real tokenizers and models."""
 
+import asyncio
 import math
 import os
 
@@ -73,3 +74,25 @@ async def test_lipogram_on_the_default_model():
     for particle in result:
         assert particle.satisfied(), str(particle)
     assert math.isfinite(result.log_ml)
+
+
+class _StopAfter(Lipogram):
+    """The lipogram, interrupted (as by Ctrl-C) inside its third step."""
+
+    async def step(self):
+        if self.context.token_count == 2:
+            await asyncio.sleep(0)
+            raise KeyboardInterrupt
+        await super().step()
+
+
+async def test_backend_is_usable_after_an_interrupted_run(tiny):
+    before = await smc_standard(Lipogram(tiny, max_tokens=4), 4, seed=3)
+    with pytest.raises(KeyboardInterrupt):
+        await smc_standard(_StopAfter(tiny, max_tokens=4), 4, seed=3)
+    after = await smc_standard(Lipogram(tiny, max_tokens=4), 4, seed=3)
+    assert [str(p) for p in after] == [str(p) for p in before]
+    assert after.log_ml == pytest.approx(before.log_ml, abs=1e-4)
+    frame = after.to_pandas()
+    assert list(frame["contents"]) == [str(p) for p in after]
+    assert frame["weight"].sum() == pytest.approx(1.0)
