@@ -1,12 +1,21 @@
 """Shared test set-up: offline hub, modest torch threads, model fixtures, GPU skips."""
 
 import os
+import sys
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+# Test modules import under pytest's importlib mode (so same-named test files in
+# different folders do not clash); shared helper modules (oracles, strategies)
+# sit beside the tests that use them, so each test folder is importable.
+for _folder in sorted(Path(__file__).parent.iterdir()):
+    if _folder.is_dir() and not _folder.name.startswith((".", "_")):
+        sys.path.append(str(_folder))
 
 # The CI machine has few cores shared by several processes: more threads only thrash.
 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
