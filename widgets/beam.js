@@ -9,7 +9,7 @@ function beamControls(model, data) {
     h("button", { class: "genlm-step", onclick: () => send("step"), disabled: atEnd }, "step \u25b6"),
     h("button", { class: "genlm-stepn", onclick: () => send("step", Number(nInput.value) || 1), disabled: atEnd }, "step N"),
     nInput,
-    h("button", { class: "genlm-run", onclick: () => send("run"), disabled: atEnd }, "run to end \u23ed"));
+    h("button", { class: "genlm-run", onclick: () => send("run"), disabled: atEnd }, "run to end"));
 }
 
 function drawBeam(data, model) {

@@ -53,6 +53,12 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     for nb in HERE.glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
+    # No news / update toasts over the screenshots (and no network asked for).
+    notes = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    notes.mkdir(parents=True)
+    (notes / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
     port, token = _free_port(), secrets.token_hex(16)
     log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed at teardown
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

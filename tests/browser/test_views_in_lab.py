@@ -1,4 +1,8 @@
-"""Open tests/browser/views.ipynb in a real JupyterLab, run all cells, read the DOM."""
+"""Open tests/browser/views.ipynb in a real JupyterLab, run all cells, read the DOM.
+
+The notebook prints the numbers each view should draw (from the kernel's own
+data); these tests compare the live widgets in the page with them.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import time
 # endpoints (e.g. /api/nbconvert, which fails where an nbconvert exporter is
 # broken). The views load no resources, so their errors are never of this kind.
 _NOISE = re.compile(r"^Failed to load resource: the server responded with a status of")
-
 
 _KERNEL_READY = """() => {
   const w = window.jupyterapp.shell.currentWidget;
@@ -28,6 +31,13 @@ def _run_all(page, lab, name: str) -> None:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+def _printed(page, key: str) -> list[int]:
+    """The integers a cell printed after `key` (e.g. "BEAM ROWS 3")."""
+    loc = page.locator(f".jp-OutputArea-output >> text=/^{key} /")
+    loc.first.wait_for(timeout=90_000)
+    return [int(x) for x in loc.first.text_content().split()[len(key.split()) :]]
+
+
 def _weights(page) -> list[str]:
     return page.eval_on_selector_all(
         ".genlm-live.genlm-particles .genlm-weight", "els => els.map(e => e.textContent)"
@@ -37,36 +47,84 @@ def _weights(page) -> list[str]:
 def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
     _run_all(page, lab, "views.ipynb")
 
-    # While the SMC cell runs: one row per particle, and the weights move.
+    # TrieView: the graphviz SVG is drawn, one SVG node per subtrie node.
+    trie = page.locator(".genlm-live.genlm-trie")
+    (n_nodes,) = _printed(page, "TRIE NODES")
+    assert trie.locator(".genlm-graph svg g.node").count() == n_nodes
+    assert trie.locator("script").count() == 0
+    screenshot(trie, "trie_view")
+
+    # BeamDebugger: one table row per candidate; its step button reads one more byte.
+    beam = page.locator(".genlm-live.genlm-beam")
+    (n_rows,) = _printed(page, "BEAM ROWS")
+    assert beam.locator("table").first.locator("tbody tr").count() == n_rows
+    assert "4 / 16 bytes read" in beam.locator(".genlm-status").text_content()
+    assert beam.locator(".genlm-tok").count() > 0
+    screenshot(beam, "beam_view")
+
+    # ParticleView while the SMC cell runs: one row per particle, weights move.
     page.wait_for_selector(".genlm-live.genlm-particles tbody tr", timeout=90_000)
     first = _weights(page)
     time.sleep(1.0)
     second = _weights(page)
     assert len(first) == 8 and len(second) == 8, (first, second)
     assert first != second, "particle weights did not change while the SMC cell ran"
-    status = page.text_content(".genlm-live.genlm-particles .genlm-status")
-    assert "running" in status
 
-    page.wait_for_selector(".jp-OutputArea-output >> text=ALL CELLS DONE", timeout=90_000)
+    page.wait_for_selector(".jp-OutputArea-output >> text=ALL CELLS DONE", timeout=120_000)
+    n_dots, n_lines, n_steps = _printed(page, "GENEALOGY")
     particles = page.locator(".genlm-live.genlm-particles")
     assert "finished" in particles.locator(".genlm-status").text_content()
     assert particles.locator("tbody tr").count() == 8
-    # The genealogy draws one dot per particle and step, and lines to ancestors.
-    assert particles.locator("svg.genlm-genealogy circle").count() == 30 * 8
-    assert particles.locator("svg.genlm-genealogy line").count() == 29 * 8
-    assert "resampled at step 9, 19, 29" in particles.locator(".genlm-resampled").text_content()
-    # Token text is shown, not injected.
-    assert particles.locator("script").count() == 0
-    # Clicking a dot highlights its lineage back to step 0.
-    particles.locator("svg.genlm-genealogy circle[data-step='29'][data-index='3']").click()
-    assert particles.locator("svg.genlm-genealogy circle.genlm-hl").count() == 30
-    assert particles.locator("svg.genlm-genealogy line.genlm-hl").count() == 29
+    assert particles.locator("svg.genlm-genealogy circle").count() == n_dots
+    assert particles.locator("svg.genlm-genealogy line").count() == n_lines
+    # Clicking a last-step particle highlights its lineage back to the first step.
+    last = particles.locator(
+        f"svg.genlm-genealogy circle[data-step='{n_steps - 1}'][data-index='3']"
+    )
+    last.click()
+    assert particles.locator("svg.genlm-genealogy circle.genlm-hl").count() == n_steps
+    assert particles.locator("svg.genlm-genealogy line.genlm-hl").count() == n_steps - 1
     screenshot(particles, "particle_view")
 
+    (queries,) = _printed(page, "QUERIES")
     monitor = page.locator(".genlm-live.genlm-monitor")
-    cells = monitor.locator("td").all_text_contents()
-    assert cells[:2] == ["queries", "5"], cells
+    assert monitor.locator("td").all_text_contents()[:2] == ["queries", str(queries)]
     screenshot(monitor, "backend_monitor")
+
+    # Controls: the beam's step button and a click on a trie node reach the kernel.
+    beam.locator("button.genlm-step").click()
+    page.wait_for_function(
+        "() => document.querySelector('.genlm-live.genlm-beam .genlm-status')"
+        ".textContent.includes('5 / 16')",
+        timeout=30_000,
+    )
+    trie.locator(".genlm-graph svg g.node").nth(1).click()
+    page.wait_for_function(
+        "() => document.querySelector('.genlm-live.genlm-trie .genlm-title')"
+        ".textContent.includes('under prefix')",
+        timeout=30_000,
+    )
+
+    # Dark theme: the views take their colours from JupyterLab's variables.
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+        " {theme: 'JupyterLab Dark'})"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    time.sleep(0.5)
+    colors = page.evaluate(
+        """() => {
+      const el = document.querySelector('.genlm-live.genlm-particles');
+      const probe = document.createElement('span');
+      probe.style.color = 'var(--jp-ui-font-color1)';
+      document.body.append(probe);
+      const want = getComputedStyle(probe).color;
+      probe.remove();
+      return [getComputedStyle(el).color, want];
+    }"""
+    )
+    assert colors[0] == colors[1], colors
+    screenshot(particles, "particle_view_dark")
 
     errors = [e for e in page.console_errors if not _NOISE.search(e)]
     assert not errors, errors
