@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 from collections.abc import Hashable, Sequence
@@ -317,13 +318,11 @@ class AsyncTransformer(AsyncLM):
             input_ids[i, : len(x)] = torch.tensor(x)
             mask[i, n_past - p : n_past + len(x)] = 1
         positions = torch.tensor(past)[:, None] + torch.arange(n_new)[None, :]
-        kwargs: dict[str, Any] = {
-            "attention_mask": mask.to(dev),
-            "position_ids": positions.to(dev),
-            "use_cache": self._kv_enabled,
-        }
+        kwargs: dict[str, Any] = {"position_ids": positions.to(dev), "use_cache": self._kv_enabled}
+        if not bool(mask.all()):  # without padding, the model's causal fast path applies
+            kwargs["attention_mask"] = mask.to(dev)
         if n_past > 0:
-            kwargs["past_key_values"] = _padded_cache(handles, n_past)
+            kwargs["past_key_values"] = _padded_cache(handles, n_past, n_new)
         last = [len(x) - 1 for x in new]
         keep = sorted(set(last))
         if self._keep_arg is not None:
@@ -358,24 +357,78 @@ class AsyncTransformer(AsyncLM):
         return results
 
 
-def _padded_cache(handles: list[KVHandle], n_past: int) -> Any:
-    """A DynamicCache holding each row's cached prefix, left-padded to n_past tokens."""
+def _padded_cache(handles: list[KVHandle], n_past: int, n_new: int) -> Any:
+    """A DynamicCache holding each row's cached prefix, left-padded to n_past tokens.
+
+    One row with one cached segment is passed as is (no copy). Otherwise the
+    prefixes are copied once into storage with room for the n_new tokens the
+    forward appends in place (instead of concatenating, which copies again).
+    """
+    pieces = [h.pieces() for h in handles]
+    if len(handles) == 1 and len(pieces[0]) == 1:
+        buf = pieces[0][0].unsqueeze(2)  # (layers, 2, 1, heads, n, dim)
+        return _dynamic_cache([(buf[i, 0], buf[i, 1]) for i in range(buf.shape[0])], n_past)
+    first = next(p[0] for p in pieces if p)
+    layers, _, heads, _, dim = first.shape
+    buf = first.new_empty((layers, 2, len(handles), heads, n_past + n_new, dim))
+    for i, (h, segs) in enumerate(zip(handles, pieces, strict=True)):
+        at = n_past - h.length
+        if at:
+            buf[:, :, i, :, :at].zero_()  # masked, but must stay finite
+        for seg in segs:
+            n = seg.shape[-2]
+            buf[:, :, i, :, at : at + n] = seg
+            at += n
+    return _dynamic_cache([(buf[i, 0], buf[i, 1]) for i in range(layers)], n_past)
+
+
+def _dynamic_cache(pairs: list[tuple[torch.Tensor, torch.Tensor]], n_past: int) -> Any:
+    """A DynamicCache whose layer i holds pairs[i][:, :, :n_past], without copying.
+
+    Where the storage is longer than n_past, new keys and values are written
+    into it in place. The public constructor would copy every tensor; where
+    the cache's layers are not plain `DynamicLayer`s (other transformers
+    versions), it is used instead.
+    """
     from transformers import DynamicCache
 
-    pieces = [h.pieces() for h in handles]
-    first = next(p[0] for p in pieces if p)
-    if len(handles) == 1 and len(pieces[0]) == 1:
-        buf = pieces[0][0].unsqueeze(2)  # (layers, 2, 1, heads, n, dim): no copy
-    else:
-        layers, _, heads, _, dim = first.shape
-        buf = first.new_zeros((layers, 2, len(handles), heads, n_past, dim))
-        for i, (h, segs) in enumerate(zip(handles, pieces, strict=True)):
-            at = n_past - h.length
-            for seg in segs:
-                n = seg.shape[-2]
-                buf[:, :, i, :, at : at + n] = seg
-                at += n
-    return DynamicCache(ddp_cache_data=[(buf[i, 0], buf[i, 1]) for i in range(buf.shape[0])])
+    cache = DynamicCache(ddp_cache_data=[(k[..., :0, :], v[..., :0, :]) for k, v in pairs])
+    layers = getattr(cache, "layers", None)
+    if layers is None or any(type(layer).__name__ != "DynamicLayer" for layer in layers):
+        return DynamicCache(
+            ddp_cache_data=[(k[..., :n_past, :], v[..., :n_past, :]) for k, v in pairs]
+        )
+    prefilled = _prefilled_layer_class()
+    for i, (k, v) in enumerate(pairs):
+        layers[i] = prefilled(k, v, n_past)
+    return cache
+
+
+@functools.cache
+def _prefilled_layer_class() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    class _PrefilledLayer(DynamicLayer):
+        """A DynamicLayer over preallocated storage; appends write in place when they fit."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, n_past: int) -> None:
+            super().__init__()
+            self._storage = (keys, values)
+            self.keys, self.values = keys[..., :n_past, :], values[..., :n_past, :]
+            self.dtype, self.device = keys.dtype, keys.device
+            self.is_initialized = True
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            keys, values = self._storage
+            n, m = self.keys.shape[-2], key_states.shape[-2]
+            if n + m > keys.shape[-2] or key_states.shape[0] != keys.shape[0]:
+                return super().update(key_states, value_states, *args, **kwargs)
+            keys[..., n : n + m, :] = key_states
+            values[..., n : n + m, :] = value_states
+            self.keys, self.values = keys[..., : n + m, :], values[..., : n + m, :]
+            return self.keys, self.values
+
+    return _PrefilledLayer
 
 
 def _layer_kv(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -267,3 +267,24 @@ async def test_default_model_says_paris(default_hf):
     lp = await lm.next_token_logprobs(ids)
     assert lm.str_vocab[int(lp.argmax())] == " Paris"
     close(lp, lm.next_token_logprobs_uncached(ids), 1e-4)
+
+
+async def test_a_query_leaving_a_cached_path_reuses_the_shared_part_of_its_kv(lm):
+    long = [lm.bos_token_id] + list(range(100, 140))
+    lm.cache_kv(long)
+    lm.reset_stats()
+    branch = long[:25] + [7, 8]
+    got = await lm.next_token_logprobs(branch)
+    assert lm.stats["kv_tokens_reused"] == 25 and lm.stats["tokens_computed"] == 2
+    close(got, lm.next_token_logprobs_uncached(branch), 1e-4)
+
+
+async def test_kv_reuse_disabled_still_gives_the_same_results(make_lm):
+    lm = make_lm(timeout=60.0, max_cache_tokens=0)
+    contexts = random_contexts(lm, 8, seed=8)
+    for c in contexts:
+        lm.cache_kv(c)
+    results = await asyncio.gather(*(lm.next_token_logprobs(c + [5]) for c in contexts))
+    assert lm.stats["kv_tokens_reused"] == 0
+    for c, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(c + [5]), 1e-5)
