@@ -20,12 +20,15 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 @st.composite
 def toy_cases(draw, prefix_closed: bool = False):
-    """A ToyLM over letters a, b, c (every single letter is a token), an EOS token, a text."""
+    """A ToyLM over letters a, b, c (every single letter is a token, maybe a duplicate), EOS, a text."""
     words = draw(st.lists(st.text(alphabet="abc", min_size=2, max_size=3), max_size=6, unique=True))
     vocab = {w.encode() for w in words} | {b"a", b"b", b"c"}
     if prefix_closed:
         vocab |= {w[:i] for w in vocab for i in range(1, len(w))}
-    vocab = sorted(vocab) + [EOS_TOKEN]
+    vocab = sorted(vocab)
+    if draw(st.booleans()):  # duplicate byte strings: distinct token ids, both summed over
+        vocab.append(draw(st.sampled_from(vocab)))
+    vocab.append(EOS_TOKEN)
     seed = draw(st.integers(0, 10_000))
     text = draw(st.text(alphabet="abc", min_size=1, max_size=5)).encode()
     return ToyLM(vocab, seed=seed, eos=EOS_TOKEN), text
@@ -89,11 +92,15 @@ def test_pruned_logZ_is_at_most_exact(case, K, threshold):
     async def go():
         params = BeamParams(K=K, prune_threshold=threshold, eos_tokens=[EOS_TOKEN])
         beam = await ByteBeamState.initial(lm, params)
+        prefilled = await beam.prefill(text)  # no logp_next: extensions evaluated lazily
         beam, _ = await read(beam, text, prune=True)
-        return beam
+        return beam, prefilled
 
-    beam = asyncio.run(go())
-    assert all(len(step.candidates) <= 2 * K for step in beam.history[1:])
+    beam, prefilled = asyncio.run(go())
+    assert prefilled.logZ <= log(prefix_prob((), text)) + 1e-6
+    vocab = [bytes(t) for t in lm.byte_vocab]
+    most_ids = max(vocab.count(w) for w in vocab)  # extensions per candidate
+    assert all(len(step.candidates) <= K * (1 + most_ids) for step in beam.history[1:])
     assert beam.logZ <= log(prefix_prob((), text)) + 1e-6
 
 
@@ -242,3 +249,30 @@ def test_sample_draws_only_possible_bytes():
         return await beam.sample(b"", 6)
 
     assert set(asyncio.run(go())) <= set(b"ab")
+
+
+@SETTINGS
+@given(toy_cases(prefix_closed=True), st.integers(1, 4))
+def test_prefill_skips_only_extensions_that_pruning_would_drop(case, K):
+    lm, text = case
+
+    async def go():
+        params = BeamParams(K=K, eos_tokens=[EOS_TOKEN])
+        start = await ByteBeamState.initial(lm, params)
+        lazy = await start.prefill(text)
+        full = start
+        for b in text:  # logp_next evaluates every extension before each byte
+            full = full.prune()
+            await full.logp_next()
+            full = await (full << b)
+        return lazy, full
+
+    lazy, full = asyncio.run(go())
+
+    def top(beam):
+        return [(s.lm_state.context, s.node, round(s.weight, 9)) for s in beam.prune().states]
+
+    assert top(lazy) == top(full)
+    lazy_calls = sum(s.lm_calls for s in lazy.history)
+    full_calls = sum(s.lm_calls + s.lm_calls_next for s in full.history)
+    assert lazy_calls <= full_calls
