@@ -133,13 +133,17 @@ class AutoBatcher:
                 raise RuntimeError(
                     f"batch function returned {len(results)} results for {len(entries)} requests"
                 )
-        except BaseException as exc:  # noqa: BLE001 - handed to the callers instead
-            if not isinstance(exc, Exception):
-                raise
+        except BaseException as exc:
+            interrupted = not isinstance(exc, Exception)  # e.g. KeyboardInterrupt
             for entry in entries:
                 for f in entry.futures:
                     if not f.done():
-                        f.set_exception(exc)
+                        if interrupted:
+                            f.cancel()
+                        else:
+                            f.set_exception(exc)
+            if interrupted:
+                raise
             return
         for entry, result in zip(entries, results, strict=True):
             for f in entry.futures:

@@ -34,8 +34,9 @@ class AsyncTransformer(AsyncLM):
     values are kept (each costs layers x 2 x kv_heads x head_dim floats, about
     46 KB for SmolLM2-135M in float32, so the default 16384 is ~0.75 GB) and
     `max_cache_logprobs` the log-prob vectors kept (vocab_size floats each,
-    196 KB for SmolLM2); the least recently used entries are evicted first.
-    Eviction never changes results, only what has to be recomputed.
+    196 KB for SmolLM2, so the default 1024 is ~0.2 GB). The least recently
+    used entries are evicted first; eviction never changes results, only what
+    has to be recomputed.
 
     Args:
         hf_model: an HF causal LM (`AutoModelForCausalLM`), in eval mode.
@@ -55,7 +56,7 @@ class AsyncTransformer(AsyncLM):
         batch_size: int = 32,
         timeout: float = 0.02,
         max_cache_tokens: int = 16384,
-        max_cache_logprobs: int = 2048,
+        max_cache_logprobs: int = 1024,
         byte_vocab: Sequence[Any] | None = None,
         str_vocab: Sequence[str] | None = None,
     ) -> None:

@@ -139,3 +139,17 @@ def test_batcher_survives_a_new_event_loop():
 def test_bad_settings_raise_value_error(kwargs):
     with pytest.raises(ValueError):
         AutoBatcher(Recorder(), **kwargs)
+
+
+async def test_interrupt_in_a_batch_cancels_its_callers_and_propagates():
+    def interrupted(payloads):
+        raise KeyboardInterrupt
+
+    b = AutoBatcher(interrupted, batch_size=100, timeout=NEVER)
+    tasks = [asyncio.ensure_future(b.submit(i, i)) for i in range(3)]
+    await asyncio.sleep(0)
+    with pytest.raises(KeyboardInterrupt):
+        b.flush()
+    for t in tasks:
+        with pytest.raises(asyncio.CancelledError):
+            await t
