@@ -38,6 +38,12 @@ class AsyncTransformer(AsyncLM):
     used entries are evicted first; eviction never changes results, only what
     has to be recomputed.
 
+    `stats` counts, besides `queries`, `batches` (forward calls),
+    `cache_hits` and `tokens_computed` (tokens run through the model):
+    `deduplicated` (callers served by an identical queued query), `rows`
+    (contexts run, summed over forwards), `max_batch_size`,
+    `kv_tokens_reused` (prefix tokens taken from the KV cache) and `evictions`.
+
     Args:
         hf_model: an HF causal LM (`AutoModelForCausalLM`), in eval mode.
         hf_tokenizer: its tokenizer; the vocabulary is decoded with `decode_vocab`.
