@@ -1,4 +1,14 @@
-"""Byte-level language models over token LMs: token-byte trie, beam state, healing."""
+"""Byte-level language models over token LMs: token-byte trie, beam state, healing.
+
+Typical use::
+
+    beam = await ByteBeamState.initial(llm, BeamParams(K=5, eos_tokens=[b"<|im_end|>"]))
+    beam = await beam.prefill(b"The quick brown")
+    q = await beam.logp_next()          # LazyByteProbs over bytes and EOS
+    beam = await (beam.prune() << ord(" "))
+    beam.logZ                           # log P(bytes read so far), summed over tokenizations
+    beam.history[-1].to_dict()          # what the last step did, for views
+"""
 
 from genlm_lab.bytes.base import StatefulByteLM, sample_dict
 from genlm_lab.bytes.beam import ByteBeamState

@@ -342,8 +342,10 @@ class ByteBeamState(StatefulByteLM):
 
     async def prefill(self, bs: bytes) -> ByteBeamState:
         """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile."""
+        if isinstance(bs, str):
+            bs = bs.encode("utf-8")
         beam = self.with_mode(TrieMode.WITHOUT_EOS)
-        for b in bytes(bs) if isinstance(bs, (bytes, bytearray, str)) else bs:
+        for b in bytes(bs) if isinstance(bs, (bytes, bytearray)) else bs:
             beam = await (beam.prune() << b)
         return beam.with_mode(TrieMode.WITH_EOS)
 
