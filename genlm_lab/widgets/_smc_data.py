@@ -9,6 +9,7 @@ log_weight, increment, state}], ess, log_ml, resampled, ancestors}.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from os import PathLike
 from typing import Any
@@ -48,10 +49,28 @@ def as_record(record: Any) -> SMCRecord:
     )
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return f"\\x{code - 0xDC00 if code >= 0xDC80 else code:02x}"
+
+
 def display_text(text: Any) -> str:
     """Particle text for display: control and invalid bytes as escapes (\\n, \\xff)."""
     if isinstance(text, (bytes, bytearray)):
         return escape_bytes(bytes(text))
+    text = str(text)
+    if text.isprintable():  # nothing to escape: the common case, kept fast
+        return text
+    quick = _CONTROL.sub(_escape_char, text)  # control chars and surrogate-escaped bytes
+    if quick.isprintable():
+        return quick
     try:
         return escape_bytes(str(text).encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:
@@ -118,6 +137,16 @@ def step_entries(record: Any, *, run_id: str | None = None) -> tuple[str, list[d
         )
     entries = [normalize_entry(s, f"step entry {i}") for i, s in enumerate(rec.steps)]
     return rec.run_id, entries
+
+
+def summary_point(raw: Mapping) -> tuple[int, float, float, bool]:
+    """(step, ess, log_ml, resampled) of a raw step entry, without touching its texts."""
+    return (
+        int(raw["step"]),
+        _float(raw.get("ess")),
+        _float(raw.get("log_ml")),
+        bool(raw.get("resampled", raw.get("ancestors") is not None)),
+    )
 
 
 def run_summary(entries: list[dict]) -> dict:

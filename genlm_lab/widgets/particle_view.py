@@ -7,17 +7,27 @@ from typing import Any
 
 from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._base import LiveView, esm
-from genlm_lab.widgets._smc_data import genealogy, normalize_entry, run_summary, step_entries
+from genlm_lab.widgets._smc_data import (
+    genealogy,
+    normalize_entry,
+    run_summary,
+    step_entries,
+    summary_point,
+)
 from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, wrap
 
 
-def particle_data(entries: list[dict], *, run_id: Any = None, done: bool = False) -> dict:
+def particle_data(
+    entries: list[dict], *, run_id: Any = None, done: bool = False, summary: dict | None = None
+) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
     Args:
         entries: step entries as `_smc_data.step_entries` normalises them.
         run_id: the run these entries belong to.
         done: whether the run has ended (then the genealogy is included).
+        summary: `run_summary` of the entries if already known (live views
+            keep it as they go and pass only the last entry).
     """
     last = entries[-1] if entries else None
     particles = []
@@ -33,7 +43,7 @@ def particle_data(entries: list[dict], *, run_id: Any = None, done: bool = False
                     "state": p["state"],
                 }
             )
-    data = run_summary(entries)
+    data = dict(summary) if summary is not None else run_summary(entries)
     data.update(
         kind="particles",
         run_id=run_id,
@@ -147,6 +157,7 @@ class ParticleView(LiveView):
     def __init__(self) -> None:
         super().__init__()
         self._raw: list[dict] = []
+        self._points: list[tuple] = []
         self._entries: list[dict] = []
         self._run_id: str | None = None
         self._done = False
@@ -175,7 +186,7 @@ class ParticleView(LiveView):
         """
         run_id = entry.get("run_id")
         if self._done or self._run_id is None:
-            self._raw, self._entries, self._done = [], [], False
+            self._raw, self._points, self._entries, self._done = [], [], [], False
             self._run_id = run_id
         elif run_id != self._run_id:
             raise ValueError(
@@ -183,6 +194,7 @@ class ParticleView(LiveView):
                 "use one ParticleView per concurrent run"
             )
         self._raw.append(entry)
+        self._points.append(summary_point(entry))
         self.push(self._build_live)
 
     def on_finish(self, record: Any) -> None:
@@ -196,12 +208,17 @@ class ParticleView(LiveView):
         self.push(lambda: particle_data(entries, run_id=run_id, done=True), final=True)
 
     def _build_live(self) -> dict:
-        start = len(self._entries)
-        self._entries.extend(
-            normalize_entry(raw, f"step entry {start + i}")
-            for i, raw in enumerate(self._raw[start:])
-        )
-        return particle_data(self._entries, run_id=self._run_id)
+        # Only the newest entry's texts are read: the cost of a push does not grow with steps.
+        last = normalize_entry(self._raw[-1], f"step entry {len(self._raw) - 1}")
+        steps, ess, log_ml, resampled = zip(*self._points, strict=True)
+        summary = {
+            "n_particles": len(last["particles"]),
+            "steps": list(steps),
+            "ess": list(ess),
+            "log_ml": list(log_ml),
+            "resampled": [t for t, r in zip(steps, resampled, strict=True) if r],
+        }
+        return particle_data([last], run_id=self._run_id, summary=summary)
 
     @staticmethod
     def to_html(data: dict) -> str:

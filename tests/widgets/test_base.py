@@ -47,3 +47,15 @@ def test_assets_exist_and_views_are_plain_esm():
     for name in ("particles.js", "beam.js", "trie.js", "monitor.js"):
         assert "export default" in asset(name)
         assert "innerHTML" not in asset(name)
+
+
+def test_views_offer_static_html_next_to_the_widget_view():
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.widgets import BackendMonitor
+
+    mon = BackendMonitor(ToyLM([b"a", b"<b>"]))
+    data, _metadata = mon._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/html"] == mon._repr_html_()
+    assert data["text/html"].startswith("<div class='genlm-view genlm-monitor'><style>")
+    assert "var(--jp-ui-font-color1" in data["text/html"]  # follows the JupyterLab theme

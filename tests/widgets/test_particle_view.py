@@ -3,6 +3,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genlm_lab.smc import CollectingObserver, SMCRecord, smc_standard
 from genlm_lab.smc.examples.lipogram import Lipogram
@@ -125,3 +127,32 @@ def test_live_updates_are_throttled_and_the_final_state_always_arrives():
     assert view._throttle.sent - sent_before == 1  # the first step; the rest wait
     view.on_finish(_record(entries))
     assert view.data["step"] == 50 and view.data["done"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_display_text_matches_the_byte_escaper(text):
+    from genlm_lab.util import escape_bytes
+    from genlm_lab.widgets._smc_data import display_text
+
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return  # lone surrogates that are not escaped bytes have no byte form
+    assert display_text(text) == escape_bytes(data)
+
+
+def test_live_data_equals_the_data_of_the_entries_so_far():
+    from genlm_lab.widgets._smc_data import normalize_entry
+    from genlm_lab.widgets.particle_view import particle_data
+
+    view = ParticleView()
+    view._throttle.interval = 0.0
+    entries = [
+        _entry("r1", t, ["a\n", "<b>"], [0.0, -float(t)], [0, 0] if t == 2 else None)
+        for t in (1, 2, 3)
+    ]
+    for e in entries:
+        view.on_step(e)
+    want = particle_data([normalize_entry(e) for e in entries], run_id="r1")
+    assert view.view_data() == want
