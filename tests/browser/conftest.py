@@ -21,6 +21,8 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 HERE = Path(__file__).parent
 SCREENSHOTS = HERE / "screenshots"
+NOTEBOOKS = HERE.parents[1] / "notebooks"
+TUTORIALS = ("00_quickstart.ipynb", "04_smc.ipynb")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -53,12 +55,19 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     for nb in HERE.glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
+    for name in TUTORIALS:  # the tutorials the browser tests also open, where they exist
+        if (NOTEBOOKS / name).exists():
+            shutil.copy(NOTEBOOKS / name, root / name)
     # No news / update toasts over the screenshots (and no network asked for).
     notes = root / ".settings" / "@jupyterlab" / "apputils-extension"
     notes.mkdir(parents=True)
     (notes / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
+    # Every cell rendered, even off screen, so the tests can read all outputs.
+    nb_settings = root / ".settings" / "@jupyterlab" / "notebook-extension"
+    nb_settings.mkdir(parents=True)
+    (nb_settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     port, token = _free_port(), secrets.token_hex(16)
     log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed at teardown
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

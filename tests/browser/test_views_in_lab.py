@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 # HTTP noise unrelated to the views: JupyterLab asks the server for optional
 # endpoints (e.g. /api/nbconvert, which fails where an nbconvert exporter is
 # broken). The views load no resources, so their errors are never of this kind.
@@ -126,5 +128,42 @@ def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
     assert colors[0] == colors[1], colors
     screenshot(particles, "particle_view_dark")
 
+    errors = [e for e in page.console_errors if not _NOISE.search(e)]
+    assert not errors, errors
+
+
+_ALL_RAN = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent));
+}"""
+
+
+def _tutorial(lab, name):
+    if not (lab[2] / name).exists():
+        pytest.skip(f"notebooks/{name} does not exist yet")
+
+
+@pytest.mark.slow
+def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
+    _tutorial(lab, "04_smc.ipynb")
+    _run_all(page, lab, "04_smc.ipynb")
+    page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000)
+    views = page.locator(".genlm-live.genlm-particles")
+    assert views.count() == 2  # the live run and the view of its saved record
+    for i in range(2):
+        assert views.nth(i).locator("tbody tr").count() == 8
+        assert "finished" in views.nth(i).locator(".genlm-status").text_content()
+        assert views.nth(i).locator("svg.genlm-genealogy line").count() > 0
+    screenshot(views.nth(0), "smc_tutorial_particle_view")
+    errors = [e for e in page.console_errors if not _NOISE.search(e)]
+    assert not errors, errors
+
+
+@pytest.mark.slow
+def test_quickstart_runs_without_console_errors(page, lab):
+    _tutorial(lab, "00_quickstart.ipynb")
+    _run_all(page, lab, "00_quickstart.ipynb")
+    page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000)
+    assert page.locator(".genlm-view .genlm-error").count() == 0
     errors = [e for e in page.console_errors if not _NOISE.search(e)]
     assert not errors, errors
