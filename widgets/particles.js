@@ -20,11 +20,17 @@ function genealogy(data) {
   if (steps.length === 0) return null;
   const n = Math.max(...steps.map((st) => st.length));
   const dx = 34, dy = n > 32 ? 10 : 16, left = 30, top = 18;
-  const width = left + dx * (steps.length - 1) + 24, height = top + dy * (n - 1) + 14;
+  const width = left + dx * (steps.length - 1) + 24, height = top + dy * (n - 1) + 26;
   const svg = s("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "genlm-genealogy",
                          role: "img", "aria-label": "genealogy: steps by particles" });
   const X = (t) => left + t * dx, Y = (i) => top + i * dy;
   svg.append(s("text", { x: 0, y: 10, "font-size": 10 }, "step \u2192   particles \u2193"));
+  const labels = data.steps || steps.map((_, t) => t);
+  const every = Math.max(1, Math.ceil(steps.length / 12));
+  for (let t = 0; t < steps.length; t += every) {
+    svg.append(s("text", { x: X(t), y: height - 2, "font-size": 9, "text-anchor": "middle",
+                           class: "genlm-steplabel" }, labels[t]));
+  }
   const edges = [], nodes = [];
   steps.forEach((st, t) => st.forEach((node, i) => {
     if (t > 0 && node.parent !== null && node.parent !== undefined) {

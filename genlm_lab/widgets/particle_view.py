@@ -66,13 +66,20 @@ def genealogy_svg(data: dict) -> str:
         return ""
     n = max(len(st) for st in steps)
     dx, dy, left, top = 34, (10 if n > 32 else 16), 30, 18
-    width, height = left + dx * (len(steps) - 1) + 24, top + dy * (n - 1) + 14
+    width, height = left + dx * (len(steps) - 1) + 24, top + dy * (n - 1) + 26
     out = [
         f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
         "class='genlm-genealogy' role='img' aria-label='genealogy: steps by particles' "
         "xmlns='http://www.w3.org/2000/svg'>",
         "<text x='0' y='10' font-size='10'>step → particles ↓</text>",
     ]
+    labels = data.get("steps") or list(range(len(steps)))
+    every = max(1, -(-len(steps) // 12))
+    for t in range(0, len(steps), every):
+        out.append(
+            f"<text x='{left + t * dx}' y='{height - 2}' font-size='9' text-anchor='middle' "
+            f"class='genlm-steplabel'>{labels[t]}</text>"
+        )
     for t, st in enumerate(steps):
         for i, node in enumerate(st):
             if t > 0 and node["parent"] is not None:

@@ -127,6 +127,7 @@ def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
     )
     assert colors[0] == colors[1], colors
     screenshot(particles, "particle_view_dark")
+    screenshot(trie, "trie_view_dark")
 
     errors = [e for e in page.console_errors if not _NOISE.search(e)]
     assert not errors, errors
