@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import get_rng
-from genlm_lab.smc.distributions import Distribution, log_softmax, sample_index
+from genlm_lab.smc.distributions import Distribution, log_softmax
 from genlm_lab.smc.masks import as_mask, token_masks
 
 __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
@@ -190,13 +190,15 @@ class LMNextToken(Distribution):
     async def sample(self) -> tuple[Any, float]:
         ctx = self.ctx
         await ctx.ensure_logprobs()
-        log_probs = ctx.next_token_logprobs
         if ctx._mask is not None and ctx._log_mass == -math.inf:
             # A dead particle (its mask has no mass): any token, with weight 0.
             token_id, log_p = int(np.argmax(ctx._log_probs)), -math.inf
         else:
-            token_id = sample_index(log_probs, get_rng())
-            log_p = float(log_probs[token_id])
+            probs = ctx._probs if ctx._mask is None else np.where(ctx._mask, ctx._probs, 0.0)
+            cdf = np.cumsum(probs)
+            u = get_rng().random() * cdf[-1]
+            token_id = min(int(np.searchsorted(cdf, u, side="right")), cdf.size - 1)
+            log_p = float(ctx._log_probs[token_id] - ctx._log_mass)
         ctx._push(token_id)
         return ctx.lm.byte_vocab[token_id], log_p
 
@@ -227,7 +229,7 @@ class LMTokenMask(Distribution):
         yes = self.mask if allowed is None else allowed & self.mask
         no = ~self.mask if allowed is None else allowed & ~self.mask
         probs = ctx._probs
-        return yes, no, float(probs[yes].sum()), float(probs[no].sum())
+        return yes, no, float(probs.sum(where=yes)), float(probs.sum(where=no))
 
     def _narrow(self, keep: np.ndarray, mass: float) -> None:
         self.ctx._mask = keep
