@@ -153,6 +153,7 @@ class LMContext:
 
         Sampling or observing it narrows this context's mask to `mask` (True)
         or to its complement (False), so `next_token()` then draws accordingly.
+        A bool array is used as is, not copied: treat masks as read-only.
         """
         return LMTokenMask(self, as_mask(mask, self.lm.vocab_size))
 
