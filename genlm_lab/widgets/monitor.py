@@ -87,9 +87,15 @@ class BackendMonitor(LiveView):
 
     def stop(self) -> None:
         """Stop polling (the view keeps its last state)."""
-        if self._task is not None:
-            self._task.cancel()
+        task = getattr(self, "_task", None)  # absent if __init__ refused its input
+        if task is not None:
+            task.cancel()
             self._task = None
+
+    def close(self) -> None:
+        """Stop polling and close the widget."""
+        self.stop()
+        super().close()
 
     @staticmethod
     def to_html(data: dict) -> str:

@@ -161,10 +161,15 @@ def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
 
 
 @pytest.mark.slow
-def test_quickstart_runs_without_console_errors(page, lab):
+def test_quickstart_runs_without_console_errors(page, lab, screenshot):
     _tutorial(lab, "00_quickstart.ipynb")
     _run_all(page, lab, "00_quickstart.ipynb")
     page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000)
+    assert page.locator(".genlm-live").count() >= 1
     assert page.locator(".genlm-view .genlm-error").count() == 0
+    for kind in ("trie", "beam", "particles", "monitor"):
+        views = page.locator(f".genlm-live.genlm-{kind}")
+        if views.count():
+            screenshot(views.first, f"quickstart_{kind}")
     errors = [e for e in page.console_errors if not _NOISE.search(e)]
     assert not errors, errors

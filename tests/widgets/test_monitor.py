@@ -30,3 +30,17 @@ def test_monitor_rejects_objects_without_stats():
         BackendMonitor(object())
     with pytest.raises(ValueError, match="lacks the counters"):
         monitor_data({"queries": 1})
+
+
+async def test_monitor_polls_the_running_loop_until_stopped():
+    import asyncio
+
+    llm = ToyLM([b"a", b"b"], seed=0)
+    mon = BackendMonitor(llm, interval=0.01)
+    llm.next_token_logprobs_sync([0])
+    await asyncio.sleep(0.05)
+    assert mon.data["rows"][0] == {"name": "queries", "value": 1}
+    mon.close()
+    llm.next_token_logprobs_sync([0])
+    await asyncio.sleep(0.05)
+    assert mon.data["rows"][0]["value"] == 1  # no longer polled
