@@ -98,3 +98,42 @@ async def test_bad_inputs_raise_clear_errors(odd_llm):
     dbg = BeamDebugger(odd_llm, b"ab")
     with pytest.raises(ValueError, match="outside"):
         await dbg.goto(9)
+
+
+def test_healing_events_and_healed_candidates_are_written_out():
+    from genlm_lab.bytes import BeamStep, CandidateRow, HealEvent
+
+    steps = [
+        BeamStep(0, None, [CandidateRow([], [], b"", 0.0, 1.0, "new")], 0.0, lm_calls=1),
+        BeamStep(
+            1,
+            0xFF,
+            [CandidateRow([7], [b"<script>"], b"\xff", -2.0, 1.0, "healed")],
+            -2.0,
+            lm_calls=2,
+            healing=[
+                HealEvent(
+                    0xFF,
+                    0,
+                    candidate=0,
+                    partial=b"<scr",
+                    backoff=1,
+                    committed=[7],
+                    lm_calls=2,
+                    success=True,
+                ),
+                HealEvent(
+                    0xFF, 0, candidate=1, partial=b"\n", backoff=0, lm_calls=1, success=False
+                ),
+            ],
+        ),
+    ]
+    data = beam_data(steps, b"\xff")
+    assert [h["success"] for h in data["step"]["healing"]] == [True, False]
+    html = beam_html(data)
+    assert html.count("class='genlm-note genlm-heal'") == 2
+    assert "byte \\xff at 0: candidate 0, partial &#x27;&lt;scr&#x27;, backoff 1" in html
+    assert ": healed</div>" in html and ": failed</div>" in html
+    assert "<span class='genlm-badge'>healed</span>" in html
+    assert "<tr class='genlm-healed'>" in html
+    assert data["lm_calls"] == [1, 2]

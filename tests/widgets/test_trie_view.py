@@ -86,3 +86,9 @@ def test_from_lm_uses_the_next_token_distribution_and_drills_down(odd_llm):
     assert view.prefix == b"a"
     view._on_msg(view, {"context": "b", "depth": 1}, [])
     assert view.view_data()["context"] == "b" and view.depth == 1
+
+
+def test_prefix_typed_in_the_browser_reads_escapes():
+    assert tv._parse_prefix("a␣b\\n\\xff\\x4") == b"a b\n\xff\\x4"
+    assert tv._parse_prefix("") == b""
+    assert tv._parse_prefix("é") == "é".encode()
