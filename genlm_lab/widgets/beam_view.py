@@ -83,26 +83,36 @@ def beam_data(
         current: the step index shown (default: the last).
         error: a message to show (e.g. the beam emptied).
     """
-    views = [step_view(s, i) for i, s in enumerate(steps)]
-    for i, v in enumerate(views):
-        if v["position"] != i:
+    heads = [_head(s, i) for i, s in enumerate(steps)]
+    for i, (pos, _, _) in enumerate(heads):
+        if pos != i:
             raise ValueError(
-                f"beam step {i} is at position {v['position']}: steps must be consecutive from 0"
+                f"beam step {i} is at position {pos}: steps must be consecutive from 0"
             )
-    cur = len(views) - 1 if current is None else current
-    if views and not 0 <= cur < len(views):
-        raise ValueError(f"current step {cur} is outside 0..{len(views) - 1}")
+    cur = len(heads) - 1 if current is None else current
+    if heads and not 0 <= cur < len(heads):
+        raise ValueError(f"current step {cur} is outside 0..{len(heads) - 1}")
     text = b"" if text is None else bytes(text)
     return {
         "kind": "beam",
         "text": [byte_label(b) for b in text],
-        "position": views[cur]["position"] if views else 0,
+        "position": cur if heads else 0,
         "n_bytes": len(text),
-        "logZ": [v["logZ"] for v in views[: cur + 1]],
-        "lm_calls": [v["lm_calls"] for v in views[: cur + 1]],
-        "step": views[cur] if views else None,
+        "logZ": [h[1] for h in heads[: cur + 1]],
+        "lm_calls": [h[2] for h in heads[: cur + 1]],
+        "step": step_view(steps[cur], cur) if heads else None,
         "error": error,
     }
+
+
+def _head(step: Any, index: int) -> tuple[int, float, int]:
+    """(position, logZ, LM calls) of a step, read without converting its candidates."""
+    if not hasattr(step, "to_dict"):
+        d = _step_dict(step, index)
+        logz, calls = d["logZ"], int(d["lm_calls"]) + int(d.get("lm_calls_next", 0))
+        return d["position"], (-math.inf if logz is None else float(logz)), calls
+    logz = step.logZ
+    return step.position, float(logz), int(step.lm_calls) + int(step.lm_calls_next)
 
 
 def beam_html(data: dict) -> str:

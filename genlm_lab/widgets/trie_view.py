@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -195,7 +196,7 @@ class TrieView(LiveView):
         top_k: int = 8,
     ) -> TrieView:
         """The LM's next-token distribution after `context`, as masses on its token trie."""
-        trie = TokenCharacterTrie([bytes(t) for t in llm.byte_vocab])
+        trie = _trie_of(llm)
         view = cls.__new__(cls)
         ws = _next_token_probs(llm, context)
         cls.__init__(view, trie, ws, prefix, depth, top_k, _llm=llm, _context=context)
@@ -250,6 +251,22 @@ class TrieView(LiveView):
     @staticmethod
     def to_html(data: dict) -> str:
         return trie_html(data)
+
+
+_TRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _trie_of(llm: Any) -> TokenCharacterTrie:
+    """The token trie of an LM, built once per LM (a 49k vocabulary takes a moment)."""
+    try:
+        return _TRIES[llm]
+    except (KeyError, TypeError):
+        trie = TokenCharacterTrie([bytes(t) for t in llm.byte_vocab])
+    try:
+        _TRIES[llm] = trie
+    except TypeError:  # not weak-referenceable: no cache
+        pass
+    return trie
 
 
 def _next_token_probs(llm: Any, context: str) -> np.ndarray:
