@@ -37,6 +37,7 @@ def report_html(record: Any) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{title}</title>"
         "<style>body{margin:24px;font-family:system-ui,sans-serif}"
+        ".genlm-meta th{text-align:left;padding-right:16px;font-weight:600}"
         "@media (prefers-color-scheme: dark){body{background:#111;color:#ddd;"
         "--jp-ui-font-color1:#ddd;--jp-ui-font-color2:#aaa;--jp-border-color2:#333;"
         "--jp-layout-color0:#111}}</style></head><body>"
