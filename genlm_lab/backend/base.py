@@ -17,6 +17,14 @@ def new_stats() -> dict[str, int]:
     return {"queries": 0, "batches": 0, "cache_hits": 0, "tokens_computed": 0}
 
 
+def check_sampling_args(max_tokens: int, temperature: float) -> None:
+    """Raise a ValueError unless `max_tokens` >= 0 and `temperature` > 0 (what `sample` takes)."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+
+
 class AsyncLM(ABC):
     """An asynchronous language model over a byte-level vocabulary.
 
@@ -152,10 +160,7 @@ class AsyncLM(ABC):
         Returns:
             The generated token ids (without the prompt).
         """
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if max_tokens < 0:
-            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+        check_sampling_args(max_tokens, temperature)
         stop = set(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
         generator = torch.Generator()
         if seed is not None:

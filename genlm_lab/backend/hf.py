@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from genlm_lab.backend._batcher import AutoBatcher
+from genlm_lab.backend._batched import _BatchedLM
 from genlm_lab.backend._cache import KVHandle, TokenTrieCache
 from genlm_lab.backend._kv import new_segments, padded_cache
-from genlm_lab.backend.base import AsyncLM
-
-_EXTRA_STATS = ("deduplicated", "rows", "max_batch_size", "kv_tokens_reused", "evictions")
 
 
-class AsyncTransformer(AsyncLM):
+class AsyncTransformer(_BatchedLM):
     """Next-token log-probs from an HF causal LM, auto-batched and cached.
 
     Concurrent `await next_token_logprobs(ids)` calls go into one forward (see
@@ -66,17 +63,14 @@ class AsyncTransformer(AsyncLM):
         byte_vocab: Sequence[Any] | None = None,
         str_vocab: Sequence[str] | None = None,
     ) -> None:
-        if byte_vocab is None:
-            from genlm_lab.tokenization import decode_vocab
-
-            byte_vocab, str_vocab = decode_vocab(hf_tokenizer)
-        eos = getattr(hf_tokenizer, "eos_token_id", None)
         super().__init__(
             hf_tokenizer,
+            TokenTrieCache(max_cache_tokens, max_cache_logprobs),
+            batch_size,
+            timeout,
             byte_vocab,
             str_vocab,
-            bos_token_id=getattr(hf_tokenizer, "bos_token_id", None),
-            eos_token_ids=[eos] if eos is not None else [],
+            extra_stats=("kv_tokens_reused", "evictions"),
         )
         self.model = hf_model.eval()
         self.device = next(hf_model.parameters()).device
@@ -93,12 +87,6 @@ class AsyncTransformer(AsyncLM):
         params = inspect.signature(hf_model.forward).parameters
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self._kv_enabled = max_cache_tokens > 0
-        self._cache = TokenTrieCache(max_cache_tokens, max_cache_logprobs)
-        self._adapter: Hashable = None
-        self._loras: dict[str, str] = {}
-        self._batcher = AutoBatcher(self._run_batch, batch_size, timeout, self._on_batch)
-        for key in _EXTRA_STATS:
-            self.stats[key] = 0
 
     @classmethod
     def from_name(
@@ -117,67 +105,7 @@ class AsyncTransformer(AsyncLM):
         model, tokenizer = load_hf_model(model_id, **(hf_opts or {}))
         return cls(model, tokenizer, **kwargs)
 
-    # -- settings ----------------------------------------------------------------
-
-    @property
-    def batch_size(self) -> int:
-        """Most distinct contexts in one forward."""
-        return self._batcher.batch_size
-
-    @batch_size.setter
-    def batch_size(self, value: int) -> None:
-        if value < 1:
-            raise ValueError(f"batch_size must be >= 1, got {value}")
-        self._batcher.batch_size = value
-
-    @property
-    def timeout(self) -> float:
-        """Seconds after the first queued query when a batch goes anyway."""
-        return self._batcher.timeout
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        self._batcher.timeout = value
-
-    @property
-    def cache(self) -> TokenTrieCache:
-        """The token-trie cache (read it for sizes; clear it with `clear_cache`)."""
-        return self._cache
-
     # -- queries -----------------------------------------------------------------
-
-    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
-        """Normalised next-token log-probs, shape (vocab_size,), auto-batched with others.
-
-        The returned tensor is shared with the cache: do not modify it in place.
-
-        Raises:
-            ValueError: for an empty, out-of-vocabulary, non-int or too long context.
-        """
-        ids = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        hit = self._cache.get_logprobs(self._adapter, ids)
-        if hit is not None:
-            self.stats["cache_hits"] += 1
-            return hit
-        key = (self._adapter, ids)
-        return await self._batcher.submit(key, ids)
-
-    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
-        """Blocking `next_token_logprobs` (cached, not batched with other callers)."""
-        ids = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        return self._compute([ids], count_hits=True)[0]
-
-    def batch_next_token_logprobs_sync(
-        self, token_ids_list: Sequence[Sequence[int]]
-    ) -> torch.Tensor:
-        """Blocking log-probs for several contexts in batched forwards, shape (n, vocab_size)."""
-        contexts = [self.validate_context(c) for c in token_ids_list]
-        self.stats["queries"] += len(contexts)
-        if not contexts:
-            return torch.empty((0, self.vocab_size), device=self.device)
-        return torch.stack(self._compute(contexts, count_hits=True))
 
     @torch.inference_mode()
     def next_token_logprobs_uncached(self, token_ids: Sequence[int]) -> torch.Tensor:
@@ -208,17 +136,9 @@ class AsyncTransformer(AsyncLM):
 
     # -- cache and queue control -------------------------------------------------
 
-    def clear_cache(self) -> None:
-        """Forget every cached log-prob and KV segment (all adapters)."""
-        self._cache.clear()
-
     def clear_kv_cache(self) -> None:
         """Forget the cached keys and values, keep the log-probs."""
         self._cache.clear_kv()
-
-    def reset_async_queries(self) -> None:
-        """Drop queued queries (their callers get `CancelledError`), e.g. after an interrupt."""
-        self._batcher.reset()
 
     # -- LoRA ----------------------------------------------------------------------
 
@@ -239,29 +159,6 @@ class AsyncTransformer(AsyncLM):
         self._cache.clear(lora_name)
         self._activate(self._adapter)
 
-    def set_lora(self, lora_path: str | None = None, lora_name: str = "lora_1") -> None:
-        """Activate a loaded adapter (loading it from `lora_path` first if new).
-
-        Queries queued before the switch are computed first, under the old adapter.
-
-        Raises:
-            ValueError: if no adapter of that name was loaded and no path is given.
-        """
-        if lora_name not in self._loras:
-            if lora_path is None:
-                raise ValueError(
-                    f"no LoRA adapter named {lora_name!r} is loaded (loaded: "
-                    f"{sorted(self._loras)}); call add_new_lora(path, {lora_name!r}) first"
-                )
-            self.add_new_lora(lora_path, lora_name)
-        self._batcher.flush()
-        self._activate(lora_name)
-
-    def clear_lora(self) -> None:
-        """Go back to the base model (adapters stay loaded; caches stay keyed by adapter)."""
-        self._batcher.flush()
-        self._activate(None)
-
     def _activate(self, name: str | None) -> None:
         if self._loras:
             if name is None:
@@ -271,42 +168,12 @@ class AsyncTransformer(AsyncLM):
                 self.model.enable_adapters()
         self._adapter = name
 
-    @property
-    def active_lora(self) -> str | None:
-        """Name of the active adapter, or None for the base model."""
-        return self._adapter
-
     # -- batch computation --------------------------------------------------------
-
-    def _on_batch(self, distinct: int, callers: int) -> None:
-        self.stats["deduplicated"] += callers - distinct
-
-    def _run_batch(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
-        return self._compute(contexts, count_hits=False)
-
-    @torch.inference_mode()
-    def _compute(self, contexts: list[tuple[int, ...]], count_hits: bool) -> list[torch.Tensor]:
-        """Log-probs for distinct or repeated contexts: cache first, then batched forwards."""
-        results: list[torch.Tensor | None] = [None] * len(contexts)
-        todo: dict[tuple[int, ...], list[int]] = {}
-        for i, ids in enumerate(contexts):
-            hit = self._cache.get_logprobs(self._adapter, ids)
-            if hit is not None:
-                results[i] = hit
-                self.stats["cache_hits"] += count_hits
-            else:
-                todo.setdefault(ids, []).append(i)
-        unique = list(todo)
-        for start in range(0, len(unique), self.batch_size):
-            chunk = unique[start : start + self.batch_size]
-            for ids, lp in zip(chunk, self._forward(chunk), strict=True):
-                for i in todo[ids]:
-                    results[i] = lp
-        return results  # type: ignore[return-value]
 
     def _normalise(self, logits: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax(logits[..., : self.vocab_size].float(), dim=-1)
 
+    @torch.inference_mode()
     def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         """One model call for distinct contexts, reusing cached keys and values."""
         adapter = self._adapter
@@ -342,10 +209,7 @@ class AsyncTransformer(AsyncLM):
             picked = out.logits[torch.arange(batch), torch.tensor(last)]
         logprobs = self._normalise(picked)
 
-        self.stats["batches"] += 1
-        self.stats["rows"] += batch
-        self.stats["max_batch_size"] = max(self.stats["max_batch_size"], batch)
-        self.stats["tokens_computed"] += sum(len(x) for x in new)
+        self._count_forward(batch, sum(len(x) for x in new))
         self.stats["kv_tokens_reused"] += sum(past)
 
         results = [logprobs[i] for i in range(batch)]

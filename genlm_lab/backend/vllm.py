@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from genlm_lab.backend._batcher import AutoBatcher
+from genlm_lab.backend._batched import _BatchedLM
 from genlm_lab.backend._cache import TokenTrieCache
-from genlm_lab.backend.base import AsyncLM
+from genlm_lab.backend.base import check_sampling_args
 
 _INSTALL_HINT = "vLLM is not installed: pip install genlm-lab[vllm] (needs a CUDA GPU)"
 
@@ -33,7 +33,7 @@ def lora_int_id(name: str) -> int:
     return int.from_bytes(digest, "big") % (2**31 - 2) + 1
 
 
-class AsyncVirtualLM(AsyncLM):
+class AsyncVirtualLM(_BatchedLM):
     """Next-token log-probs over the full vocabulary from a vLLM engine.
 
     Concurrent `next_token_logprobs` calls are auto-batched (same rules as
@@ -71,29 +71,20 @@ class AsyncVirtualLM(AsyncLM):
         byte_vocab: Sequence[Any] | None = None,
         str_vocab: Sequence[str] | None = None,
     ) -> None:
-        tokenizer = llm_engine.get_tokenizer()
-        if byte_vocab is None:
-            from genlm_lab.tokenization import decode_vocab
-
-            byte_vocab, str_vocab = decode_vocab(tokenizer)
-        eos = getattr(tokenizer, "eos_token_id", None)
         super().__init__(
-            tokenizer,
+            llm_engine.get_tokenizer(),
+            TokenTrieCache(0, max_cache_logprobs),
+            batch_size,
+            timeout,
             byte_vocab,
             str_vocab,
-            bos_token_id=getattr(tokenizer, "bos_token_id", None),
-            eos_token_ids=[eos] if eos is not None else [],
+            extra_stats=(),
         )
         self.llm_engine = llm_engine
+        self.device = torch.device("cpu")  # log-probs come back from vLLM as CPU tensors
         model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
         self.max_context_length = getattr(model_config, "max_model_len", None)
-        self._cache = TokenTrieCache(0, max_cache_logprobs)
-        self._loras: dict[str, str] = {}
         self._lora_request: Any = None
-        self._adapter: str | None = None
-        self._batcher = AutoBatcher(self._run_batch, batch_size, timeout, self._on_batch)
-        for key in ("deduplicated", "rows", "max_batch_size"):
-            self.stats[key] = 0
 
     @classmethod
     def from_name(
@@ -124,72 +115,24 @@ class AsyncVirtualLM(AsyncLM):
         }
         return cls(vllm.LLM(model=path, tokenizer=path, **opts), **kwargs)
 
-    # -- queries -------------------------------------------------------------------
+    # -- batch computation ----------------------------------------------------------
 
-    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
-        """Normalised next-token log-probs, shape (vocab_size,), auto-batched with others."""
-        ids = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        hit = self._cache.get_logprobs(self._adapter, ids)
-        if hit is not None:
-            self.stats["cache_hits"] += 1
-            return hit
-        return await self._batcher.submit((self._adapter, ids), ids)
-
-    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
-        """Blocking `next_token_logprobs` (cached, not batched with other callers)."""
-        ids = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        return self._compute([ids])[0]
-
-    def batch_next_token_logprobs_sync(
-        self, token_ids_list: Sequence[Sequence[int]]
-    ) -> torch.Tensor:
-        """Blocking log-probs for several contexts in one `generate` call."""
-        contexts = [self.validate_context(c) for c in token_ids_list]
-        self.stats["queries"] += len(contexts)
-        if not contexts:
-            return torch.empty((0, self.vocab_size))
-        return torch.stack(self._compute(contexts))
-
-    def _on_batch(self, distinct: int, callers: int) -> None:
-        self.stats["deduplicated"] += callers - distinct
-
-    def _run_batch(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
-        return self._compute(contexts)
-
-    def _compute(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
-        results: list[torch.Tensor | None] = [None] * len(contexts)
-        todo: dict[tuple[int, ...], list[int]] = {}
-        for i, ids in enumerate(contexts):
-            hit = self._cache.get_logprobs(self._adapter, ids)
-            if hit is not None:
-                results[i] = hit
-            else:
-                todo.setdefault(ids, []).append(i)
-        if todo:
-            unique = list(todo)
-            for ids, lp in zip(unique, self._generate(unique), strict=True):
-                self._cache.put_logprobs(self._adapter, ids, lp)
-                for i in todo[ids]:
-                    results[i] = lp
-        return results  # type: ignore[return-value]
-
-    def _generate(self, contexts: list[tuple[int, ...]]) -> list[torch.Tensor]:
+    def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         """One `generate` call: one token per context, with every token's log-prob."""
+        adapter = self._adapter
         vllm = _import_vllm()
         params = vllm.SamplingParams(
             max_tokens=1, n=1, temperature=1.0, logprobs=-1, detokenize=False, ignore_eos=True
         )
-        prompts = [{"prompt_token_ids": list(ids)} for ids in contexts]
+        prompts = [{"prompt_token_ids": list(ids)} for ids in rows]
         outputs = self.llm_engine.generate(
             prompts, sampling_params=params, lora_request=self._lora_request, use_tqdm=False
         )
-        self.stats["batches"] += 1
-        self.stats["rows"] += len(contexts)
-        self.stats["max_batch_size"] = max(self.stats["max_batch_size"], len(contexts))
-        self.stats["tokens_computed"] += sum(len(c) for c in contexts)
-        return [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
+        self._count_forward(len(rows), sum(len(ids) for ids in rows))
+        results = [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
+        for ids, lp in zip(rows, results, strict=True):
+            self._cache.put_logprobs(adapter, ids, lp)
+        return results
 
     def _dense(self, logprobs: dict[int, Any]) -> torch.Tensor:
         """A {token id: Logprob} dict over the vocabulary as a normalised dense vector."""
@@ -209,8 +152,7 @@ class AsyncVirtualLM(AsyncLM):
         seed: int | None = None,
     ) -> list[int]:
         """Sample a continuation with vLLM's own sampler (one `generate` call)."""
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+        check_sampling_args(max_tokens, temperature)
         ids = self.validate_context(prompt_token_ids)
         vllm = _import_vllm()
         stop = list(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
@@ -229,15 +171,7 @@ class AsyncVirtualLM(AsyncLM):
         )
         return list(out[0].outputs[0].token_ids)
 
-    # -- cache, queue, LoRA ----------------------------------------------------------
-
-    def clear_cache(self) -> None:
-        """Forget cached log-probs (vLLM's prefix cache is managed by vLLM)."""
-        self._cache.clear()
-
-    def reset_async_queries(self) -> None:
-        """Drop queued queries (their callers get `CancelledError`)."""
-        self._batcher.reset()
+    # -- LoRA ------------------------------------------------------------------------
 
     def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
         """Register a LoRA adapter (the engine needs `enable_lora=True` in engine_opts)."""
@@ -245,23 +179,11 @@ class AsyncVirtualLM(AsyncLM):
         self._loras[lora_name] = str(lora_path)
         self._cache.clear(lora_name)
 
-    def set_lora(self, lora_path: str | None = None, lora_name: str = "lora_1") -> None:
-        """Use an adapter for the following queries (registering it from `lora_path` if new)."""
-        if lora_name not in self._loras:
-            if lora_path is None:
-                raise ValueError(
-                    f"no LoRA adapter named {lora_name!r} is loaded (loaded: "
-                    f"{sorted(self._loras)}); call add_new_lora(path, {lora_name!r}) first"
-                )
-            self.add_new_lora(lora_path, lora_name)
-        from vllm.lora.request import LoRARequest
+    def _activate(self, name: str | None) -> None:
+        if name is None:
+            self._lora_request = None
+        else:
+            from vllm.lora.request import LoRARequest
 
-        self._batcher.flush()
-        self._lora_request = LoRARequest(lora_name, lora_int_id(lora_name), self._loras[lora_name])
-        self._adapter = lora_name
-
-    def clear_lora(self) -> None:
-        """Go back to the base model."""
-        self._batcher.flush()
-        self._lora_request = None
-        self._adapter = None
+            self._lora_request = LoRARequest(name, lora_int_id(name), self._loras[name])
+        self._adapter = name

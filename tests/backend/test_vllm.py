@@ -126,6 +126,24 @@ def test_sync_batch_equals_reference(lm):
         torch.testing.assert_close(row, reference(c))
 
 
+def test_sync_batch_respects_batch_size_and_counts_cache_hits(lm):
+    lm.batch_size = 2
+    contexts = [[0, i] for i in range(5)]
+    out = lm.batch_next_token_logprobs_sync(contexts + [[0, 1]])
+    assert [n for n, _, _ in lm.llm_engine.calls] == [2, 2, 1]
+    for c, row in zip(contexts + [[0, 1]], out, strict=True):
+        torch.testing.assert_close(row, reference(c))
+    torch.testing.assert_close(lm.next_token_logprobs_sync([0, 3]), reference([0, 3]))
+    assert lm.stats["cache_hits"] == 1 and len(lm.llm_engine.calls) == 3
+
+
+def test_sample_rejects_bad_arguments_before_the_engine(lm):
+    for kwargs in ({"max_tokens": -1}, {"max_tokens": 3, "temperature": 0.0}):
+        with pytest.raises(ValueError):
+            asyncio.run(lm.sample([0, 1], **kwargs))
+    assert lm.llm_engine.calls == []
+
+
 def test_unknown_adapter_raises_value_error(lm):
     with pytest.raises(ValueError, match="no LoRA adapter named"):
         lm.set_lora(lora_name="nope")
