@@ -24,7 +24,7 @@ import torch
 
 from genlm_lab.trie._base import _TrieBase
 from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
-from genlm_lab.trie.async_trie import RequestBatcher, check_request
+from genlm_lab.trie.async_trie import _AsyncTrie, check_request
 
 
 class TrieMode(Enum):
@@ -183,16 +183,14 @@ class TokenByteTrie(_TrieBase):
         )
 
 
-class AsyncTokenByteTrie:
+class AsyncTokenByteTrie(_AsyncTrie):
     """Batches concurrent `weight_sum` / `weight_max` awaits by (operation, mode).
 
     Args:
         trie: the `TokenByteTrie` to query.
     """
 
-    def __init__(self, trie: TokenByteTrie):
-        self.trie = trie
-        self._batcher = RequestBatcher(self._run_batch)
+    trie: TokenByteTrie
 
     @classmethod
     def from_vocab(cls, vocab: Sequence[bytes], **kwargs: Any) -> AsyncTokenByteTrie:
@@ -220,24 +218,6 @@ class AsyncTokenByteTrie:
         mode = self.trie._mode(mode)
         ws = check_request(ws, self.trie.n_tokens)
         return await self._batcher.submit((TrieOp.MAX, mode), ws)
-
-    def start(self) -> None:
-        """Start the background task (done automatically on the first request)."""
-        self._batcher.start()
-
-    async def cleanup(self) -> None:
-        """Stop the background task."""
-        await self._batcher.cleanup()
-
-    def shutdown(self) -> None:
-        """Cancel the background task without awaiting it."""
-        self._batcher.shutdown()
-
-    def __del__(self) -> None:
-        try:
-            self._batcher.shutdown()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
-            pass
 
 
 __all__ = ["EOS", "AsyncTokenByteTrie", "TokenByteTrie", "TrieMode", "TrieOp"]

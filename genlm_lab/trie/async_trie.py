@@ -136,16 +136,43 @@ class RequestBatcher:
                 pass
 
 
-class AsyncTokenCharacterTrie:
+class _AsyncTrie:
+    """Lifecycle of an async trie: a `RequestBatcher` over the subclass's `_run_batch`."""
+
+    def __init__(self, trie: Any) -> None:
+        self.trie = trie
+        self._batcher = RequestBatcher(self._run_batch)
+
+    def _run_batch(self, key: Any, payloads: list) -> np.ndarray:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Start the background task (done automatically on the first request)."""
+        self._batcher.start()
+
+    async def cleanup(self) -> None:
+        """Stop the background task."""
+        await self._batcher.cleanup()
+
+    def shutdown(self) -> None:
+        """Cancel the background task without awaiting it."""
+        self._batcher.shutdown()
+
+    def __del__(self) -> None:
+        try:
+            self._batcher.shutdown()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+
+class AsyncTokenCharacterTrie(_AsyncTrie):
     """Batches concurrent `weight_sum` / `weight_max` awaits into batched trie calls.
 
     Args:
         trie: a `TokenCharacterTrie` or `ParallelTokenCharacterTrie`.
     """
 
-    def __init__(self, trie: TokenCharacterTrie):
-        self.trie = trie
-        self._batcher = RequestBatcher(self._run_batch)
+    trie: TokenCharacterTrie
 
     @classmethod
     def from_vocab(
@@ -187,21 +214,3 @@ class AsyncTokenCharacterTrie:
     async def weight_max(self, ws: Any) -> np.ndarray:
         """Queue a `weight_max`; concurrent calls share one batched call."""
         return await self._batcher.submit("max", check_request(ws, self.trie.n_tokens))
-
-    def start(self) -> None:
-        """Start the background task (done automatically on the first request)."""
-        self._batcher.start()
-
-    async def cleanup(self) -> None:
-        """Stop the background task."""
-        await self._batcher.cleanup()
-
-    def shutdown(self) -> None:
-        """Cancel the background task without awaiting it."""
-        self._batcher.shutdown()
-
-    def __del__(self) -> None:
-        try:
-            self._batcher.shutdown()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer
-            pass
