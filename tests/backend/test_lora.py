@@ -9,13 +9,7 @@ import torch
 
 from genlm_lab.backend.hf import AsyncTransformer
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def fresh_tiny():
