@@ -7,12 +7,11 @@ from typing import Any
 
 import torch
 
-from genlm_lab.backend.base import AsyncLM
-from genlm_lab.backend.toy import seeded_logits
+from genlm_lab.backend.toy import _UnbatchedLM, seeded_logits
 from genlm_lab.tokenization import Token
 
 
-class MockAsyncLM(AsyncLM):
+class MockAsyncLM(_UnbatchedLM):
     """An LM whose log-probs are a fixed pseudo-random function of the context.
 
     It needs only a vocabulary (from a tokenizer or given directly), runs no
@@ -23,6 +22,7 @@ class MockAsyncLM(AsyncLM):
         tokenizer: an HF tokenizer; its vocabulary is decoded with `decode_vocab`.
         byte_vocab: the vocabulary as byte strings, used when no tokenizer is given.
         seed: changes every distribution.
+        eos_token_ids: ids that end a generation; by default the tokenizer's EOS.
     """
 
     allows_empty_context = True
@@ -49,12 +49,6 @@ class MockAsyncLM(AsyncLM):
         self.seed = seed
         super().__init__(tokenizer, vocab, str_vocab, bos, eos_token_ids or ())
 
-    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
-        return self.next_token_logprobs_sync(token_ids)
-
-    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
-        context = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        self.stats["batches"] += 1
+    def _logprobs(self, context: tuple[int, ...]) -> torch.Tensor:
         logits = torch.as_tensor(seeded_logits(self.seed, context, self.vocab_size))
         return torch.log_softmax(logits, dim=0).float()

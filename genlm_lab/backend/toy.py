@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -68,7 +69,35 @@ class ToyTokenizer:
         return b"".join(parts).decode("utf-8", errors="replace")
 
 
-class ToyLM(AsyncLM):
+class _UnbatchedLM(AsyncLM):
+    """An LM whose log-probs are a cheap function of the context, computed per query.
+
+    Subclasses implement `_logprobs(context)`; every query counts as one batch
+    of one scored position.
+    """
+
+    @abstractmethod
+    def _logprobs(self, context: tuple[int, ...]) -> torch.Tensor:
+        """Normalised float32 log-probs after a validated context."""
+
+    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Normalised next-token log-probs, shape (vocab_size,) (computed at once)."""
+        return self.next_token_logprobs_sync(token_ids)
+
+    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Normalised next-token log-probs, shape (vocab_size,).
+
+        Raises:
+            ValueError: for an out-of-vocabulary or non-int context.
+        """
+        context = self.validate_context(token_ids)
+        self.stats["queries"] += 1
+        self.stats["batches"] += 1
+        self.stats["tokens_computed"] += 1
+        return self._logprobs(context)
+
+
+class ToyLM(_UnbatchedLM):
     """A tiny LM over hand-picked byte-string tokens.
 
     Its next-token distribution is `logprobs_fn(context_ids)` normalised, or,
@@ -134,16 +163,6 @@ class ToyLM(AsyncLM):
                 f"logprobs_fn gave no finite log-prob (or a NaN) for context {context}"
             )
         return (logits - torch.logsumexp(logits, dim=0)).float()
-
-    async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:
-        return self.next_token_logprobs_sync(token_ids)
-
-    def next_token_logprobs_sync(self, token_ids: Sequence[int]) -> torch.Tensor:
-        context = self.validate_context(token_ids)
-        self.stats["queries"] += 1
-        self.stats["batches"] += 1
-        self.stats["tokens_computed"] += 1
-        return self._logprobs(context)
 
     def __repr__(self) -> str:
         return f"ToyLM({[bytes(t) for t in self.byte_vocab]!r})"

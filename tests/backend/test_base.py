@@ -64,6 +64,8 @@ async def test_sample_is_reproducible_stops_at_eos_and_checks_arguments():
     assert await lm.sample([0], max_tokens=0) == []
     with pytest.raises(ValueError, match="temperature"):
         await lm.sample([0], max_tokens=3, temperature=0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        await lm.sample([0], max_tokens=-1)
 
 
 def test_empty_context_is_valid_without_bos():
@@ -140,10 +142,13 @@ async def test_batch_apis_equal_single_calls(make):
     assert torch.equal(await lm.batch_next_token_logprobs(contexts), singles)
 
 
-def test_reset_stats_zeroes_every_counter():
-    lm = toy()
+@pytest.mark.parametrize("make", [toy, lambda: MockAsyncLM(byte_vocab=VOCAB)])
+async def test_each_query_scores_one_position_and_reset_stats_zeroes_every_counter(make):
+    lm = make()
     lm.next_token_logprobs_sync([0])
-    assert lm.stats["queries"] == 1
+    await lm.next_token_logprobs([0, 1])
+    lm.batch_next_token_logprobs_sync([[1], [2]])
+    assert lm.stats == {"queries": 4, "batches": 4, "cache_hits": 0, "tokens_computed": 4}
     lm.reset_stats()
     assert all(v == 0 for v in lm.stats.values())
 
