@@ -71,34 +71,46 @@ class RequestBatcher:
     async def _serve(self) -> None:
         queue = self._queue
         assert queue is not None
-        while True:
-            groups: dict[Hashable, list] = defaultdict(list)
-            key, payload, future = await queue.get()
-            groups[key].append((payload, future))
-            await asyncio.sleep(0)  # let callers scheduled in this tick queue too
-            while not queue.empty():
-                key, payload, future = queue.get_nowait()
+        groups: dict[Hashable, list] = {}
+        try:
+            while True:
+                groups = defaultdict(list)
+                key, payload, future = await queue.get()
                 groups[key].append((payload, future))
-            for key, items in groups.items():
-                live = [(p, f) for p, f in items if not f.done()]
-                if not live:
-                    continue
-                self.batches += 1
-                self.requests += len(live)
-                try:
-                    results = self._run_batch(key, [p for p, _ in live])
-                except ValueError as e:
-                    if len(live) > 1:  # bad input: retry one by one, so only its caller fails
-                        self._run_one_by_one(key, live)
-                    else:
-                        self._fail(live, e)
-                    continue
-                except Exception as e:  # noqa: BLE001 - handed to every waiting caller
-                    self._fail(live, e)
-                    continue
-                for (_, f), r in zip(live, results, strict=True):
-                    if not f.done():
-                        f.set_result(r)
+                await asyncio.sleep(0)  # let callers scheduled in this tick queue too
+                while not queue.empty():
+                    key, payload, future = queue.get_nowait()
+                    groups[key].append((payload, future))
+                for key, items in groups.items():
+                    self._serve_group(key, items)
+        finally:  # stopped (cleanup, shutdown): no caller may wait forever
+            pending = [f for items in groups.values() for _, f in items]
+            while not queue.empty():
+                pending.append(queue.get_nowait()[2])
+            for f in pending:
+                if not f.done():
+                    f.cancel()
+
+    def _serve_group(self, key: Hashable, items: list) -> None:
+        live = [(p, f) for p, f in items if not f.done()]
+        if not live:
+            return
+        self.batches += 1
+        self.requests += len(live)
+        try:
+            results = self._run_batch(key, [p for p, _ in live])
+        except ValueError as e:
+            if len(live) > 1:  # bad input: retry one by one, so only its caller fails
+                self._run_one_by_one(key, live)
+            else:
+                self._fail(live, e)
+            return
+        except Exception as e:  # noqa: BLE001 - handed to every waiting caller
+            self._fail(live, e)
+            return
+        for (_, f), r in zip(live, results, strict=True):
+            if not f.done():
+                f.set_result(r)
 
     @staticmethod
     def _fail(items: list, error: BaseException | None) -> None:

@@ -101,3 +101,17 @@ async def test_cleanup_stops_the_background_task():
     task = trie._batcher._task
     await trie.cleanup()
     assert task.done() and trie._batcher._task is None
+
+
+async def test_cleanup_cancels_queued_requests_instead_of_leaving_them_waiting():
+    trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
+    trie.start()
+    await asyncio.sleep(0)  # the background task now waits for requests
+    callers = [asyncio.create_task(trie.weight_sum(np.ones(len(VOCAB)))) for _ in range(3)]
+    await asyncio.sleep(0)  # the callers queue their requests
+    await trie.cleanup()
+    results = await asyncio.wait_for(asyncio.gather(*callers, return_exceptions=True), 5)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results)
+    # The trie serves again afterwards.
+    assert (await trie.weight_sum(np.ones(len(VOCAB))))[0] == len(VOCAB)
+    await trie.cleanup()
