@@ -12,8 +12,10 @@ setup:
 lab: setup
 	$(VENV)/bin/genlm-lab lab
 
+# One BLAS/torch thread per process: pytest, the notebook kernels and chromium
+# share the machine's cores, and oversubscribed threads make small forwards crawl.
 test: setup
-	$(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not browser" -x -q

@@ -45,6 +45,8 @@ def run(path: Path, timeout: int = 600) -> float:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # Kernels inherit this: one thread each, as under `make test` (see Makefile).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     total = 0.0
     for path in paths:

@@ -17,8 +17,9 @@ for _folder in sorted(Path(__file__).parent.iterdir()):
     if _folder.is_dir() and not _folder.name.startswith((".", "_")):
         sys.path.append(str(_folder))
 
-# The CI machine has few cores shared by several processes: more threads only thrash.
-torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+# One thread per process: the tests share two cores with Jupyter kernels and
+# chromium, and an oversubscribed small forward is ~30x slower than a serial one.
+torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):
