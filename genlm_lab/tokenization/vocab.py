@@ -223,7 +223,8 @@ def decode_vocab(
             `convert_ids_to_tokens`, or a `vocab` list of bytes).
         byte2str_fallback: how `str_vocab` shows tokens that are not valid
             UTF-8 on their own: `"tokenizer"` (the tokenizer's own piece, e.g.
-            `"ðŁ"`), `"latin1"`, or `"replace"` (U+FFFD).
+            `"ðŁ"`; Latin-1 for a tokenizer without pieces), `"latin1"`, or
+            `"replace"` (U+FFFD).
 
     Returns:
         `(byte_vocab, str_vocab)`: `byte_vocab[i]` is a `Token` with id `i`;
@@ -242,7 +243,8 @@ def decode_vocab(
         if isinstance(raw, list) and raw and all(isinstance(v, bytes) for v in raw):
             # A tokenizer that already holds its bytes (ToyTokenizer): nothing to infer.
             vocab = [bytes(v) for v in raw]
-            return [Token(i, b) for i, b in enumerate(vocab)], _to_str(None, vocab, "latin1")
+            strs = _to_str(None, vocab, byte2str_fallback)
+            return [Token(i, b) for i, b in enumerate(vocab)], strs
     src = _Source(tokenizer, len(tokenizer))
     tried = []
     for name, build in _strategies(src):

@@ -166,6 +166,10 @@ def test_toy_tokenizer_vocabulary_is_taken_as_is():
     assert [bytes(t) for t in byte_vocab] == vocab
     assert [t.token_id for t in byte_vocab] == list(range(len(vocab)))
     assert str_vocab[2] == "ab"
+    # The one token that is not UTF-8 follows the fallback asked for.
+    assert str_vocab[3] == b"\xff".decode("latin1")
+    toy = ToyTokenizer(vocab, bos_token_id=None, eos_token_id=4)
+    assert decode_vocab(toy, byte2str_fallback="replace")[1][3] == "\ufffd"
 
 
 def test_tokenizer_that_normalises_text_is_rejected_with_its_name():
