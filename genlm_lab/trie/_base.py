@@ -224,7 +224,6 @@ class _TrieBase:
         kernel: str | None,
         max_batch_size: int = 64,
     ) -> None:
-        self._structure = structure
         self.children = structure.children
         self.root = 0
         self.node2prefix = structure.node2prefix
@@ -245,7 +244,6 @@ class _TrieBase:
         if not (isinstance(max_batch_size, int) and max_batch_size > 0):
             raise ValueError(f"max_batch_size must be a positive int, got {max_batch_size!r}")
         self.max_batch_size = max_batch_size
-        self._targets = targets
         if self.kernel == "numba":
             self._engine: Any = _NumbaEngine(structure.parent, targets)
         else:

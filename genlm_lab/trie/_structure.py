@@ -27,7 +27,6 @@ class TrieStructure:
         parent: int32 array, parent of each node (-1 for the root).
         depth: int32 array, number of edges from the root.
         token_leaf: int32 array, the leaf node of each token id.
-        leaf_token: int32 array, the token id of each node (-1 if not a leaf).
         node2prefix: per node, the bytes spelled by the path from the root.
         eos_node: the EOS node, or None when the trie has none.
     """
@@ -36,7 +35,6 @@ class TrieStructure:
     parent: np.ndarray
     depth: np.ndarray
     token_leaf: np.ndarray
-    leaf_token: np.ndarray
     node2prefix: list[bytes]
     eos_node: int | None
 
@@ -138,15 +136,11 @@ def build_structure(
         depth.append(1)
         prefix.append(b"")
     parent_arr = np.asarray(parent, dtype=np.int32)
-    leaf_arr = np.asarray(token_leaf, dtype=np.int32)
-    leaf_token = np.full(len(parent), -1, dtype=np.int32)
-    leaf_token[leaf_arr] = np.arange(len(words), dtype=np.int32)
     return TrieStructure(
         children=children,
         parent=parent_arr,
         depth=np.asarray(depth, dtype=np.int32),
-        token_leaf=leaf_arr,
-        leaf_token=leaf_token,
+        token_leaf=np.asarray(token_leaf, dtype=np.int32),
         node2prefix=prefix,
         eos_node=eos_node,
     )
