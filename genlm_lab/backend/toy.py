@@ -63,6 +63,7 @@ class ToyTokenizer:
         return ids
 
     def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """The text of token ids (invalid UTF-8 replaced), optionally without BOS / EOS."""
         parts = [
             self.vocab[i] for i in token_ids if not (skip_special_tokens and i in self._special)
         ]
