@@ -76,9 +76,7 @@ class _BatchedLM(AsyncLM):
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        if value < 1:
-            raise ValueError(f"batch_size must be >= 1, got {value}")
-        self._batcher.batch_size = value
+        self._batcher.batch_size = value  # checked there: >= 1
 
     @property
     def timeout(self) -> float:
@@ -87,9 +85,7 @@ class _BatchedLM(AsyncLM):
 
     @timeout.setter
     def timeout(self, value: float) -> None:
-        if value < 0:
-            raise ValueError(f"timeout must be >= 0 seconds, got {value}")
-        self._batcher.timeout = value
+        self._batcher.timeout = value  # checked there: >= 0
 
     # -- queries -----------------------------------------------------------------
 

@@ -49,10 +49,6 @@ class AutoBatcher:
         timeout: float = 0.02,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if timeout < 0:
-            raise ValueError(f"timeout must be >= 0 seconds, got {timeout}")
         self.process = process
         self.batch_size = batch_size
         self.timeout = timeout
@@ -63,6 +59,28 @@ class AutoBatcher:
         self._turn: asyncio.Handle | None = None
         self._arrivals = 0
         self._arrivals_seen = 0
+
+    @property
+    def batch_size(self) -> int:
+        """Most distinct requests in one batch (>= 1)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"batch_size must be >= 1, got {value}")
+        self._batch_size = value
+
+    @property
+    def timeout(self) -> float:
+        """Seconds after the first queued request when the batch goes anyway (>= 0)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        if value < 0:
+            raise ValueError(f"timeout must be >= 0 seconds, got {value}")
+        self._timeout = value
 
     @property
     def pending(self) -> int:

@@ -153,3 +153,16 @@ async def test_interrupt_in_a_batch_cancels_its_callers_and_propagates():
     for t in tasks:
         with pytest.raises(asyncio.CancelledError):
             await t
+
+
+def test_bad_settings_are_rejected_at_construction_and_on_assignment():
+    with pytest.raises(ValueError, match="batch_size"):
+        AutoBatcher(Recorder(), batch_size=0)
+    with pytest.raises(ValueError, match="timeout"):
+        AutoBatcher(Recorder(), timeout=-1.0)
+    b = AutoBatcher(Recorder(), batch_size=4, timeout=0.5)
+    with pytest.raises(ValueError, match="batch_size"):
+        b.batch_size = 0
+    with pytest.raises(ValueError, match="timeout"):
+        b.timeout = -0.1
+    assert (b.batch_size, b.timeout) == (4, 0.5)  # a rejected value changes nothing

@@ -127,6 +127,8 @@ def test_sync_batch_equals_reference(lm):
 
 
 def test_sync_batch_respects_batch_size_and_counts_cache_hits(lm):
+    with pytest.raises(ValueError, match="batch_size"):
+        lm.batch_size = 0
     lm.batch_size = 2
     contexts = [[0, i] for i in range(5)]
     out = lm.batch_next_token_logprobs_sync(contexts + [[0, 1]])
