@@ -13,6 +13,9 @@ from genlm_lab.backend._batched import _BatchedLM
 from genlm_lab.backend._cache import KVHandle, TokenTrieCache
 from genlm_lab.backend._kv import new_segments, padded_cache
 
+#: Name under which a replacing adapter is test-loaded before the old one goes.
+_STAGING_ADAPTER = "__genlm_lab_staging__"
+
 
 class AsyncTransformer(_BatchedLM):
     """Next-token log-probs from an HF causal LM, auto-batched and cached.
@@ -147,17 +150,40 @@ class AsyncTransformer(_BatchedLM):
 
         Call `set_lora(lora_name=...)` to use it. Loading a new adapter under a
         name in use replaces it and forgets what was cached under that name.
+
+        Raises:
+            ValueError: if the adapter cannot be loaded from `lora_path`; the
+                backend is left as it was (a replaced adapter stays in place).
         """
         self._batcher.flush()
         if lora_name in self._loras:
+            # Prove that the new adapter loads before giving up the old one.
+            self._load_adapter(lora_path, _STAGING_ADAPTER, lora_name)
+            self.model.delete_adapter(_STAGING_ADAPTER)
             self.model.delete_adapter(lora_name)
-        with warnings.catch_warnings():
-            # peft warns that a second adapter joins the first: that is the point here.
-            warnings.filterwarnings("ignore", message=".*peft_config.*multiple adapters")
-            self.model.load_adapter(lora_path, adapter_name=lora_name)
-        self._loras[lora_name] = str(lora_path)
+            del self._loras[lora_name]
         self._cache.clear(lora_name)
-        self._activate(self._adapter)
+        try:
+            self._load_adapter(lora_path, lora_name, lora_name)
+            self._loras[lora_name] = str(lora_path)
+        finally:
+            if self._adapter is not None and self._adapter not in self._loras:
+                self._adapter = None  # it was replaced and the reload failed: base model
+            self._activate(self._adapter)
+
+    def _load_adapter(self, lora_path: str, name: str, label: str) -> None:
+        """`model.load_adapter` that fails with one ValueError and leaves no half-loaded adapter."""
+        try:
+            with warnings.catch_warnings():
+                # peft warns that a second adapter joins the first: that is the point here.
+                warnings.filterwarnings("ignore", message=".*peft_config.*multiple adapters")
+                self.model.load_adapter(str(lora_path), adapter_name=name)
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+            if name in (getattr(self.model, "peft_config", None) or {}):
+                self.model.delete_adapter(name)
+            raise ValueError(
+                f"could not load LoRA adapter {label!r} from {str(lora_path)!r}: {e}"
+            ) from e
 
     def _activate(self, name: str | None) -> None:
         if self._loras:

@@ -119,3 +119,20 @@ def test_set_lora_with_a_path_loads_it(adapters, merged):
     lm = AsyncTransformer(model, tokenizer)
     lm.set_lora(adapters["b"], lora_name="b")
     close(lm.next_token_logprobs_sync(CONTEXTS[0]), merged("b", CONTEXTS[0]))
+
+
+async def test_a_failed_adapter_load_leaves_the_backend_as_it_was(lm, merged, adapters, tmp_path):
+    lm.set_lora(lora_name="a")
+    for name in ("a", "c"):  # replacing the active adapter, and adding a new one
+        with pytest.raises(ValueError, match=f"LoRA adapter '{name}'.*missing"):
+            lm.add_new_lora(tmp_path / "missing", name)
+    assert lm.active_lora == "a"
+    with pytest.raises(ValueError, match="no LoRA adapter named 'c'"):
+        lm.set_lora(lora_name="c")
+    close(await lm.next_token_logprobs(CONTEXTS[0]), merged("a", CONTEXTS[0]))
+    lm.clear_lora()
+    close(await lm.next_token_logprobs(CONTEXTS[1]), merged(None, CONTEXTS[1]))
+    # A load that works replaces the adapter of that name, cached results included.
+    lm.add_new_lora(adapters["b"], "a")
+    lm.set_lora(lora_name="a")
+    close(await lm.next_token_logprobs(CONTEXTS[0]), merged("b", CONTEXTS[0]))
