@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from typing import Any
 
 from genlm_lab.backend.base import AsyncLM
@@ -13,6 +14,35 @@ __all__ = ["BACKENDS", "default_backend", "load_model_by_name"]
 BACKENDS = ("hf", "vllm", "mock")
 #: Backends of the GenLM seeds that genlm_lab does not implement.
 _UNSUPPORTED = {"mlx": "Apple MLX", "sgl": "SGLang"}
+
+
+def _check_opts(
+    opts: dict[str, Any],
+    backend: str,
+    fns: list[Any],
+    taken: set[str],
+    extra: tuple[str, ...] = (),
+) -> None:
+    """Raise one ValueError, before any loading, for `llm_opts` keys the backend does not take.
+
+    Accepted: the keyword parameters of `fns` (a constructor, and `from_name`
+    where it is called) after their first one (`self`, or the model name),
+    less `taken` (what `load_model_by_name` fills in), plus `extra`.
+    """
+    accepted = set(extra)
+    for fn in fns:
+        for param in list(inspect.signature(fn).parameters.values())[1:]:
+            if param.kind is param.VAR_KEYWORD and fn.__name__ == "__init__":
+                return  # a constructor that takes anything
+            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                accepted.add(param.name)
+    accepted -= taken
+    unknown = sorted(set(opts) - accepted)
+    if unknown:
+        raise ValueError(
+            f"llm_opts {unknown} are not options of the {backend!r} backend; "
+            f"expected some of {sorted(accepted)}"
+        )
 
 
 def default_backend() -> str:
@@ -72,15 +102,25 @@ def load_model_by_name(
         from genlm_lab.backend.mock import MockAsyncLM
         from genlm_lab.backend.models import load_tokenizer
 
+        _check_opts(opts, key, [MockAsyncLM.__init__], taken={"tokenizer"})
         return MockAsyncLM(tokenizer=load_tokenizer(name), **opts)
     if key == "vllm":
         from genlm_lab.backend.vllm import AsyncVirtualLM
 
+        fns = [AsyncVirtualLM.__init__, AsyncVirtualLM.from_name]
+        _check_opts(opts, key, fns, taken={"llm_engine"})
         return AsyncVirtualLM.from_name(name, **opts)
 
     from genlm_lab.backend.hf import AsyncTransformer
     from genlm_lab.backend.models import load_hf_model
 
+    _check_opts(
+        opts,
+        key,
+        [AsyncTransformer.__init__],
+        taken={"hf_model", "hf_tokenizer"},
+        extra=("device", "dtype"),
+    )
     model, tokenizer = load_hf_model(
         name, device=opts.pop("device", None), dtype=opts.pop("dtype", None)
     )

@@ -28,6 +28,19 @@ def test_llm_opts_must_be_a_dict():
         load_model_by_name("tiny-random", backend="mock", llm_opts=[("seed", 1)])
 
 
+@pytest.mark.parametrize("backend", ["mock", "hf"])
+def test_unknown_llm_opts_are_one_value_error_before_loading(backend, monkeypatch):
+    from genlm_lab.backend import models
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("loaded a model for options that were going to be rejected")
+
+    monkeypatch.setattr(models, "load_hf_model", no_loading)
+    monkeypatch.setattr(models, "load_tokenizer", no_loading)
+    with pytest.raises(ValueError, match=r"\['batch_sise'\] are not options"):
+        load_model_by_name("tiny-random", backend=backend, llm_opts={"batch_sise": 4})
+
+
 def test_mock_backend_uses_the_models_tokenizer(smollm2_tokenizer):
     lm = load_model_by_name("tiny-random", backend="mock", llm_opts={"seed": 3})
     assert isinstance(lm, MockAsyncLM)
