@@ -27,7 +27,7 @@ def _run_all(page, lab, name: str) -> None:
     base, token, _ = lab
     page.goto(f"{base}/lab/tree/{name}?token={token}")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=60_000)
     page.wait_for_function(_KERNEL_READY, timeout=90_000)
     # Start the command without awaiting its promise (it resolves when all cells end).
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
@@ -134,9 +134,17 @@ def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
 
 
 _ALL_RAN = """() => {
+  const errors = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
+  if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent));
+  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
 }"""
+
+
+def _wait_all_ran(page) -> None:
+    outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+    assert outcome == "done", outcome
 
 
 def _tutorial(lab, name):
@@ -148,7 +156,7 @@ def _tutorial(lab, name):
 def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
     _tutorial(lab, "04_smc.ipynb")
     _run_all(page, lab, "04_smc.ipynb")
-    page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000)
+    _wait_all_ran(page)
     views = page.locator(".genlm-live.genlm-particles")
     assert views.count() == 2  # the live run and the view of its saved record
     for i in range(2):
@@ -164,7 +172,7 @@ def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
 def test_quickstart_runs_without_console_errors(page, lab, screenshot):
     _tutorial(lab, "00_quickstart.ipynb")
     _run_all(page, lab, "00_quickstart.ipynb")
-    page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000)
+    _wait_all_ran(page)
     assert page.locator(".genlm-live").count() >= 1
     assert page.locator(".genlm-view .genlm-error").count() == 0
     for kind in ("trie", "beam", "particles", "monitor"):
