@@ -59,6 +59,33 @@ def sample_index(logprobs: np.ndarray, rng: np.random.Generator | None = None) -
     return min(index, logprobs.size - 1)
 
 
+_BLOCK = 256
+
+
+def sample_weighted(weights: np.ndarray, rng: np.random.Generator | None = None) -> int:
+    """Draw an index with probability proportional to non-negative `weights` (not all zero).
+
+    Two-level inversion: block sums, then a cumulative sum inside one block.
+    Over a 49k vocabulary this costs tens of microseconds, where a full
+    cumulative sum costs hundreds.
+    """
+    rng = get_rng() if rng is None else rng
+    n = weights.size
+    starts = np.arange(0, n, _BLOCK)
+    block_cdf = np.cumsum(np.add.reduceat(weights, starts, dtype=np.float64))
+    total = block_cdf[-1]
+    if not total > 0 or not np.isfinite(total):
+        raise ValueError(f"cannot sample from weights summing to {total}")
+    u = rng.random() * total
+    b = min(int(np.searchsorted(block_cdf, u, side="right")), starts.size - 1)
+    inside = weights[starts[b] : starts[b] + _BLOCK]
+    cdf = np.cumsum(inside, dtype=np.float64)
+    i = int(np.searchsorted(cdf, u - (block_cdf[b - 1] if b > 0 else 0.0), side="right"))
+    if i >= inside.size or inside[i] <= 0:  # rounding at the block's end
+        i = int(np.flatnonzero(inside > 0)[-1])
+    return int(starts[b]) + i
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     """Normalise logits into log-probabilities (float64)."""
     logits = np.asarray(logits, dtype=np.float64)

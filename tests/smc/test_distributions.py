@@ -68,3 +68,22 @@ def test_invalid_parameters_raise_value_error():
         Geometric(0.0)
     with pytest.raises(ValueError, match="temperature"):
         Transformer(ToyLM([b"a"]), [0], temp=0)
+
+
+def test_sample_weighted_follows_weights_and_skips_zeros():
+    from scipy import stats
+
+    from genlm_lab.smc.distributions import sample_weighted
+
+    rng = np.random.default_rng(0)
+    weights = np.zeros(700, dtype=np.float32)  # blocks of 256: two full, one partial
+    picks = [3, 255, 256, 511, 600, 699]
+    weights[picks] = [1.0, 2.0, 0.5, 3.0, 1e-3, 1.5]
+    counts = np.zeros(700)
+    for _ in range(8000):
+        counts[sample_weighted(weights, rng)] += 1
+    assert counts[weights == 0].sum() == 0
+    p = weights[picks].astype(np.float64) / weights[picks].astype(np.float64).sum()
+    assert stats.chisquare(counts[picks], p * 8000).pvalue > 1e-3
+    with pytest.raises(ValueError, match="summing to 0"):
+        sample_weighted(np.zeros(10, dtype=np.float32), rng)
