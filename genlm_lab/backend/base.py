@@ -98,6 +98,20 @@ class AsyncLM(ABC):
                 "empty context: this model needs at least one token (e.g. its BOS token "
                 f"{self.bos_token_id}) to predict the next one"
             )
+        n = self.vocab_size
+        if set(map(type, ids)) <= {int} and (not ids or 0 <= min(ids) <= max(ids) < n):
+            out = ids  # the common case, checked at C speed (this runs on every query)
+        else:
+            out = self._checked_ids(ids)
+        limit = self.max_context_length
+        if limit is not None and len(out) > limit:
+            raise ValueError(
+                f"context of {len(out)} tokens is longer than the model allows ({limit})"
+            )
+        return tuple(out)
+
+    def _checked_ids(self, ids: list[Any]) -> list[int]:
+        """Plain ints from ids of any integer type; one ValueError at the first bad id."""
         out = []
         n = self.vocab_size
         for pos, tok in enumerate(ids):
@@ -111,12 +125,7 @@ class AsyncLM(ABC):
                     f"token id {tok} at position {pos} is outside the vocabulary ({n} tokens)"
                 )
             out.append(tok)
-        limit = self.max_context_length
-        if limit is not None and len(out) > limit:
-            raise ValueError(
-                f"context of {len(out)} tokens is longer than the model allows ({limit})"
-            )
-        return tuple(out)
+        return out
 
     @abstractmethod
     async def next_token_logprobs(self, token_ids: Sequence[int]) -> torch.Tensor:

@@ -3,6 +3,7 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -161,3 +162,17 @@ def test_toy_tokenizer_round_trips_and_rejects_uncovered_bytes():
     assert ids[0] == VOCAB.index(b"ab")  # longest match first
     with pytest.raises(ValueError, match="not covered"):
         lm.tokenizer.encode("abc")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2, len(VOCAB) + 1), st.booleans()), max_size=8))
+def test_validate_context_accepts_exactly_in_vocabulary_ints_of_any_int_type(items):
+    lm = toy()
+    ids = [np.int64(t) if as_numpy else t for t, as_numpy in items]
+    values = [t for t, _ in items]
+    if all(0 <= t < len(VOCAB) for t in values):
+        got = lm.validate_context(ids)
+        assert got == tuple(values) and all(type(t) is int for t in got)
+    else:
+        with pytest.raises(ValueError, match="outside the vocabulary"):
+            lm.validate_context(ids)
