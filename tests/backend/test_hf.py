@@ -8,8 +8,6 @@ import torch
 
 from genlm_lab.backend.hf import AsyncTransformer
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 
 @pytest.fixture(scope="module")
 def vocab(tiny_random_hf):

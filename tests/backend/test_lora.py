@@ -9,8 +9,6 @@ import torch
 
 from genlm_lab.backend.hf import AsyncTransformer
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
 
 def fresh_tiny():
     from genlm_lab.backend.models import load_hf_model
