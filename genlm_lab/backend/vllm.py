@@ -183,6 +183,7 @@ class AsyncVirtualLM(_BatchedLM):
         if name is None:
             self._lora_request = None
         else:
+            _import_vllm()  # one clear ImportError where vLLM is missing
             from vllm.lora.request import LoRARequest
 
             self._lora_request = LoRARequest(name, lora_int_id(name), self._loras[name])

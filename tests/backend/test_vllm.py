@@ -196,3 +196,11 @@ async def test_vllm_batches_gathered_queries(real_vllm):
     for c, got in zip(contexts, results, strict=True):
         one = real_vllm.next_token_logprobs_sync(c)  # alone in its batch, recomputed
         torch.testing.assert_close(got, one, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed")
+def test_switching_adapter_without_vllm_is_the_clear_import_error():
+    lm = AsyncVirtualLM(FakeEngine(), byte_vocab=VOCAB)
+    with pytest.raises(ImportError, match=r"pip install genlm-lab\[vllm\]"):
+        lm.set_lora("/adapters/x", "x")
+    assert lm.active_lora is None
