@@ -142,8 +142,15 @@ _ALL_RAN = """() => {
 }"""
 
 
-def _wait_all_ran(page) -> None:
-    outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+def _wait_all_ran(page, screenshot, name: str) -> None:
+    try:
+        outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+    except Exception:
+        screenshot(page, f"{name}_timeout")
+        prompts = page.eval_on_selector_all(
+            ".jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.textContent)"
+        )
+        raise AssertionError(f"{name}: cells did not all run; prompts {prompts}") from None
     assert outcome == "done", outcome
 
 
@@ -156,9 +163,14 @@ def _tutorial(lab, name):
 def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
     _tutorial(lab, "04_smc.ipynb")
     _run_all(page, lab, "04_smc.ipynb")
-    _wait_all_ran(page)
+    _wait_all_ran(page, screenshot, "smc_tutorial")
+    # The live run and the view of its saved record (widgets render just after the prompt).
+    page.wait_for_function(
+        "() => document.querySelectorAll('.genlm-live.genlm-particles').length >= 2",
+        timeout=60_000,
+    )
     views = page.locator(".genlm-live.genlm-particles")
-    assert views.count() == 2  # the live run and the view of its saved record
+    assert views.count() == 2
     for i in range(2):
         assert views.nth(i).locator("tbody tr").count() == 8
         assert "finished" in views.nth(i).locator(".genlm-status").text_content()
@@ -172,7 +184,7 @@ def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
 def test_quickstart_runs_without_console_errors(page, lab, screenshot):
     _tutorial(lab, "00_quickstart.ipynb")
     _run_all(page, lab, "00_quickstart.ipynb")
-    _wait_all_ran(page)
+    _wait_all_ran(page, screenshot, "quickstart")
     assert page.locator(".genlm-live").count() >= 1
     assert page.locator(".genlm-view .genlm-error").count() == 0
     for kind in ("trie", "beam", "particles", "monitor"):
