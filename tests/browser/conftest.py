@@ -41,9 +41,15 @@ def _free_port() -> int:
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.browser)
+    """Mark the browser tests and run them last.
+
+    Playwright's sync API drives its own event loop in the main thread; running
+    these tests after every asyncio test keeps that loop out of their way.
+    """
+    browser_items = [i for i in items if HERE in Path(str(i.fspath)).parents]
+    for item in browser_items:
+        item.add_marker(pytest.mark.browser)
+    items[:] = [i for i in items if HERE not in Path(str(i.fspath)).parents] + browser_items
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +117,7 @@ def lab(tmp_path_factory):
     log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(lab):
     from playwright.sync_api import sync_playwright
 
