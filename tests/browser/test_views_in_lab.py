@@ -25,7 +25,10 @@ _KERNEL_READY = """() => {
 
 def _run_all(page, lab, name: str) -> None:
     base, token, _ = lab
-    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    # A fresh workspace per notebook: JupyterLab would otherwise reopen the notebooks of
+    # earlier tests in hidden tabs, whose cells and views the selectors would also see.
+    workspace = name.removesuffix(".ipynb").replace("_", "-")
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=60_000)
     page.wait_for_function(_KERNEL_READY, timeout=90_000)
@@ -134,10 +137,11 @@ def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
 
 
 _ALL_RAN = """() => {
-  const errors = [...document.querySelectorAll('.jp-OutputArea-output')]
+  const root = window.jupyterapp.shell.currentWidget.node;
+  const errors = [...root.querySelectorAll('.jp-OutputArea-output')]
     .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
   if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
-  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+  const prompts = [...root.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
   return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
 }"""
 
