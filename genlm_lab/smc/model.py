@@ -30,12 +30,7 @@ class Model:
     """
 
     def __init__(self) -> None:
-        self.weight = 0.0
-        self.finished = False
-        self.mode = "sample"
-        self.beam_idx = 0
-        self.force_eos = False
-        self.twist_amount = 0.0
+        Model.reset(self)  # not self.reset(): a subclass override may need its own fields
 
     def reset(self) -> None:
         """Forget weight, twist and the finished flag (the state of a new particle)."""
