@@ -154,13 +154,16 @@ class Run:
         await self.observers.step(entry)
         return entry
 
-    def warn_all_dead(self) -> None:
+    async def stop_all_dead(self, particles: Sequence[Any], before: np.ndarray) -> SMCResult:
+        """Record the last step, warn that every weight is zero and end the run."""
+        await self.emit(particles, before, None)
         warnings.warn(
             f"every particle has weight zero (log-weight -inf) after step {self.steps}: "
             "the run stops with log_ml = -inf. Check the model's conditions and observations.",
             RuntimeWarning,
             stacklevel=3,
         )
+        return await self.finish(particles, "all_dead")
 
     async def finish(self, particles: Sequence[Any], status: str) -> SMCResult:
         result = SMCResult(particles, record=self.record)

@@ -126,9 +126,7 @@ async def _smc(
                 await gather_all(p.step() for p in particles if is_alive(p))
                 weights = weights_of(particles)
                 if np.all(weights == -math.inf):
-                    await run.emit(particles, before, None)
-                    run.warn_all_dead()
-                    return await run.finish(particles, "all_dead")
+                    return await run.stop_all_dead(particles, before)
                 ancestors = None
                 more = any(is_alive(p) for p in particles)
                 if more and effective_sample_size(weights) < ess_threshold * n:

@@ -108,9 +108,7 @@ async def smc_steer(
                 await gather_all(p.step() for p in candidates if is_alive(p))
                 weights = weights_of(candidates)
                 if np.all(weights == -math.inf):
-                    await run.emit(candidates, before, None)
-                    run.warn_all_dead()
-                    return await run.finish(candidates, "all_dead")
+                    return await run.stop_all_dead(candidates, before)
                 kept, new_weights = resample_without_replacement(weights, n, rng)
                 await run.emit(candidates, before, kept.tolist())
                 particles = [candidates[i] for i in kept]
