@@ -19,7 +19,7 @@ import numpy as np
 
 from genlm_lab.bytes import EOS, BeamParams, ByteBeamState
 from genlm_lab.smc._random import get_rng
-from genlm_lab.smc.distributions import Distribution, sample_index
+from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_index
 
 __all__ = ["ByteLMContext", "ByteMask", "NextByte", "byte_mask"]
 
@@ -189,40 +189,16 @@ class NextByte(Distribution):
         return log_p
 
 
-class ByteMask(Distribution):
+class ByteMask(_MaskEvent):
     """Bernoulli event "the next byte of `ctx` is in the mask"; it narrows the context's mask."""
 
-    def __init__(self, ctx: ByteLMContext, mask: np.ndarray) -> None:
-        self.ctx = ctx
-        self.mask = mask
+    def _closed(self) -> bool:
+        return self.ctx.ended or self.ctx.dead
 
-    async def _split(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+    async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
         ctx = self.ctx
         await ctx.ensure_logprobs()
         allowed = ctx._mask if ctx._mask is not None else np.isfinite(ctx._log_probs)
         yes, no = allowed & self.mask, allowed & ~self.mask
         probs = np.exp(ctx._log_probs)
         return yes, no, float(probs[yes].sum()), float(probs[no].sum())
-
-    def _narrow(self, keep: np.ndarray, mass: float) -> None:
-        self.ctx._mask = keep
-        self.ctx._log_mass = math.log(mass) if mass > 0 else -math.inf
-
-    async def sample(self) -> tuple[bool, float]:
-        if self.ctx.ended or self.ctx.dead:
-            return True, -math.inf
-        yes, no, m_yes, m_no = await self._split()
-        total = m_yes + m_no
-        value = total > 0 and bool(get_rng().random() * total < m_yes)
-        mass = m_yes if value else m_no
-        self._narrow(yes if value else no, mass)
-        return value, math.log(mass / total) if mass > 0 else -math.inf
-
-    async def log_prob(self, v: Any) -> float:
-        if self.ctx.ended or self.ctx.dead:
-            return -math.inf
-        yes, no, m_yes, m_no = await self._split()
-        total = m_yes + m_no
-        mass = m_yes if v else m_no
-        self._narrow(yes if v else no, mass)
-        return math.log(mass / total) if mass > 0 and total > 0 else -math.inf

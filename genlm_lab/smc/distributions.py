@@ -41,6 +41,52 @@ class Distribution:
         raise NotImplementedError(f"{type(self).__name__} does not rank its values")
 
 
+class _MaskEvent(Distribution):
+    """Bernoulli event "the next item of `ctx` lies in `mask`"; it narrows the context's mask.
+
+    Sampling or observing the event sets `ctx._mask` to the allowed items on
+    the chosen side and `ctx._log_mass` to their log-mass. Subclasses give
+    `_masses()` and, if the context can be closed (ended or dead), `_closed()`.
+    """
+
+    def __init__(self, ctx: Any, mask: np.ndarray) -> None:
+        self.ctx = ctx
+        self.mask = mask
+
+    def _closed(self) -> bool:
+        return False
+
+    async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """(allowed & mask, allowed & ~mask, mass of the first, mass of the second)."""
+        raise NotImplementedError
+
+    def _narrow(self, keep: np.ndarray, mass: float) -> None:
+        self.ctx._mask = keep
+        self.ctx._log_mass = math.log(mass) if mass > 0 else -math.inf
+
+    async def sample(self) -> tuple[bool, float]:
+        if self._closed():
+            return True, -math.inf
+        yes, no, m_yes, m_no = await self._masses()
+        total = m_yes + m_no
+        if total <= 0:
+            self._narrow(yes, m_yes)
+            return True, -math.inf
+        value = bool(get_rng().random() * total < m_yes)
+        mass = m_yes if value else m_no
+        self._narrow(yes if value else no, mass)
+        return value, math.log(mass / total) if mass > 0 else -math.inf
+
+    async def log_prob(self, v: Any) -> float:
+        if self._closed():
+            return -math.inf
+        yes, no, m_yes, m_no = await self._masses()
+        total = m_yes + m_no
+        mass = m_yes if v else m_no
+        self._narrow(yes if v else no, mass)
+        return math.log(mass / total) if mass > 0 and total > 0 else -math.inf
+
+
 def sample_index(logprobs: np.ndarray, rng: np.random.Generator | None = None) -> int:
     """Draw an index with probability proportional to `exp(logprobs)`.
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import get_rng
-from genlm_lab.smc.distributions import Distribution, sample_weighted
+from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_weighted
 from genlm_lab.smc.masks import as_mask, token_masks
 
 __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
@@ -237,12 +237,8 @@ class LMNextToken(Distribution):
         return log_p
 
 
-class LMTokenMask(Distribution):
+class LMTokenMask(_MaskEvent):
     """Bernoulli event "the next token of `ctx` lies in `mask`"; it narrows the context's mask."""
-
-    def __init__(self, ctx: LMContext, mask: np.ndarray) -> None:
-        self.ctx = ctx
-        self.mask = mask
 
     async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
         ctx = self.ctx
@@ -254,27 +250,3 @@ class LMTokenMask(Distribution):
         m_yes = float(np.dot(probs, yes))  # BLAS: ~40x faster than a masked sum
         m_no = float(np.dot(probs, no))
         return yes, no, m_yes, m_no
-
-    def _narrow(self, keep: np.ndarray, mass: float) -> None:
-        self.ctx._mask = keep
-        self.ctx._log_mass = math.log(mass) if mass > 0 else -math.inf
-
-    async def sample(self) -> tuple[bool, float]:
-        yes, no, m_yes, m_no = await self._masses()
-        total = m_yes + m_no
-        if total <= 0:
-            self._narrow(yes, m_yes)
-            return True, -math.inf
-        value = bool(get_rng().random() * total < m_yes)
-        mass = m_yes if value else m_no
-        self._narrow(yes if value else no, mass)
-        return value, math.log(mass / total) if mass > 0 else -math.inf
-
-    async def log_prob(self, v: Any) -> float:
-        yes, no, m_yes, m_no = await self._masses()
-        total = m_yes + m_no
-        mass = m_yes if v else m_no
-        self._narrow(yes if v else no, mass)
-        if total <= 0 or mass <= 0:
-            return -math.inf
-        return math.log(mass / total)
