@@ -5,8 +5,12 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from genlm_lab.util import Chart
+
+if TYPE_CHECKING:
+    from genlm_lab.bytes.probs import LazyByteProbs
 
 
 def sample_dict(chart: Chart, rng: random.Random | None = None) -> int:
@@ -30,7 +34,7 @@ class StatefulByteLM(ABC):
         """The state after consuming byte `b`."""
 
     @abstractmethod
-    async def logp_next(self):
+    async def logp_next(self) -> LazyByteProbs:
         """Log-probabilities of the next byte (a `LazyByteProbs`)."""
 
     def prune(self) -> StatefulByteLM:

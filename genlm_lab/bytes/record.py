@@ -68,6 +68,7 @@ class CandidateRow:
     terminated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of this record."""
         return {
             "token_ids": list(self.token_ids),
             "tokens": [list(t) for t in self.tokens],
@@ -108,6 +109,7 @@ class HealEvent:
     success: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of this record."""
         return {
             "byte": self.byte,
             "position": self.position,
@@ -137,6 +139,7 @@ class BeamStep:
     pruned_logZ: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of this record."""
         return {
             "position": self.position,
             "byte": self.byte,

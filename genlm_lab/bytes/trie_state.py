@@ -95,6 +95,7 @@ class LazyTrieState:
 
     @property
     def root(self) -> int:
+        """The trie's root node."""
         return self._t.root
 
     @property
@@ -104,6 +105,7 @@ class LazyTrieState:
 
     @property
     def materialized(self) -> bool:
+        """Whether the LM call and trie pass for this candidate are done."""
         return self._mass is not None
 
     @property

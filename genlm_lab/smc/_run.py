@@ -19,12 +19,14 @@ from genlm_lab.util import logmeanexp
 
 
 def check_n(name: str, value: Any) -> int:
+    """`value` as an int, or ValueError naming `name` unless it is a positive int."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return int(value)
 
 
 def weights_of(particles: Sequence[Any]) -> np.ndarray:
+    """The particles' log-weights as a float64 array."""
     return np.array([float(p.weight) for p in particles], dtype=np.float64)
 
 
@@ -166,6 +168,7 @@ class Run:
         return await self.finish(particles, "all_dead")
 
     async def finish(self, particles: Sequence[Any], status: str) -> SMCResult:
+        """Close the record with `status`, tell the observers, return the result."""
         result = SMCResult(particles, record=self.record)
         self._final(status, result.log_ml, result.ess)
         await self.observers.finish(self.record)

@@ -159,6 +159,7 @@ class LMContext:
 
     @property
     def generated_ids(self) -> list[int]:
+        """Token ids after the prompt."""
         return self.tokens[self.prompt_token_count :]
 
     @property
@@ -181,12 +182,13 @@ class LMContext:
         return LMTokenMask(self, as_mask(mask, self.lm.vocab_size))
 
     @property
-    def masks(self):
+    def masks(self) -> Any:
         """The `TokenMasks` of this context's LM."""
         return token_masks(self.lm)
 
     # ---------------------------------------------------------- display
     def text_bytes(self) -> bytes:
+        """The context as bytes (prompt and EOS shown per `show_prompt` / `show_eos`)."""
         ids = self.tokens if self.show_prompt else self.generated_ids
         if not self.show_eos:
             ids = [i for i in ids if i not in self._eos]

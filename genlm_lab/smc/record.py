@@ -105,6 +105,7 @@ class SMCRecord:
         }
 
     def to_dict(self) -> dict:
+        """Plain JSON-ready dict: header, steps and final summary."""
         return {**self.header(), "steps": self.steps, "final": self.final}
 
     def to_json(self) -> str:
@@ -113,6 +114,7 @@ class SMCRecord:
 
     @classmethod
     def from_dict(cls, data: dict) -> SMCRecord:
+        """Rebuild a record from `to_dict` output."""
         final = data.get("final")
         return cls(
             n_particles=int(data["n_particles"]),
@@ -174,7 +176,7 @@ class SMCRecord:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json())
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """One row per (step, particle): contents, log-weight, increment, finished."""
         import pandas as pd
 
@@ -213,11 +215,14 @@ class RecordWriter:
         self._file.flush()
 
     def step(self, entry: dict) -> None:
+        """Append one step entry as a JSON line."""
         self._write({"type": "step", **entry})
 
     def finish(self, final: dict) -> None:
+        """Append the final summary as a JSON line."""
         self._write({"type": "final", **final})
 
     def close(self) -> None:
+        """Close the file (idempotent)."""
         if not self._file.closed:
             self._file.close()

@@ -59,7 +59,7 @@ class SMCResult(list):
             chart[key] = chart[key] + float(w)
         return chart
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """One row per particle: contents, log-weight, normalised weight, finished."""
         import pandas as pd
 

@@ -10,7 +10,7 @@ from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._smc_data import run_summary, step_entries
 
 
-def ess_log_ml_figure(record: Any):
+def ess_log_ml_figure(record: Any) -> Any:
     """ESS (left axis) and the log_ml estimate (right axis) over steps; resampling steps dotted.
 
     Args:
@@ -38,7 +38,7 @@ def ess_log_ml_figure(record: Any):
     return fig
 
 
-def weight_histogram(record: Any, step: int = -1, bins: int = 20):
+def weight_histogram(record: Any, step: int = -1, bins: int = 20) -> Any:
     """Histogram of the normalised particle weights at one step (default: the last).
 
     Raises:
