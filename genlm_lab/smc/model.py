@@ -132,9 +132,9 @@ class Model:
             value, _ = await dist.sample()
             return value
         value, log_q = await proposal.sample()
-        log_p = await dist.log_prob(value)
-        if log_q == -math.inf:
+        if log_q == -math.inf:  # before dist.log_prob, whose side effects would stay
             raise ValueError(f"the proposal drew {value!r}, which has probability 0 under itself")
+        log_p = await dist.log_prob(value)
         self.score(log_p - log_q)
         return value
 

@@ -79,6 +79,28 @@ async def test_sample_with_proposal_adds_log_p_minus_log_q():
             )
 
 
+class _ZeroProposal:
+    async def sample(self):
+        return 1, -math.inf
+
+
+class _CountingTarget:
+    def __init__(self):
+        self.calls = 0
+
+    async def log_prob(self, x):
+        self.calls += 1
+        return 0.0
+
+
+async def test_a_zero_probability_proposal_is_refused_before_the_target_changes():
+    m = Empty()
+    target = _CountingTarget()
+    with pytest.raises(ValueError, match="probability 0 under itself"):
+        await m.sample(target, proposal=_ZeroProposal())
+    assert target.calls == 0 and m.weight == 0.0
+
+
 async def test_sample_without_proposal_leaves_weight_and_observe_adds_log_p():
     m = Empty()
     await m.sample(Bernoulli(0.3))
