@@ -36,14 +36,27 @@ def byte_mask(allowed: Any) -> np.ndarray:
         if allowed.shape != (_SLOTS,):
             raise ValueError(f"byte mask has shape {allowed.shape}, expected ({_SLOTS},)")
         return allowed
-    values = list(allowed)
+    if isinstance(allowed, str) or not hasattr(allowed, "__iter__"):
+        raise ValueError(
+            f"a byte mask is bytes, ints 0..255 (257 = EOS) or a bool array, got {allowed!r}"
+        )
     out = np.zeros(_SLOTS, dtype=bool)
-    for v in values:
-        v = int(v)
-        if not (0 <= v <= 255 or v == EOS):
-            raise ValueError(f"byte {v} is outside 0..255 (use {EOS} for EOS)")
-        out[v] = True
+    for v in allowed:
+        out[_byte_value(v)] = True
     return out
+
+
+def _byte_value(x: Any) -> int:
+    """`x` as a byte slot (0..255 or EOS), or one ValueError naming it."""
+    try:
+        if isinstance(x, (str, bytes, bytearray)):  # int(b"7") would read the digit
+            raise TypeError
+        b = int(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"a byte is an int 0..255 (or {EOS} for EOS), got {x!r}") from None
+    if not (0 <= b <= 255 or b == EOS):
+        raise ValueError(f"byte {b} is outside 0..255 (use {EOS} for EOS)")
+    return b
 
 
 class ByteLMContext:
@@ -174,9 +187,7 @@ class NextByte(Distribution):
 
     async def log_prob(self, x: Any) -> float:
         ctx = self.ctx
-        b = int(x)
-        if not (0 <= b <= 255 or b == EOS):
-            raise ValueError(f"byte {b} is outside 0..255 (use {EOS} for EOS)")
+        b = _byte_value(x)
         if ctx.ended or ctx.dead:
             return -math.inf
         await ctx.ensure_logprobs()

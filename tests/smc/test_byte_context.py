@@ -62,6 +62,23 @@ async def test_byte_mask_is_the_masked_renormalised_next_byte_distribution():
         byte_mask([256])
 
 
+@pytest.mark.parametrize("bad", ["2-", 7, None, [b"2"], ["7"]])
+def test_byte_mask_refuses_non_byte_values_with_one_value_error(bad):
+    with pytest.raises(ValueError, match="byte"):
+        byte_mask(bad)
+
+
+@pytest.mark.parametrize("bad", [b"2", "2", None, 256, -1])
+async def test_observing_a_non_byte_leaves_the_context_as_it_was(bad):
+    ctx = await make_context(toy_lm())
+    await ctx.ensure_logprobs()
+    before = ctx.next_byte_logprobs.copy()
+    with pytest.raises(ValueError, match="byte"):
+        await ctx.next_byte().log_prob(bad)
+    assert not ctx.generated and not ctx.ended and not ctx.dead
+    np.testing.assert_array_equal(ctx.next_byte_logprobs, before)
+
+
 async def test_regex_model_outputs_match_and_evidence_is_exact_on_average():
     lm = toy_lm()
     z = sum(p_bytes_then_eos(lm, s) for s in LANGUAGE)
