@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import get_rng
-from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_weighted
+from genlm_lab.smc.distributions import Distribution, _MaskEvent, _token_id, sample_weighted
 from genlm_lab.smc.masks import as_mask, token_masks
 
 __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
@@ -228,11 +228,7 @@ class LMNextToken(Distribution):
 
     async def log_prob(self, x: Any) -> float:
         ctx = self.ctx
-        token_id = int(getattr(x, "token_id", x))
-        if not 0 <= token_id < ctx.lm.vocab_size:
-            raise ValueError(
-                f"token id {token_id} is outside the vocabulary ({ctx.lm.vocab_size} tokens)"
-            )
+        token_id = _token_id(ctx.lm, x)
         await ctx.ensure_logprobs()
         log_p = ctx._token_log_prob(token_id)
         ctx._push(token_id)

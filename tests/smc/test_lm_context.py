@@ -81,10 +81,19 @@ async def test_sampling_a_mask_then_a_token_follows_the_lm():
 async def test_observing_a_token_appends_it_and_returns_its_log_prob():
     lm = toy()
     ctx = LMContext(lm, "a")
-    await ctx.ensure_logprobs()
-    want = float(ctx.next_token_logprobs[3])
-    assert await ctx.next_token().log_prob(lm.byte_vocab[3]) == pytest.approx(want)
+    raw = lm.next_token_logprobs_sync(ctx.tokens).double().numpy()
+    want = math.log(softmax(raw)[3])
+    assert await ctx.next_token().log_prob(lm.byte_vocab[3]) == pytest.approx(want, abs=1e-6)
     assert ctx.tokens[-1] == 3 and ctx.token_count == 1 and str(ctx) == " c"
+
+
+@pytest.mark.parametrize("bad", [b"5", "5", 2.0, None, True, 99, -1])
+async def test_observing_a_non_token_leaves_the_context_as_it_was(bad):
+    ctx = LMContext(toy(), "a")
+    before = list(ctx.tokens)
+    with pytest.raises(ValueError, match="token"):
+        await ctx.next_token().log_prob(bad)
+    assert ctx.tokens == before
 
 
 async def test_copies_advance_independently_and_share_the_lm():
