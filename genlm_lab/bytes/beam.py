@@ -344,8 +344,11 @@ class ByteBeamState(StatefulByteLM):
         """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile."""
         if isinstance(bs, str):
             bs = bs.encode("utf-8")
+        if not hasattr(bs, "__iter__"):
+            raise ValueError(f"prefill reads bytes, text or byte ints, got {bs!r}")
+        data = [_check_byte(b) for b in bs]  # all checked before any LM call
         beam = self.with_mode(TrieMode.WITHOUT_EOS)
-        for b in bytes(bs) if isinstance(bs, (bytes, bytearray)) else bs:
+        for b in data:
             beam = await (beam.prune() << b)
         return beam.with_mode(TrieMode.WITH_EOS)
 

@@ -179,6 +179,21 @@ def test_reading_a_non_byte_raises_value_error(bad):
         asyncio.run(go())
 
 
+@pytest.mark.parametrize("bad", [[97, 97, 300], [97, 98, None], 7, None])
+def test_prefill_checks_every_byte_before_any_lm_call(bad):
+    lm = ToyLM([b"a", b"b"], seed=0)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=2))
+        queries = lm.stats["queries"]
+        with pytest.raises(ValueError, match="byte|prefill"):
+            await beam.prefill(bad)
+        return queries
+
+    queries = asyncio.run(go())
+    assert lm.stats["queries"] == queries
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
