@@ -28,11 +28,13 @@ def _record():
 
 
 def test_ess_figure_plots_the_recorded_series():
-    fig = ess_log_ml_figure(_record())
+    record = _record()
+    fig = ess_log_ml_figure(record)
     assert isinstance(fig, Figure)
     ess_line = fig.axes[0].get_lines()[0]
-    assert list(ess_line.get_ydata()) == [2.5, 2.0, 1.5]
-    assert list(fig.axes[1].get_lines()[0].get_ydata()) == pytest.approx([-0.1, -0.2, -0.3])
+    assert list(ess_line.get_ydata()) == [s["ess"] for s in record.steps]
+    log_ml = [s["log_ml"] for s in record.steps]
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == pytest.approx(log_ml)
 
 
 def test_weight_histogram_counts_every_particle():
