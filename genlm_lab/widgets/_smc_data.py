@@ -85,12 +85,14 @@ def _float(x: Any) -> float:
     return float(x)
 
 
-def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
-    """One step entry (as observers receive it) in the form the views draw.
+def check_entry(raw: Mapping, where: str = "step entry") -> int:
+    """The particle count of a step entry, after checking its fields (cheap: no texts read).
 
     Raises:
         ValueError: if a field is missing or the per-particle lists differ in length.
     """
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} is a {type(raw).__name__}; expected an SMCRecord step entry")
     missing = [k for k in (*_KEYS, "step") if k not in raw]
     if missing:
         raise ValueError(f"{where} lacks {missing}; expected an SMCRecord step entry")
@@ -98,6 +100,16 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
     lengths = {k: len(raw[k]) for k in _KEYS}
     if any(v != n for v in lengths.values()):
         raise ValueError(f"{where}: per-particle lists differ in length: {lengths}")
+    return n
+
+
+def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
+    """One step entry (as observers receive it) in the form the views draw.
+
+    Raises:
+        ValueError: if a field is missing or the per-particle lists differ in length.
+    """
+    n = check_entry(raw, where)
     parts = []
     for text, lw, inc, fin in zip(*(raw[k] for k in _KEYS), strict=True):
         lw = _float(lw)
@@ -140,13 +152,21 @@ def step_entries(record: Any, *, run_id: str | None = None) -> tuple[str, list[d
 
 
 def summary_point(raw: Mapping) -> tuple[int, float, float, bool]:
-    """(step, ess, log_ml, resampled) of a raw step entry, without touching its texts."""
-    return (
-        int(raw["step"]),
-        _float(raw.get("ess")),
-        _float(raw.get("log_ml")),
-        bool(raw.get("resampled", raw.get("ancestors") is not None)),
-    )
+    """(step, ess, log_ml, resampled) of a raw step entry, without touching its texts.
+
+    Raises:
+        ValueError: if the entry is malformed (see `check_entry`).
+    """
+    check_entry(raw)
+    try:
+        return (
+            int(raw["step"]),
+            _float(raw.get("ess")),
+            _float(raw.get("log_ml")),
+            bool(raw.get("resampled", raw.get("ancestors") is not None)),
+        )
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"step entry {raw.get('step')!r} has a non-numeric field: {err}") from None
 
 
 def run_summary(entries: list[dict]) -> dict:

@@ -189,8 +189,10 @@ class ParticleView(LiveView):
         """Keep one step entry (cheap); the view data is built only when pushed.
 
         Raises:
-            ValueError: if the entry belongs to another run while one is going on.
+            ValueError: if the entry is malformed, or belongs to another run while one
+                is going on; the view is then left as it was.
         """
+        point = summary_point(entry)  # checked before the view changes: a bad entry leaves it
         run_id = entry.get("run_id")
         if self._done or self._run_id is None:
             self._raw, self._points, self._entries, self._done = [], [], [], False
@@ -201,7 +203,7 @@ class ParticleView(LiveView):
                 "use one ParticleView per concurrent run"
             )
         self._raw.append(entry)
-        self._points.append(summary_point(entry))
+        self._points.append(point)
         self.push(self._build_live)
 
     def on_finish(self, record: Any) -> None:

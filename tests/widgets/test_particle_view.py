@@ -117,6 +117,29 @@ def test_malformed_entries_raise_clear_errors():
         ParticleView.from_record("/no/such/record.json")
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda e: e.pop("contents"),
+        lambda e: e.update(log_weights=[0.0]),
+        lambda e: e.update(step="one"),
+        lambda e: e.update(ess=[1.0]),
+    ],
+)
+def test_a_malformed_live_entry_is_refused_and_leaves_the_view_as_it_was(damage):
+    view = ParticleView()
+    good = _entry("r1", 1, ["a", "b"], [0.0, -1.0])
+    view.on_step(good)
+    before = view.view_data()
+    bad = _entry("r1", 2, ["c", "d"], [0.0, 0.0])
+    damage(bad)
+    with pytest.raises(ValueError, match="step entry"):
+        view.on_step(bad)
+    assert view.view_data() == before
+    view.on_step(_entry("r1", 2, ["c", "d"], [0.0, 0.0]))
+    assert [p["text"] for p in view.view_data()["particles"]] == ["c", "d"]
+
+
 def test_live_updates_are_throttled_and_the_final_state_always_arrives():
     view = ParticleView()
     view.throttle_s = view._throttle.interval = 60.0
