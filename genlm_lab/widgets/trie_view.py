@@ -150,6 +150,27 @@ def _parse_prefix(text: str) -> bytes:
     return bytes(out)
 
 
+def _as_prefix(p: Any) -> bytes:
+    """A prefix as bytes (text is UTF-8 encoded), or one ValueError naming it."""
+    if isinstance(p, str):
+        return p.encode("utf-8")
+    try:
+        if isinstance(p, int):  # bytes(3) would be three zero bytes
+            raise TypeError
+        return bytes(p)
+    except (TypeError, ValueError):
+        raise ValueError(f"prefix must be bytes or text, got {p!r}") from None
+
+
+def _as_int(name: str, value: Any) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an int, got {value!r}") from None
+
+
 class TrieView(LiveView):
     """The subtrie under a prefix, with masses, drawn by graphviz (HTML tree without `dot`).
 
@@ -180,7 +201,7 @@ class TrieView(LiveView):
         super().__init__()
         self.trie, self.ws = trie, ws
         self._llm, self.context = _llm, _context
-        self.prefix = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+        self.prefix = _as_prefix(prefix)
         self.depth, self.top_k = depth, top_k
         self._message = ""
         self._render()  # bad input raises here, before anything is shown
@@ -203,26 +224,30 @@ class TrieView(LiveView):
         return view
 
     def update(self, **changes: Any) -> None:
-        """Change `prefix`, `depth`, `top_k` or `context` (with an LM) and redraw."""
+        """Change `prefix`, `depth`, `top_k` or `context` (with an LM) and redraw.
+
+        Raises:
+            ValueError: for an unknown or malformed setting, or a prefix no token
+                starts with; the view is then left as it was.
+        """
+        unknown = sorted(set(changes) - {"prefix", "depth", "top_k", "context"})
+        if unknown:
+            raise ValueError(f"unknown settings {unknown}; expected prefix, depth, top_k, context")
+        if "context" in changes and self._llm is None:
+            raise ValueError("context can only change on a view made with TrieView.from_lm")
         old = (self.prefix, self.depth, self.top_k, self.context, self.ws)
-        if "context" in changes:
-            if self._llm is None:
-                raise ValueError("context can only change on a view made with TrieView.from_lm")
-            self.context = str(changes.pop("context"))
-            self.ws = _next_token_probs(self._llm, self.context)
-        if "prefix" in changes:
-            p = changes.pop("prefix")
-            self.prefix = p.encode("utf-8") if isinstance(p, str) else bytes(p)
-        for key in ("depth", "top_k"):
-            if key in changes:
-                setattr(self, key, int(changes.pop(key)))
-        if changes:
-            raise ValueError(
-                f"unknown settings {sorted(changes)}; expected prefix, depth, top_k, context"
-            )
         try:
+            if "context" in changes:
+                context = str(changes["context"])
+                self.ws = _next_token_probs(self._llm, context)
+                self.context = context
+            if "prefix" in changes:
+                self.prefix = _as_prefix(changes["prefix"])
+            for key in ("depth", "top_k"):
+                if key in changes:
+                    setattr(self, key, _as_int(key, changes[key]))
             self._render()
-        except ValueError:
+        except Exception:
             self.prefix, self.depth, self.top_k, self.context, self.ws = old
             raise
 
@@ -233,16 +258,16 @@ class TrieView(LiveView):
         self.push(lambda: data, final=True)
 
     def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
-        changes = {}
-        if "prefix_hex" in content:
-            changes["prefix"] = bytes.fromhex(content["prefix_hex"])
-        if "prefix_text" in content:
-            changes["prefix"] = _parse_prefix(str(content["prefix_text"]))
-        for key in ("depth", "top_k", "context"):
-            if key in content:
-                changes[key] = content[key]
         try:
             self._message = ""
+            changes = {}
+            if "prefix_hex" in content:
+                changes["prefix"] = bytes.fromhex(content["prefix_hex"])
+            if "prefix_text" in content:
+                changes["prefix"] = _parse_prefix(str(content["prefix_text"]))
+            for key in ("depth", "top_k", "context"):
+                if key in content:
+                    changes[key] = content[key]
             self.update(**changes)
         except ValueError as err:  # shown in the view: there is no cell to raise into
             self._message = str(err)

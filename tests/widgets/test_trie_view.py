@@ -88,6 +88,30 @@ def test_from_lm_uses_the_next_token_distribution_and_drills_down(odd_llm):
     assert view.view_data()["context"] == "b" and view.depth == 1
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"prefix": b"a", "depth": "deep"},
+        {"prefix": b"a", "colour": "red"},
+        {"prefix": b"a", "top_k": None},
+        {"prefix": 3},
+        {"prefix": b"zz"},
+    ],
+)
+def test_a_bad_update_raises_one_value_error_and_changes_nothing(trie, changes):
+    view = TrieView(trie, _ws(), b"", depth=2, top_k=3)
+    before = (view.prefix, view.depth, view.top_k, view.view_data())
+    with pytest.raises(ValueError):
+        view.update(**changes)
+    assert (view.prefix, view.depth, view.top_k, view.view_data()) == before
+
+
+def test_bad_hex_from_the_browser_is_shown_not_raised(trie):
+    view = TrieView(trie, _ws(), b"")
+    view._on_msg(view, {"prefix_hex": "zz"}, [])
+    assert view.view_data()["error"] and view.prefix == b""
+
+
 def test_prefix_typed_in_the_browser_reads_escapes():
     assert tv._parse_prefix("a␣b\\n\\xff\\x4") == b"a b\n\xff\\x4"
     assert tv._parse_prefix("") == b""
