@@ -229,7 +229,13 @@ class BeamView(LiveView):
 
     def _on_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
         # Control messages from the buttons; inference runs as a task, never awaited here.
-        action, n = content.get("action"), int(content.get("n", 1))
+        action = content.get("action")
+        try:
+            n = int(content.get("n", 1))
+        except (TypeError, ValueError):
+            self._error = f"ValueError: step count must be an int, got {content.get('n')!r}"
+            self._refresh(final=True)
+            return
         if action == "back":
             self.back(n)
             return

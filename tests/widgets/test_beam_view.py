@@ -137,3 +137,11 @@ def test_healing_events_and_healed_candidates_are_written_out():
     assert "<span class='genlm-badge'>healed</span>" in html
     assert "<tr class='genlm-healed'>" in html
     assert data["lm_calls"] == [1, 2]
+
+
+async def test_a_malformed_browser_message_is_shown_not_raised(odd_llm):
+    view = BeamView(await _beam(odd_llm, b"ab"))
+    shown = view.view_data()["position"]
+    view._on_msg(view, {"action": "back", "n": "two"}, [])
+    data = view.view_data()
+    assert "step count" in data["error"] and data["position"] == shown
