@@ -192,24 +192,31 @@ class SubModel:
         return self.parent
 
     async def sample(self, dist: Any, proposal: Any = None) -> Any:
+        """`Model.sample` on the parent particle."""
         return await self._require_parent().sample(dist, proposal)
 
     async def observe(self, dist: Any, x: Any) -> Any:
+        """`Model.observe` on the parent particle."""
         return await self._require_parent().observe(dist, x)
 
     async def intervene(self, dist: Any, x: Any) -> Any:
+        """`Model.intervene` on the parent particle."""
         return await self._require_parent().intervene(dist, x)
 
     def condition(self, b: Any) -> None:
+        """`Model.condition` on the parent particle."""
         self._require_parent().condition(b)
 
     def score(self, score: float) -> None:
+        """`Model.score` on the parent particle."""
         self._require_parent().score(score)
 
     def twist(self, amt: float) -> None:
+        """`Model.twist` on the parent particle."""
         self._require_parent().twist(amt)
 
     async def call(self, submodel: SubModel) -> Any:
+        """Run another `SubModel` inside the same parent particle."""
         return await submodel.run_with_parent(self._require_parent())
 
 
