@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from genlm_lab.smc._run import check_n
+
 __all__ = ["RESAMPLING_METHODS", "resample"]
 
 RESAMPLING_METHODS = ("multinomial", "stratified", "systematic", "residual")
@@ -61,8 +63,7 @@ def resample(
         raise ValueError(
             f"unknown resampling method {method!r}; expected one of {RESAMPLING_METHODS}"
         )
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_n("n", n)
     rng = np.random.default_rng() if rng is None else rng
     w = _weights(log_weights)
     if method == "multinomial":
