@@ -15,6 +15,8 @@ lab: setup
 # One BLAS/torch thread per process: pytest, the notebook kernels and chromium
 # share the machine's cores, and oversubscribed threads make small forwards crawl.
 test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 test-fast: setup
