@@ -91,6 +91,8 @@ def lab(tmp_path_factory):
             *(["--allow-root"] if os.geteuid() == 0 else []),
             f"--LabApp.workspaces_dir={root / '.workspaces'}",
             f"--LabApp.user_settings_dir={root / '.settings'}",
+            # Notebook 7 (when installed) is served by the same server: expose its app too.
+            "--JupyterNotebookApp.expose_app_in_browser=True",
         ],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
     )  # fmt: skip
