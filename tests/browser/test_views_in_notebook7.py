@@ -9,23 +9,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
-
-# The same HTTP noise the JupyterLab test tolerates (optional server endpoints).
-_NOISE = re.compile(r"^Failed to load resource: the server responded with a status of")
+from _views_page import NOISE, check_views, open_and_run_all
 
 # Its own copy of the notebook: no kernel session or autosaved outputs shared with
 # the JupyterLab test, which opens views.ipynb on the same server.
 _NAME = "views_notebook7.ipynb"
-
-_KERNEL_READY = """() => {
-  const w = window.jupyterapp.shell.currentWidget;
-  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-  return !!k && k.connectionStatus === "connected" && k.status === "idle";
-}"""
 
 
 @pytest.fixture
@@ -49,72 +40,14 @@ def _is_notebook7_own_error(error) -> bool:
     return bool(urls) and all("/static/notebook/" in u for u in urls)
 
 
-def _printed(page, key: str) -> list[int]:
-    """The integers a cell printed after `key` (e.g. "BEAM ROWS 3")."""
-    loc = page.locator(f".jp-OutputArea-output >> text=/^{key} /")
-    loc.first.wait_for(timeout=90_000)
-    return [int(x) for x in loc.first.text_content().split()[len(key.split()) :]]
-
-
-def _weights(page) -> list[str]:
-    return page.eval_on_selector_all(
-        ".genlm-live.genlm-particles .genlm-weight", "els => els.map(e => e.textContent)"
-    )
-
-
 def test_views_draw_live_in_notebook7(notebook7, page, screenshot):
     base, token = notebook7
     own = []  # errors of Notebook 7 itself (see _is_notebook7_own_error)
     page.on("pageerror", lambda e: _is_notebook7_own_error(e) and own.append(f"pageerror: {e}"))
-    page.goto(f"{base}/notebooks/{_NAME}?token={token}")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
+    open_and_run_all(page, f"{base}/notebooks/{_NAME}?token={token}")
     # The Notebook 7 application, not JupyterLab.
     assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
-    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=60_000)
-    page.wait_for_function(_KERNEL_READY, timeout=90_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    check_views(page, screenshot, shot_prefix="nb7_")
 
-    # TrieView: the graphviz SVG is drawn, one SVG node per subtrie node.
-    trie = page.locator(".genlm-live.genlm-trie")
-    (n_nodes,) = _printed(page, "TRIE NODES")
-    assert trie.locator(".genlm-graph svg g.node").count() == n_nodes
-    assert trie.locator("script").count() == 0
-    screenshot(trie, "nb7_trie_view")
-
-    # BeamDebugger: one table row per candidate.
-    beam = page.locator(".genlm-live.genlm-beam")
-    (n_rows,) = _printed(page, "BEAM ROWS")
-    assert beam.locator("table").first.locator("tbody tr").count() == n_rows
-    assert "4 / 16 bytes read" in beam.locator(".genlm-status").text_content()
-
-    # ParticleView while the SMC cell runs: one row per particle, weights move.
-    page.wait_for_selector(".genlm-live.genlm-particles tbody tr", timeout=90_000)
-    first = _weights(page)
-    time.sleep(1.0)
-    second = _weights(page)
-    assert len(first) == 8 and len(second) == 8, (first, second)
-    assert first != second, "particle weights did not change while the SMC cell ran"
-
-    page.wait_for_selector(".jp-OutputArea-output >> text=ALL CELLS DONE", timeout=120_000)
-    n_dots, n_lines, _ = _printed(page, "GENEALOGY")
-    particles = page.locator(".genlm-live.genlm-particles")
-    assert "finished" in particles.locator(".genlm-status").text_content()
-    assert particles.locator("tbody tr").count() == 8
-    assert particles.locator("svg.genlm-genealogy circle").count() == n_dots
-    assert particles.locator("svg.genlm-genealogy line").count() == n_lines
-    screenshot(particles, "nb7_particle_view")
-
-    (queries,) = _printed(page, "QUERIES")
-    monitor = page.locator(".genlm-live.genlm-monitor")
-    assert monitor.locator("td").all_text_contents()[:2] == ["queries", str(queries)]
-
-    # A control reaches the kernel and the view redraws: the beam's step button.
-    beam.locator("button.genlm-step").click()
-    page.wait_for_function(
-        "() => document.querySelector('.genlm-live.genlm-beam .genlm-status')"
-        ".textContent.includes('5 / 16')",
-        timeout=30_000,
-    )
-
-    errors = [e for e in page.console_errors if not _NOISE.search(e) and e not in own]
+    errors = [e for e in page.console_errors if not NOISE.search(e) and e not in own]
     assert not errors, errors
