@@ -9,6 +9,7 @@ cut out again as one segment per row for the token-trie cache.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import torch
@@ -16,12 +17,51 @@ import torch
 from genlm_lab.backend._cache import KVHandle
 
 
-def padded_cache(handles: list[KVHandle], n_past: int, n_new: int) -> Any:
+class KVWorkspace:
+    """Reusable storage for the padded keys and values of one forward at a time.
+
+    Copying 32 cached prefixes into fresh memory costs more in page faults
+    than in copying (the kernel zeroes every new page); reusing one buffer
+    that stays mapped makes the copy several times cheaper. Storage larger
+    than `max_bytes` is allocated per call and not kept, so a rare long
+    prefill does not pin memory.
+
+    Args:
+        max_bytes: largest buffer kept between forwards.
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._flat: torch.Tensor | None = None
+
+    def take(self, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        """An uninitialised contiguous tensor of `shape`, with `like`'s dtype and device.
+
+        Valid until the next `take`: the caller must not keep views of it.
+        """
+        numel = math.prod(shape)
+        if numel * like.element_size() > self.max_bytes:
+            return like.new_empty(shape)
+        flat = self._flat
+        if (
+            flat is None
+            or flat.numel() < numel
+            or flat.dtype != like.dtype
+            or flat.device != like.device
+        ):
+            flat = self._flat = like.new_empty(numel)
+        return flat[:numel].view(shape)
+
+
+def padded_cache(
+    handles: list[KVHandle], n_past: int, n_new: int, workspace: KVWorkspace | None = None
+) -> Any:
     """A DynamicCache holding each row's cached prefix, left-padded to n_past tokens.
 
     One row with one cached segment is passed as is (no copy). Otherwise the
-    prefixes are copied once into storage with room for the n_new tokens the
-    forward appends in place (instead of concatenating, which copies again).
+    prefixes are copied once into storage (from `workspace` when given) with
+    room for the n_new tokens the forward appends in place (instead of
+    concatenating, which copies again).
     """
     pieces = [h.pieces() for h in handles]
     if len(handles) == 1 and len(pieces[0]) == 1:
@@ -29,7 +69,8 @@ def padded_cache(handles: list[KVHandle], n_past: int, n_new: int) -> Any:
         return _dynamic_cache([(buf[i, 0], buf[i, 1]) for i in range(buf.shape[0])], n_past)
     first = next(p[0] for p in pieces if p)
     layers, _, heads, _, dim = first.shape
-    buf = first.new_empty((layers, 2, len(handles), heads, n_past + n_new, dim))
+    shape = (layers, 2, len(handles), heads, n_past + n_new, dim)
+    buf = workspace.take(shape, first) if workspace is not None else first.new_empty(shape)
     for i, (h, segs) in enumerate(zip(handles, pieces, strict=True)):
         at = n_past - h.length
         if at:

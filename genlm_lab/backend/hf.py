@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 
 from genlm_lab.backend._batched import _BatchedLM
 from genlm_lab.backend._cache import KVHandle, TokenTrieCache
-from genlm_lab.backend._kv import new_segments, padded_cache
+from genlm_lab.backend._kv import KVWorkspace, new_segments, padded_cache
 
 #: Name under which a replacing adapter is test-loaded before the old one goes.
 _STAGING_ADAPTER = "__genlm_lab_staging__"
@@ -90,6 +91,8 @@ class AsyncTransformer(_BatchedLM):
         params = inspect.signature(hf_model.forward).parameters
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self._kv_enabled = max_cache_tokens > 0
+        self._workspace = KVWorkspace()
+        self._forward_lock = threading.Lock()  # one forward at a time uses the workspace
 
     @classmethod
     def from_name(
@@ -199,9 +202,13 @@ class AsyncTransformer(_BatchedLM):
     def _normalise(self, logits: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax(logits[..., : self.vocab_size].float(), dim=-1)
 
-    @torch.inference_mode()
     def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         """One model call for distinct contexts, reusing cached keys and values."""
+        with self._forward_lock:
+            return self._forward_locked(rows)
+
+    @torch.inference_mode()
+    def _forward_locked(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         adapter = self._adapter
         if self._kv_enabled:
             handles = [self._cache.longest_kv(adapter, ids, len(ids) - 1) for ids in rows]
@@ -222,7 +229,7 @@ class AsyncTransformer(_BatchedLM):
         if not bool(mask.all()):  # without padding, the model's causal fast path applies
             kwargs["attention_mask"] = mask.to(dev)
         if n_past > 0:
-            kwargs["past_key_values"] = padded_cache(handles, n_past, n_new)
+            kwargs["past_key_values"] = padded_cache(handles, n_past, n_new, self._workspace)
         last = [len(x) - 1 for x in new]
         keep = sorted(set(last))
         if self._keep_arg is not None:
