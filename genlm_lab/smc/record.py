@@ -19,8 +19,12 @@ observers receive (`on_step(entry)`) and views draw:
 }
 ```
 
-Lists have one entry per particle of that step (smc_steer records its
-`n_particles * n_beam` candidates). In JSON, -inf / inf / NaN floats are the
+Lists have one entry per particle of that step. smc_steer records its
+candidates: each particle kept by the previous step (the previous step's
+`ancestors`, in order) becomes `n_beam` consecutive candidates, or one if it
+had finished; `ancestors` then names the candidates kept, so a step's lists
+may be longer than `ancestors`. `SMCRecord.parents()` turns this into one
+parent index per particle for both algorithms. In JSON, -inf / inf / NaN floats are the
 strings "-Infinity" / "Infinity" / "NaN" (both `float()` and JavaScript's
 `Number()` read them back). With `json_file`, inference writes the record as
 JSON lines (header, one line per step, final) as it goes, so an interrupted
@@ -70,6 +74,17 @@ def _decode_entry(entry: dict) -> dict:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(_encode(obj), allow_nan=False, ensure_ascii=False)
+
+
+def _steps_on(entry: dict, i: int) -> bool:
+    """Whether particle i of a step entry is still alive (neither finished nor of weight zero)."""
+    return not entry["finished"][i] and _to_float(entry["log_weights"][i]) > -math.inf
+
+
+def _gives(ancestors: list | None, steer: bool) -> str:
+    if ancestors is None:
+        return "had"
+    return "kept particles that make" if steer else "resampled into"
 
 
 @dataclass
@@ -175,6 +190,52 @@ class SMCRecord:
         """Write the record as one JSON document."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json())
+
+    def parents(self) -> list[list[int] | None]:
+        """For every step, the index of each particle's parent in the previous step's lists.
+
+        None for the first step. Particle i continues particle i of the previous
+        step when that step did not resample, else its particle `ancestors[i]`;
+        for smc_steer, the candidates of a step are the kept particles of the
+        previous one, each repeated `n_beam` times (once if it had finished).
+
+        Raises:
+            ValueError: if ancestors name particles that do not exist, or the
+                particle counts of two steps do not fit together.
+        """
+        out: list[list[int] | None] = []
+        steer = self.algorithm == "smc_steer"
+        beam = self.params.get("n_beam") if steer else None
+        for t, entry in enumerate(self.steps):
+            if t == 0:
+                out.append(None)
+                continue
+            prev = self.steps[t - 1]
+            n_prev, n = len(prev["contents"]), len(entry["contents"])
+            where = f"step entry {t - 1} (step {prev.get('step', t)})"
+            ancestors = prev.get("ancestors")
+            if ancestors is None:
+                links = list(range(n_prev))
+            else:
+                links = [int(a) for a in ancestors]
+                bad = [a for a in links if not 0 <= a < n_prev]
+                if bad:
+                    raise ValueError(
+                        f"{where}: ancestors {bad} name particles outside 0..{n_prev - 1}"
+                    )
+                if steer:
+                    if not isinstance(beam, int) or beam < 1:
+                        raise ValueError(
+                            f"smc_steer record lacks a positive int params['n_beam'] (got {beam!r})"
+                        )
+                    links = [a for a in links for _ in range(beam if _steps_on(prev, a) else 1)]
+            if len(links) != n:
+                raise ValueError(
+                    f"step entry {t} (step {entry.get('step', t + 1)}) has {n} particles, but "
+                    f"{where} {_gives(ancestors, steer)} {len(links)}; the record is inconsistent"
+                )
+            out.append(links)
+        return out
 
     def to_pandas(self) -> Any:
         """One row per (step, particle): contents, log-weight, increment, finished."""

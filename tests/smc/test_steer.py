@@ -1,10 +1,12 @@
-"""Resampling without replacement in smc_steer: inclusion probabilities and unbiased weights."""
+"""smc_steer: resampling without replacement (inclusion probabilities, unbiased weights) and
+the parent of every candidate in its record."""
 
 import math
 
 import numpy as np
 import pytest
 
+from genlm_lab.smc import LogCategorical, Model, SMCRecord, smc_steer
 from genlm_lab.smc.steer import resample_without_replacement
 
 
@@ -33,3 +35,49 @@ def test_few_positive_candidates_are_all_kept_with_the_same_mean():
     kept, new = resample_without_replacement(log_w, 3, np.random.default_rng(0))
     assert sorted(kept.tolist()) == [0, 2]
     assert np.exp(new).mean() == pytest.approx(np.exp(log_w).sum() / 4)
+
+
+class _Path(Model):
+    """Picks one of 30 labels per step; its text is the whole path ("4.17.2"), "$" once finished.
+
+    Dies on labels divisible by 7 (but 0), ends on labels divisible by 4 or after five steps.
+    """
+
+    logits = np.random.default_rng(5).normal(size=(5, 30))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path: list[int] = []
+
+    async def step(self) -> None:
+        label = int(await self.sample(LogCategorical(self.logits[len(self.path)])))
+        self.path.append(label)
+        self.score(-0.1 * label)
+        self.condition(label % 7 != 0 or label == 0)
+        if label % 4 == 0 or len(self.path) == 5:
+            self.finish()
+
+    def string_for_serialization(self) -> str:
+        return ".".join(map(str, self.path)) + ("$" if self.finished else "")
+
+
+@pytest.mark.parametrize(("n_beam", "seed"), [(1, 0), (2, 1), (3, 2), (4, 3)])
+async def test_record_parents_are_the_particles_each_candidate_was_cloned_from(n_beam, seed):
+    result = await smc_steer(_Path(), 3, n_beam, seed=seed)
+    record = SMCRecord.from_json(result.record.to_json())
+    steps, parents = record.steps, record.parents()
+    assert parents[0] is None and len(steps) >= 2
+    last = steps[-1]
+    assert [last["contents"][a] for a in last["ancestors"]] == [
+        p.string_for_serialization() for p in result
+    ]
+    for t in range(1, len(steps)):
+        prev, cur = steps[t - 1], steps[t]
+        assert sorted(set(parents[t])) == sorted(prev["ancestors"])  # only kept ones have children
+        for i, p in enumerate(parents[t]):
+            parent, child = prev["contents"][p], cur["contents"][i]
+            if prev["finished"][p]:
+                assert child == parent
+            else:  # one more choice than the parent: the child continues the parent's path
+                assert child.rstrip("$").split(".")[:-1] == parent.rstrip("$").split(".")
+                assert len(child.rstrip("$").split(".")) == t + 1
