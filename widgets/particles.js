@@ -71,8 +71,11 @@ function genealogy(data) {
 
 function drawParticles(data) {
   const ps = data.particles || [];
+  const kept = data.n_kept;
+  const count = kept === null || kept === undefined
+    ? `${ps.length} particles` : `${ps.length} candidates, ${kept} kept`;
   const head = `SMC ${data.done ? "finished" : "running"}: step ${data.step}, ` +
-    `${ps.length} particles, ESS ${fmt(data.ess && data.ess[data.ess.length - 1], 2)}, ` +
+    `${count}, ESS ${fmt(data.ess && data.ess[data.ess.length - 1], 2)}, ` +
     `log_ml ${fmt(data.log_ml && data.log_ml[data.log_ml.length - 1], 3)}`;
   const resampled = (data.resampled || []).length
     ? `resampled at step ${data.resampled.join(", ")}` : "no resampling yet";

@@ -3,7 +3,9 @@
 The SMC layer owns `SMCRecord` and its step entries (see `genlm_lab.smc.record`);
 this module only reads them: an `SMCRecord`, its dict / JSON form or a path to
 its file, into one normalised entry per step: {step, particles: [{text,
-log_weight, increment, state}], ess, log_ml, resampled, ancestors}.
+log_weight, increment, state}], ess, log_ml, resampled, ancestors}. A state is
+"active", "finished", "dead", or "pruned" for a candidate that smc_steer's cut
+dropped (its step kept fewer particles than it had, and not this one).
 """
 
 from __future__ import annotations
@@ -107,21 +109,27 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
     """One step entry (as observers receive it) in the form the views draw.
 
     Raises:
-        ValueError: if a field is missing or the per-particle lists differ in length.
+        ValueError: if a field is missing, the per-particle lists differ in
+            length, or ancestors name particles the step does not have.
     """
     n = check_entry(raw, where)
-    parts = []
-    for text, lw, inc, fin in zip(*(raw[k] for k in _KEYS), strict=True):
-        lw = _float(lw)
-        state = "dead" if lw == -math.inf else "finished" if fin else "active"
-        parts.append(
-            {"text": display_text(text), "log_weight": lw, "increment": _float(inc), "state": state}
-        )
     ancestors = raw.get("ancestors")
     if ancestors is not None:
         ancestors = [int(a) for a in ancestors]
         if any(not 0 <= a < n for a in ancestors):
             raise ValueError(f"{where}: ancestors {ancestors} name particles outside 0..{n - 1}")
+    # A cut (smc_steer keeps some of its candidates) names fewer particles than the step has;
+    # resampling with replacement (smc_standard) names as many as it has.
+    kept = set(ancestors) if ancestors is not None and len(ancestors) < n else None
+    parts = []
+    for i, (text, lw, inc, fin) in enumerate(zip(*(raw[k] for k in _KEYS), strict=True)):
+        lw = _float(lw)
+        state = "dead" if lw == -math.inf else "finished" if fin else "active"
+        if kept is not None and i not in kept and state != "dead":
+            state = "pruned"
+        parts.append(
+            {"text": display_text(text), "log_weight": lw, "increment": _float(inc), "state": state}
+        )
     return {
         "step": int(raw["step"]),
         "particles": parts,
@@ -148,6 +156,8 @@ def step_entries(record: Any, *, run_id: str | None = None) -> tuple[str, list[d
             f"record of run {rec.run_id!r} does not belong to this view's run {run_id!r}"
         )
     entries = [normalize_entry(s, f"step entry {i}") for i, s in enumerate(rec.steps)]
+    for entry, parents in zip(entries, rec.parents(), strict=True):
+        entry["parents"] = parents
     return rec.run_id, entries
 
 
@@ -183,23 +193,38 @@ def run_summary(entries: list[dict]) -> dict:
 def genealogy(entries: list[dict]) -> list[list[dict]]:
     """One column per step: each particle with its normalised weight and its parent.
 
-    Particle i at step t descends from particle `ancestors[i]` of step t-1 when
-    step t-1 resampled, else from particle i of step t-1 (None at the first step
-    or where counts differ, as in smc_steer's candidate lists).
+    The parent is an index into the previous column (None in the first), as
+    `SMCRecord.parents` gives it: `step_entries` stores it in each entry. For
+    entries without it, particle i descends from particle `ancestors[i]` of
+    the previous step when that step resampled, else from its particle i.
+
+    Raises:
+        ValueError: if a parent names no particle of the previous step.
     """
     out = []
     for t, e in enumerate(entries):
         ws = normalize_log_weights(p["log_weight"] for p in e["particles"])
-        prev = entries[t - 1] if t else None
+        parents = e["parents"] if "parents" in e else _parents_by_index(entries, t)
+        if t and parents is not None:
+            n_prev = len(entries[t - 1]["particles"])
+            if len(parents) != len(ws) or any(not 0 <= a < n_prev for a in parents):
+                raise ValueError(
+                    f"step {e['step']}: parents {parents} do not give one particle of the "
+                    f"previous step (0..{n_prev - 1}) to each of its {len(ws)} particles"
+                )
         col = []
         for i, (p, w) in enumerate(zip(e["particles"], ws, strict=True)):
-            parent = None
-            if prev is not None:
-                links = prev["ancestors"]
-                if links is not None:
-                    parent = links[i] if i < len(links) else None
-                elif i < len(prev["particles"]):
-                    parent = i
+            parent = parents[i] if t and parents is not None else None
             col.append({**p, "weight": float(w), "parent": parent})
         out.append(col)
     return out
+
+
+def _parents_by_index(entries: list[dict], t: int) -> list[int] | None:
+    """smc_standard's parents of step t: the previous step's ancestors, else the same index."""
+    if t == 0:
+        return None
+    prev = entries[t - 1]
+    if prev["ancestors"] is not None:
+        return prev["ancestors"]
+    return list(range(len(prev["particles"])))

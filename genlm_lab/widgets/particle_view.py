@@ -28,6 +28,11 @@ def particle_data(
         done: whether the run has ended (then the genealogy is included).
         summary: `run_summary` of the entries if already known (live views
             keep it as they go and pass only the last entry).
+
+    Returns:
+        The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
+        how many candidates smc_steer's cut kept at the last step (the run's
+        particles; the rest are "pruned"), None where no cut dropped any.
     """
     last = entries[-1] if entries else None
     particles = []
@@ -43,6 +48,8 @@ def particle_data(
                     "state": p["state"],
                 }
             )
+    cut = last is not None and last["ancestors"] is not None
+    cut = cut and len(last["ancestors"]) < len(last["particles"])
     data = dict(summary) if summary is not None else run_summary(entries)
     data.update(
         kind="particles",
@@ -50,6 +57,7 @@ def particle_data(
         done=done,
         step=last["step"] if last else 0,
         particles=particles,
+        n_kept=len(last["ancestors"]) if cut else None,
         genealogy=genealogy(entries) if done else None,
     )
     return data
@@ -106,13 +114,19 @@ def genealogy_svg(data: dict) -> str:
     return "".join(out)
 
 
+def count_text(data: dict) -> str:
+    """ "8 particles", or "12 candidates, 4 kept" after smc_steer's cut."""
+    n, kept = len(data["particles"]), data.get("n_kept")
+    return f"{n} candidates, {kept} kept" if kept is not None else f"{n} particles"
+
+
 def particles_html(data: dict) -> str:
     """Static HTML of `particle_data`: status line, ESS/log_ml charts, one row per particle."""
     ps = data["particles"]
     ess, log_ml = data["ess"], data["log_ml"]
     head = (
         f"SMC {'finished' if data['done'] else 'running'}: step {data['step']}, "
-        f"{len(ps)} particles, ESS {fmt(ess[-1] if ess else None, 2)}, "
+        f"{count_text(data)}, ESS {fmt(ess[-1] if ess else None, 2)}, "
         f"log_ml {fmt(log_ml[-1] if log_ml else None)}"
     )
     resampled = data["resampled"]

@@ -133,8 +133,31 @@ async def test_steer_genealogy_is_the_same_from_json_and_from_the_live_view(tmp_
     await smc_steer(PathModel(), 3, 2, json_file=path, seed=11)
     gen = view.view_data()["genealogy"]
     assert_true_parents(result.record, gen)
-    assert ParticleView.from_record(path).view_data()["genealogy"] == gen
-    assert ParticleView.from_record(result.record.to_json()).view_data()["genealogy"] == gen
+    from_file = ParticleView.from_record(path).view_data()
+    assert {**from_file, "run_id": None} == {**view.view_data(), "run_id": None}
+    assert ParticleView.from_record(result.record.to_json()).view_data() == view.view_data()
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_steer_rows_mark_the_candidates_the_cut_dropped_and_count_the_kept(seed):
+    result = await smc_steer(PathModel(), 4, 3, seed=seed)
+    last = result.record.steps[-1]
+    data = ParticleView.from_record(result.record).view_data()
+    rows = data["particles"]
+    assert data["n_kept"] == len(result) == len(last["ancestors"]) < len(rows)
+    kept = set(last["ancestors"])
+    for i, row in enumerate(rows):
+        dead = last["log_weights"][i] == -math.inf
+        assert (row["state"] == "pruned") == (i not in kept and not dead)
+    survivors = [row["text"] for row in rows if row["state"] not in ("pruned", "dead")]
+    assert sorted(survivors) == sorted(p.string_for_serialization() for p in result)
+    assert f"{len(rows)} candidates, {len(result)} kept" in particles_html(data)
+    n_pruned = 0
+    for t, col in enumerate(data["genealogy"][:-1]):  # a pruned candidate has no children
+        pruned = {i for i, node in enumerate(col) if node["state"] == "pruned"}
+        assert not pruned & {n["parent"] for n in data["genealogy"][t + 1]}
+        n_pruned += len(pruned)
+    assert n_pruned > 0
 
 
 @pytest.mark.parametrize("method", ["multinomial", "systematic"])
@@ -142,8 +165,11 @@ async def test_standard_genealogy_with_resampling_links_true_parents(method):
     result = await smc_standard(PathModel(), 8, ess_threshold=1.0, resampling_method=method, seed=3)
     record = result.record
     assert any(s["ancestors"] is not None for s in record.steps[:-1])
-    gen = ParticleView.from_record(record).view_data()["genealogy"]
+    data = ParticleView.from_record(record).view_data()
+    gen = data["genealogy"]
     assert_true_parents(record, gen)
+    assert data["n_kept"] is None and "8 particles" in particles_html(data)
+    assert all(node["state"] != "pruned" for col in gen for node in col)
     for t in range(1, len(gen)):
         anc = record.steps[t - 1]["ancestors"]
         assert [n["parent"] for n in gen[t]] == (anc if anc else list(range(8)))
