@@ -50,7 +50,12 @@ class BeamParams:
         extend_threshold: skip evaluating the lightest token extensions while
             their summed weight (an upper bound on what they can add) stays at
             most this share of the beam; 0 (default) evaluates every one.
-            Saves LM calls for a bounded loss of mass per byte.
+            Saves LM calls for a bounded loss of mass per byte: each
+            `logp_next` is within this total variation of the one with every
+            extension evaluated, and logZ only falls (it stays a lower bound).
+            The bound is on the share when skipped, not on what the skipped
+            branch would have held later, so raising it can drop a branch that
+            was light at one byte and heavy afterwards.
     """
 
     K: int

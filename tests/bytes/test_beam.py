@@ -123,6 +123,32 @@ def test_extend_threshold_loses_at_most_its_share_per_byte(case, eps):
     assert sum(logps) <= exact - len(text) * math.log(1 - eps) + 1e-6
 
 
+@SETTINGS
+@given(toy_cases(prefix_closed=True), st.sampled_from([0.01, 0.1, 0.3]), st.integers(1, 4))
+def test_extend_threshold_moves_each_next_byte_distribution_by_at_most_its_share(case, eps, K):
+    """Against the same candidates with every extension evaluated: TV <= eps at every byte."""
+    lm, text = case
+    full = BeamParams(K=K, eos_tokens=[EOS_TOKEN])
+
+    async def go():
+        params = BeamParams(K=K, extend_threshold=eps, eos_tokens=[EOS_TOKEN])
+        beam = await ByteBeamState.initial(lm, params)
+        distances, skipped = [], 0
+        for b in text:
+            beam = beam.prune()
+            q = await beam.logp_next()  # first, so the reference cannot pre-evaluate for it
+            skipped += beam._ext_skipped
+            ref = await ByteBeamState(beam.states, full).logp_next()
+            distances.append(0.5 * np.abs(np.exp(q.ps) - np.exp(ref.ps)).sum())
+            beam = await (beam << b)
+        return distances, skipped
+
+    distances, skipped = asyncio.run(go())
+    assert max(distances) <= eps + 1e-9
+    if not skipped:
+        assert max(distances) <= 1e-9  # nothing skipped: the same distribution
+
+
 def test_eos_probability_at_the_start_is_the_eos_token_probability():
     lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
 
