@@ -227,7 +227,7 @@ def run() -> list[dict]:
             "target": "<= 1.5",
             "met": mine["tokens"] / floor_tokens <= 1.5,
             "note": f"extend_threshold={EPS}; needed for this logZ: {mine['needed']} "
-            f"(BOS + canonical + the non-canonical path the final beam holds); "
+            f"(distinct token prefixes of the final candidates); "
             f"extend_threshold=0: {exact['tokens']} tokens in {exact['batches']} forwards, "
             f"{exact['wall']:.2f} s",
         },
