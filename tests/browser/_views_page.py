@@ -40,8 +40,9 @@ def printed(page, key: str) -> list[int]:
 
 
 def _weights(page) -> list[str]:
-    return page.eval_on_selector_all(
-        ".genlm-live.genlm-particles .genlm-weight", "els => els.map(e => e.textContent)"
+    """Weights shown by the first particle view (the smc_standard run)."""
+    return page.locator(".genlm-live.genlm-particles").first.evaluate(
+        "el => [...el.querySelectorAll('.genlm-weight')].map(e => e.textContent)"
     )
 
 
@@ -76,11 +77,21 @@ def check_views(page, screenshot, shot_prefix: str = "") -> dict:
 
     page.wait_for_selector(".jp-OutputArea-output >> text=ALL CELLS DONE", timeout=120_000)
     n_dots, n_lines, n_steps = printed(page, "GENEALOGY")
-    particles = page.locator(".genlm-live.genlm-particles")
+    particles = page.locator(".genlm-live.genlm-particles").first
     assert "finished" in particles.locator(".genlm-status").text_content()
     assert particles.locator("tbody tr").count() == 8
     assert particles.locator("svg.genlm-genealogy circle").count() == n_dots
     assert particles.locator("svg.genlm-genealogy line").count() == n_lines
+
+    # smc_steer's view: every candidate in the table, the cut in the heading, and
+    # one genealogy line from each candidate to the kept particle it came from.
+    n_candidates, n_kept, n_steer_lines = printed(page, "STEER")
+    steer = page.locator(".genlm-live.genlm-particles").nth(1)
+    heading = steer.locator(".genlm-status").text_content()
+    assert f"{n_candidates} candidates, {n_kept} kept" in heading, heading
+    assert steer.locator("tbody tr").count() == n_candidates
+    assert steer.locator("svg.genlm-genealogy line").count() == n_steer_lines
+    screenshot(steer, f"{shot_prefix}steer_view")
 
     (queries,) = printed(page, "QUERIES")
     monitor = page.locator(".genlm-live.genlm-monitor")

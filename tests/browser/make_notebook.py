@@ -20,7 +20,7 @@ from IPython.display import display
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.bytes import BeamParams
-from genlm_lab.smc import smc_standard
+from genlm_lab.smc import smc_standard, smc_steer
 from genlm_lab.smc.examples.lipogram import Lipogram
 from genlm_lab.widgets import BackendMonitor, BeamDebugger, ParticleView, TrieView
 
@@ -55,6 +55,16 @@ result = await smc_standard(
 )
 gen = view.view_data()["genealogy"]
 print("GENEALOGY", sum(len(c) for c in gen), sum(len(c) for c in gen[1:]), len(gen))"""
+    ),
+    new_code_cell(
+        """steer_view = ParticleView()
+display(steer_view)
+steered = await smc_steer(
+    Lipogram(llm, prompt="a", forbidden="c", max_tokens=6), 3, 2, observers=[steer_view], seed=0
+)
+data = steer_view.view_data()
+gen = data["genealogy"]
+print("STEER", len(data["particles"]), data["n_kept"], sum(len(c) for c in gen[1:]))"""
     ),
     new_code_cell(
         """monitor.refresh()
