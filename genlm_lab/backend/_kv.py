@@ -75,10 +75,8 @@ def padded_cache(
         at = n_past - h.length
         if at:
             buf[:, :, i, :, :at].zero_()  # masked, but must stay finite
-        for seg in segs:
-            n = seg.shape[-2]
-            buf[:, :, i, :, at : at + n] = seg
-            at += n
+        if segs:  # one strided write per row, not one per segment
+            torch.cat(segs, dim=-2, out=buf[:, :, i, :, at:n_past])
     return _dynamic_cache([(buf[i, 0], buf[i, 1]) for i in range(layers)], n_past)
 
 

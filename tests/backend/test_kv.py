@@ -61,3 +61,26 @@ async def test_cached_segments_never_alias_the_reused_workspace(tiny_random_hf):
     assert lm.stats["kv_tokens_reused"] - reused == sum(len(e) for e in first)
     for e, got in zip(third, results, strict=True):
         torch.testing.assert_close(got, lm.next_token_logprobs_uncached(e), atol=1e-5, rtol=1e-5)
+
+
+async def test_rows_of_many_segments_and_different_lengths_share_a_padded_forward(
+    tiny_random_hf,
+):
+    """Each row's prefix is a chain of segments (one per earlier call), left-padded."""
+    model, tokenizer = tiny_random_hf
+    lm = AsyncTransformer(model, tokenizer, timeout=60.0)
+    rng = random.Random(1)
+    branches = [[lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(3)]]
+    branches = [list(branches[0]) for _ in range(5)]
+    for step in range(5):  # branch i grows by 1 + (i + step) % 3 tokens per call
+        for i, b in enumerate(branches):
+            b.extend(rng.randrange(lm.vocab_size) for _ in range(1 + (i + step) % 3))
+        await asyncio.gather(*(lm.next_token_logprobs(b) for b in branches))
+    final = [[*b, rng.randrange(lm.vocab_size)] for b in branches]
+    assert len({len(f) for f in final}) > 1  # rows differ in length: the forward pads
+    assert all(len(lm.cache.longest_kv(None, f, len(f) - 1).pieces()) > 3 for f in final)
+    batches = lm.stats["batches"]
+    results = await asyncio.gather(*(lm.next_token_logprobs(f) for f in final))
+    assert lm.stats["batches"] == batches + 1
+    for f, got in zip(final, results, strict=True):
+        torch.testing.assert_close(got, lm.next_token_logprobs_uncached(f), atol=1e-5, rtol=1e-5)
