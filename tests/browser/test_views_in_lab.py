@@ -101,18 +101,25 @@ def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
     _tutorial(lab, "04_smc.ipynb")
     _run_all(page, lab, "04_smc.ipynb")
     _wait_all_ran(page, screenshot, "smc_tutorial")
-    # The live run and the view of its saved record (widgets render just after the prompt).
+    # The live run, the view of its saved record and the smc_steer run's view
+    # (widgets render just after the prompt).
     page.wait_for_function(
-        "() => document.querySelectorAll('.genlm-live.genlm-particles').length >= 2",
+        "() => document.querySelectorAll('.genlm-live.genlm-particles').length >= 3",
         timeout=60_000,
     )
     views = page.locator(".genlm-live.genlm-particles")
-    assert views.count() == 2
+    assert views.count() == 3
     for i in range(2):
         assert views.nth(i).locator("tbody tr").count() == 8
         assert "finished" in views.nth(i).locator(".genlm-status").text_content()
         assert views.nth(i).locator("svg.genlm-genealogy line").count() > 0
+    steer = views.nth(2)
+    heading = steer.locator(".genlm-status").text_content()
+    assert "finished" in heading and ", 3 kept" in heading, heading
+    assert steer.locator("tbody tr.genlm-pruned").count() > 0
+    assert steer.locator("svg.genlm-genealogy line").count() > 0
     screenshot(views.nth(0), "smc_tutorial_particle_view")
+    screenshot(steer, "smc_tutorial_steer_view")
     errors = [e for e in page.console_errors if not NOISE.search(e)]
     assert not errors, errors
 
