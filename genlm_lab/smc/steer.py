@@ -26,18 +26,23 @@ from genlm_lab.util import logsumexp
 __all__ = ["smc_steer"]
 
 
-def _threshold(w: np.ndarray, n: int) -> tuple[float, int]:
-    """c with sum(min(1, c * w)) == n, and how many weights reach c * w >= 1.
+def _threshold(desc: np.ndarray, n: int) -> tuple[int, float]:
+    """How many candidates are kept surely, and log(c * w) of the first one that is not.
 
-    Requires more than n positive weights (normalised, summing to 1).
+    `desc` holds more than `n` finite log-weights, sorted descending; c solves
+    sum(min(1, c * w)) == n. Every quantity is taken relative to `desc[k]`, so
+    weights hundreds of nats apart (whose ratios underflow) stay exact.
+
+    Returns:
+        (k, log_c) where candidates 0..k-1 have c * w >= 1 and
+        log_c = log(c * w[k]) < 0.
     """
-    desc = np.sort(w)[::-1]
-    tails = np.cumsum(desc[::-1])[::-1]  # tails[k] = sum(desc[k:])
     for k in range(n):
-        c = (n - k) / tails[k]
-        if c * desc[k] < 1.0 and (k == 0 or c * desc[k - 1] >= 1.0):
-            return float(c), k
-    return float(n / tails[0]), 0  # unreachable for valid input; safe fallback
+        log_c = math.log(n - k) - logsumexp(desc[k:] - desc[k])
+        if log_c < 0.0 and (k == 0 or log_c + (desc[k - 1] - desc[k]) >= 0.0):
+            return k, log_c
+    # Unreachable in exact arithmetic; after rounding, keep none surely.
+    return 0, min(0.0, math.log(n) - logsumexp(desc - desc[0]))
 
 
 def resample_without_replacement(
@@ -48,25 +53,28 @@ def resample_without_replacement(
     New weights are scaled so that their mean over the kept candidates equals
     the mean over all candidates in expectation.
     """
+    log_weights = np.asarray(log_weights, dtype=np.float64)
     m = log_weights.size
     positive = np.flatnonzero(log_weights > -math.inf)
     if positive.size <= n:
         new = log_weights[positive] + math.log(positive.size / m) if positive.size else positive
         return positive, np.asarray(new, dtype=np.float64)
-    total = logsumexp(log_weights)
-    w = np.exp(log_weights - total)
-    c, _ = _threshold(w, n)
-    keep_all = np.flatnonzero(c * w >= 1.0)
-    rest = np.flatnonzero((c * w < 1.0) & (w > 0))
-    k = n - keep_all.size
-    cumulative = np.cumsum(c * w[rest])
-    points = rng.random() + np.arange(k)
-    picked = rest[
-        np.unique(np.minimum(np.searchsorted(cumulative, points, side="right"), rest.size - 1))
-    ]
+    order = positive[np.argsort(-log_weights[positive], kind="stable")]
+    desc = log_weights[order]
+    k, log_c = _threshold(desc, n)
+    keep_all = np.sort(order[:k])
+    rest = np.sort(order[k:])  # index order, as the systematic draw has always used
+    # Inclusion probability c * w of each other candidate (each < 1, summing to n - k).
+    probs = np.exp(np.minimum(0.0, log_c + (log_weights[rest] - desc[k])))
+    cumulative = np.cumsum(probs)
+    cumulative *= (n - k) / cumulative[-1]
+    points = rng.random() + np.arange(n - k)
+    where = np.minimum(np.searchsorted(cumulative, points, side="right"), rest.size - 1)
+    picked = rest[np.unique(where)]
     scale = math.log(n / m)
+    # A candidate kept with probability c * w gets weight 1 / c: log(1/c) = desc[k] - log_c.
     new = np.concatenate(
-        [log_weights[keep_all] + scale, np.full(picked.size, total - math.log(c) + scale)]
+        [log_weights[keep_all] + scale, np.full(picked.size, desc[k] - log_c + scale)]
     )
     return np.concatenate([keep_all, picked]), new
 

@@ -37,6 +37,34 @@ def test_few_positive_candidates_are_all_kept_with_the_same_mean():
     assert np.exp(new).mean() == pytest.approx(np.exp(log_w).sum() / 4)
 
 
+@pytest.mark.parametrize(
+    ("log_w", "n"),
+    [
+        ([0.0, 0.0, -1e300, -1e300], 3),
+        ([0.0, -800.0, -800.0, -800.0, -800.0], 2),
+        ([0.0, -800.0, -800.0, -800.0, -800.0], 3),
+        ([-5.0, -805.0, -805.0, -1600.0], 2),
+    ],
+)
+def test_weights_whose_ratios_underflow_keep_n_with_exact_weights(log_w, n):
+    # Candidates hundreds of nats below the best have normalised weight 0.0 in
+    # float64, yet c * w is still defined; the scheme must keep n of them.
+    log_w = np.array(log_w)
+    desc = np.sort(log_w)[::-1]
+    k = int(np.sum(desc - desc[0] > -700))  # the ones that do not underflow, kept surely here
+    rest = desc[k:]
+    # Exact 1/c for the rest: sum(min(1, c w)) = n - k over them, all < 1.
+    inv_c = np.log(np.exp(rest - rest[0]).sum()) + rest[0] - math.log(n - k)
+    for seed in range(20):
+        kept, new = resample_without_replacement(log_w, n, np.random.default_rng(seed))
+        assert len(set(kept.tolist())) == len(kept) == n
+        assert np.all(np.isfinite(new))
+        scale = math.log(n / log_w.size)
+        for i, w in zip(kept, new, strict=True):
+            expected = log_w[i] + scale if log_w[i] - desc[0] > -700 else inv_c + scale
+            assert w == pytest.approx(expected, rel=1e-12)
+
+
 class _Path(Model):
     """Picks one of 30 labels per step; its text is the whole path ("4.17.2"), "$" once finished.
 
