@@ -30,6 +30,29 @@ def weights_of(particles: Sequence[Any]) -> np.ndarray:
     return np.array([float(p.weight) for p in particles], dtype=np.float64)
 
 
+def checked_weights(particles: Sequence[Any], step: int) -> np.ndarray:
+    """`weights_of(particles)`, or ValueError naming the first particle with a NaN or +inf weight.
+
+    Such a weight cannot be compared, resampled or averaged: left alone it
+    reads as weight zero in some sums and poisons others (log_ml, ESS).
+    """
+    weights = weights_of(particles)
+    bad = np.flatnonzero(np.isnan(weights) | (weights == math.inf))
+    if bad.size:
+        i = int(bad[0])
+        try:
+            contents = repr(particles[i].string_for_serialization())
+        except Exception:  # noqa: BLE001 - the message must not hide the weight
+            contents = "?"
+        when = "before the first step" if step == 0 else f"after step {step}"
+        raise ValueError(
+            f"particle {i} ({contents}) has log-weight {weights[i]} {when}; log-weights must "
+            "be finite or -inf. Change weights through score / observe / condition, which "
+            "check their argument, rather than by assigning `weight`."
+        )
+    return weights
+
+
 def is_alive(particle: Any) -> bool:
     """A particle that still steps: not done and not of weight zero."""
     return not particle.done_stepping() and particle.weight > -math.inf

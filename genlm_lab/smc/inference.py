@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import make_rng, using_rng
-from genlm_lab.smc._run import Run, check_n, clone_all, gather_all, is_alive, weights_of
+from genlm_lab.smc._run import (
+    Run,
+    check_n,
+    checked_weights,
+    clone_all,
+    gather_all,
+    is_alive,
+    weights_of,
+)
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
 from genlm_lab.util import logsumexp
@@ -120,11 +128,12 @@ async def _smc(
             particles = [copy.deepcopy(model) for _ in range(n)]
             before = weights_of(particles)
             await gather_all(p.start() for p in particles)
+            checked_weights(particles, 0)
             while any(is_alive(p) for p in particles):
                 for p in particles:
                     p.untwist()
                 await gather_all(p.step() for p in particles if is_alive(p))
-                weights = weights_of(particles)
+                weights = checked_weights(particles, run.steps + 1)
                 if np.all(weights == -math.inf):
                     return await run.stop_all_dead(particles, before)
                 ancestors = None

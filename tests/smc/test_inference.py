@@ -9,6 +9,7 @@ import pytest
 
 from genlm_lab.smc import (
     Model,
+    SMCRecord,
     importance_sampling,
     smc_standard,
     smc_steer,
@@ -213,3 +214,48 @@ async def test_twists_steer_but_leave_evidence_and_posterior_exact():
             pooled += w * np.array(particle.flips, dtype=float) / runs
     _within_standard_errors(estimates, z)
     assert pooled == pytest.approx(marginals, abs=0.03)
+
+
+class SetsWeight(Model):
+    """Assigns `weight` directly (bypassing score's check) at its second step."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value, self.t = value, 0
+
+    async def step(self):
+        self.t += 1
+        if self.t == 2:
+            self.weight = self.value
+        if self.t == 3:
+            self.finish()
+
+    def string_for_serialization(self) -> str:
+        return f"t={self.t}"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m: smc_standard(m, 3, ess_threshold=0.0, seed=0),
+        lambda m: smc_standard(m, 3, ess_threshold=0.5, seed=0),
+        lambda m: smc_standard(m, 3, ess_threshold=1.0, seed=0),
+        lambda m: importance_sampling(m, 3, seed=0),
+        lambda m: smc_steer(m, 3, 2, seed=0),
+    ],
+)
+async def test_a_nan_or_inf_weight_raises_naming_the_particle(run, value):
+    # Left alone, NaN read as weight zero in log_ml (a run "finished" with
+    # log_ml -inf) and smc_steer silently returned no particle at all.
+    with pytest.raises(ValueError, match=r"particle 0 \('t=2'\) has log-weight .* after step 2"):
+        await run(SetsWeight(value))
+
+
+async def test_a_nan_weight_leaves_the_record_marked_interrupted(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(ValueError, match="log-weight nan"):
+        await smc_standard(SetsWeight(math.nan), 2, json_file=path, seed=0)
+    record = SMCRecord.load(path)
+    assert record.final["status"] == "interrupted"
+    assert len(record.steps) == 1
