@@ -40,8 +40,11 @@ def byte_mask(allowed: Any) -> np.ndarray:
         raise ValueError(
             f"a byte mask is bytes, ints 0..255 (257 = EOS) or a bool array, got {allowed!r}"
         )
+    values = list(allowed)
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return byte_mask(np.array(values, dtype=bool))  # bools: one per slot, not bytes 0 and 1
     out = np.zeros(_SLOTS, dtype=bool)
-    for v in allowed:
+    for v in values:
         out[_byte_value(v)] = True
     return out
 
@@ -49,7 +52,8 @@ def byte_mask(allowed: Any) -> np.ndarray:
 def _byte_value(x: Any) -> int:
     """`x` as a byte slot (0..255 or EOS), or one ValueError naming it."""
     try:
-        if isinstance(x, (str, bytes, bytearray)):  # int(b"7") would read the digit
+        # int(b"7") would read the digit, int(True) gives byte 1, int(97.5) drops the fraction
+        if isinstance(x, (str, bytes, bytearray, bool, np.bool_)) or not hasattr(x, "__index__"):
             raise TypeError
         b = int(x)
     except (TypeError, ValueError):

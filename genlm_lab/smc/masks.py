@@ -23,11 +23,30 @@ _END_PUNCTUATION = {b".", b"!", b"?"}
 _PUNCTUATION_BYTES = frozenset(string.punctuation.encode())
 
 
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_))
+
+
+def _token_id_of(x: Any, vocab_size: int) -> int:
+    token_id = getattr(x, "token_id", x)
+    if _is_bool(token_id) or not hasattr(token_id, "__index__"):
+        raise ValueError(
+            f"mask holds {x!r}, which is not a token id: a mask is a bool array with one "
+            f"entry per token id ({vocab_size}) or an iterable of int token ids"
+        )
+    return int(token_id)
+
+
 def as_mask(mask: Any, vocab_size: int) -> np.ndarray:
-    """A boolean array of length `vocab_size` from a bool array or an iterable of token ids.
+    """A boolean array of length `vocab_size` from bools (one per token id) or token ids.
+
+    Accepts a numpy / torch bool array, a list of bools of length `vocab_size`,
+    or an iterable of int token ids (or `Token`s).
 
     Raises:
-        ValueError: for a bool array of the wrong length or ids outside the vocabulary.
+        ValueError: for bools of the wrong length, ids outside the vocabulary,
+            or anything else (floats, text): a float array of 0s and 1s would
+            otherwise read as the token ids 0 and 1.
     """
     if isinstance(mask, np.ndarray) and mask.dtype == np.bool_:
         if mask.shape != (vocab_size,):
@@ -38,9 +57,22 @@ def as_mask(mask: Any, vocab_size: int) -> np.ndarray:
     if hasattr(mask, "detach"):  # a torch tensor
         return as_mask(mask.detach().cpu().numpy(), vocab_size)
     if isinstance(mask, np.ndarray):
+        if mask.dtype.kind not in "iu":
+            raise ValueError(
+                f"mask array has dtype {mask.dtype}: pass a bool array (one entry per token id) "
+                "or integer token ids"
+            )
         ids = mask.astype(np.int64).ravel()
+    elif isinstance(mask, (str, bytes, bytearray)) or not hasattr(mask, "__iter__"):
+        raise ValueError(
+            f"a mask is a bool array (one entry per token id) or an iterable of token ids, "
+            f"got {mask!r}; for tokens by their bytes use `token_masks(lm)`"
+        )
     else:
-        ids = np.fromiter((int(getattr(t, "token_id", t)) for t in mask), dtype=np.int64)
+        items = list(mask)
+        if items and all(_is_bool(x) for x in items):
+            return as_mask(np.array(items, dtype=bool), vocab_size)
+        ids = np.fromiter((_token_id_of(x, vocab_size) for x in items), dtype=np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
         raise ValueError(f"mask holds token id {bad}, outside the vocabulary ({vocab_size} tokens)")

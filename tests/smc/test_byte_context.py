@@ -62,13 +62,22 @@ async def test_byte_mask_is_the_masked_renormalised_next_byte_distribution():
         byte_mask([256])
 
 
-@pytest.mark.parametrize("bad", ["2-", 7, None, [b"2"], ["7"]])
+@pytest.mark.parametrize(
+    "bad", ["2-", 7, None, [b"2"], ["7"], [97.0], [True, False], np.ones(3, dtype=bool)]
+)
 def test_byte_mask_refuses_non_byte_values_with_one_value_error(bad):
     with pytest.raises(ValueError, match="byte"):
         byte_mask(bad)
 
 
-@pytest.mark.parametrize("bad", [b"2", "2", None, 256, -1])
+def test_a_list_of_258_bools_is_a_mask_over_slots_not_the_bytes_0_and_1():
+    # int(True) == 1: bools read as byte values made any bool list the mask {0, 1}.
+    flags = [False] * 258
+    flags[ord("2")] = flags[257] = True
+    np.testing.assert_array_equal(byte_mask(flags), byte_mask([ord("2"), 257]))
+
+
+@pytest.mark.parametrize("bad", [b"2", "2", None, 256, -1, True, np.True_, 50.0])
 async def test_observing_a_non_byte_leaves_the_context_as_it_was(bad):
     ctx = await make_context(toy_lm())
     await ctx.ensure_logprobs()

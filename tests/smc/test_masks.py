@@ -1,0 +1,48 @@
+"""as_mask: every accepted form gives the set it names; everything else one ValueError."""
+
+import numpy as np
+import pytest
+import torch
+
+from genlm_lab.smc import as_mask
+from genlm_lab.tokenization import Token
+
+N = 6
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        [1, 4],
+        {4, 1},
+        (1, 4, 4),
+        np.array([4, 1]),
+        np.array([1, 4], dtype=np.uint8),
+        [Token(1, b"b"), Token(4, b"e")],
+        [False, True, False, False, True, False],
+        np.array([False, True, False, False, True, False]),
+        torch.tensor([False, True, False, False, True, False]),
+    ],
+)
+def test_ids_bools_and_tokens_name_the_same_set(given):
+    assert set(np.flatnonzero(as_mask(given, N))) == {1, 4}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]),  # read as ids 0 and 1 before
+        [1.5],  # read as id 1 before
+        [True, False],  # bools of the wrong length: read as ids 1 and 0 before
+        [1, True],
+        "ab",
+        b"ab",
+        3,
+        None,
+        [7],
+        [-1],
+    ],
+)
+def test_anything_else_is_one_value_error(bad):
+    with pytest.raises(ValueError, match="mask"):
+        as_mask(bad, N)
