@@ -19,7 +19,9 @@ raised by `process` reaches every caller of that batch, never the event loop.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Callable, Hashable, Sequence
+from numbers import Real
 from typing import Any
 
 
@@ -67,9 +69,9 @@ class AutoBatcher:
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        if value < 1:
-            raise ValueError(f"batch_size must be >= 1, got {value}")
-        self._batch_size = value
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {value!r}")
+        self._batch_size = operator.index(value)
 
     @property
     def timeout(self) -> float:
@@ -78,8 +80,9 @@ class AutoBatcher:
 
     @timeout.setter
     def timeout(self, value: float) -> None:
-        if value < 0:
-            raise ValueError(f"timeout must be >= 0 seconds, got {value}")
+        if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
+            # `not value >= 0` also catches NaN, which would break the loop's timer heap.
+            raise ValueError(f"timeout must be a number of seconds >= 0, got {value!r}")
         self._timeout = value
 
     @property

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import operator
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
+from numbers import Real
 from typing import Any
 
+import numpy as np
 import torch
 
 from genlm_lab.tokenization import Token
@@ -18,9 +22,16 @@ def new_stats() -> dict[str, int]:
 
 
 def check_sampling_args(max_tokens: int, temperature: float) -> None:
-    """Raise a ValueError unless `max_tokens` >= 0 and `temperature` > 0 (what `sample` takes)."""
-    if temperature <= 0:
+    """Raise a ValueError unless `max_tokens` is an int >= 0 and `temperature` a number > 0.
+
+    NaN, a bool or a str would otherwise fail later, inside torch's sampler.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, Real):
+        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+    if math.isnan(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
+    if isinstance(max_tokens, bool) or not hasattr(max_tokens, "__index__"):
+        raise ValueError(f"max_tokens must be an int >= 0, got {max_tokens!r}")
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
 
@@ -85,7 +96,20 @@ class AsyncLM(ABC):
             raise ValueError(
                 f"token_ids must be a sequence of int token ids, got {type(token_ids).__name__}"
             )
-        if isinstance(token_ids, torch.Tensor):
+        if isinstance(token_ids, (Mapping, Set)):
+            raise ValueError(
+                f"token_ids must be an ordered sequence of int token ids, got "
+                f"{type(token_ids).__name__}"
+            )
+        if isinstance(token_ids, (torch.Tensor, np.ndarray)):
+            if token_ids.ndim != 1:
+                raise ValueError(
+                    f"token_ids must be one context, a 1-D sequence of token ids; got an "
+                    f"array of shape {tuple(token_ids.shape)} (for several contexts use "
+                    "batch_next_token_logprobs)"
+                )
+            if token_ids.dtype in (torch.bool, np.bool_):
+                raise ValueError("token_ids is a bool array; token ids must be ints")
             token_ids = token_ids.tolist()
         try:
             ids = list(token_ids)
@@ -115,11 +139,16 @@ class AsyncLM(ABC):
         out = []
         n = self.vocab_size
         for pos, tok in enumerate(ids):
-            if isinstance(tok, bool) or not hasattr(tok, "__index__"):
+            try:
+                if isinstance(tok, (bool, np.bool_)):
+                    raise TypeError
+                # operator.index, not int(): a float tensor or a 1-element array
+                # must not be truncated or unwrapped into an id.
+                tok = operator.index(tok)
+            except TypeError:
                 raise ValueError(
                     f"token id {tok!r} at position {pos} is not an int (got {type(tok).__name__})"
-                )
-            tok = int(tok)
+                ) from None
             if not 0 <= tok < n:
                 raise ValueError(
                     f"token id {tok} at position {pos} is outside the vocabulary ({n} tokens)"
@@ -140,13 +169,19 @@ class AsyncLM(ABC):
     ) -> torch.Tensor:
         """Log-probabilities for several contexts at once, shape (n, vocab_size)."""
         rows = await asyncio.gather(*(self.next_token_logprobs(c) for c in token_ids_list))
-        return torch.stack(list(rows))
+        return self._stack(list(rows))
 
     def batch_next_token_logprobs_sync(
         self, token_ids_list: Sequence[Sequence[int]]
     ) -> torch.Tensor:
         """Blocking version of `batch_next_token_logprobs`."""
-        return torch.stack([self.next_token_logprobs_sync(c) for c in token_ids_list])
+        return self._stack([self.next_token_logprobs_sync(c) for c in token_ids_list])
+
+    def _stack(self, rows: list[torch.Tensor]) -> torch.Tensor:
+        """Rows stacked to (n, vocab_size); no contexts give an empty (0, vocab_size)."""
+        if not rows:
+            return torch.empty((0, self.vocab_size), device=getattr(self, "device", None))
+        return torch.stack(rows)
 
     async def sample(
         self,
@@ -167,7 +202,8 @@ class AsyncLM(ABC):
             seed: seeds a private generator, for reproducible samples.
 
         Returns:
-            The generated token ids (without the prompt).
+            The generated token ids (without the prompt). Generation also stops
+            when the context reaches `max_context_length`.
         """
         check_sampling_args(max_tokens, temperature)
         stop = set(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
@@ -177,6 +213,9 @@ class AsyncLM(ABC):
         else:
             generator.seed()
         context = list(self.validate_context(prompt_token_ids))
+        limit = self.max_context_length
+        if limit is not None:  # a longer context could not be scored: stop, keep the tokens
+            max_tokens = min(max_tokens, limit + 1 - len(context))
         generated: list[int] = []
         for _ in range(max_tokens):
             logprobs = await self.next_token_logprobs(context)

@@ -126,6 +126,16 @@ class ToyLM(_UnbatchedLM):
         bos: bytes | None = None,
         eos: bytes | None = None,
     ) -> None:
+        if isinstance(vocab, (str, bytes, bytearray)):
+            raise ValueError(
+                f"vocab must be a list of byte strings, one per token, got one "
+                f"{type(vocab).__name__} (e.g. write [b'a', b'b'], not b'ab')"
+            )
+        for token_id, v in enumerate(vocab):
+            if not isinstance(v, (bytes, bytearray)):
+                raise ValueError(
+                    f"vocab entry {token_id} is {type(v).__name__} ({v!r}); expected bytes"
+                )
         vocab = [bytes(v) for v in vocab]
         if not vocab:
             raise ValueError("ToyLM needs a non-empty vocabulary")
@@ -162,6 +172,11 @@ class ToyLM(_UnbatchedLM):
         if torch.isnan(logits).any() or not torch.isfinite(logits).any():
             raise ValueError(
                 f"logprobs_fn gave no finite log-prob (or a NaN) for context {context}"
+            )
+        if (logits == torch.inf).any():
+            raise ValueError(
+                f"logprobs_fn gave +inf for token {int(torch.argmax(logits))} after context "
+                f"{context}; log-probs must be finite or -inf"
             )
         return (logits - torch.logsumexp(logits, dim=0)).float()
 

@@ -1,5 +1,6 @@
 """The AsyncLM contract on ToyLM and MockAsyncLM: validation, normalisation, sampling."""
 
+import asyncio
 import itertools
 import math
 
@@ -176,3 +177,77 @@ def test_validate_context_accepts_exactly_in_vocabulary_ints_of_any_int_type(ite
     else:
         with pytest.raises(ValueError, match="outside the vocabulary"):
             lm.validate_context(ids)
+
+
+# -- bad input gives one clear ValueError (bug hunt) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        np.array([[0], [1]]),  # 2-D: numpy's own TypeError before
+        np.array([[0, 1], [1, 0]]),
+        torch.tensor([[0, 1]]),
+        np.array([True, False]),
+        {0: 1, 1: 0},  # a dict iterates its keys: silently taken as a context before
+        {1, 0},  # a set has no order
+        [torch.tensor(1.7)],  # a float tensor was truncated to id 1 before
+        [np.array([1])],  # a 1-element array was unwrapped before
+    ],
+)
+def test_malformed_contexts_are_one_clear_value_error(context):
+    lm = toy()
+    with pytest.raises(ValueError, match="token"):
+        lm.next_token_logprobs_sync(context)
+
+
+def test_integer_arrays_and_tensors_are_valid_contexts():
+    lm = toy()
+    want = lm.next_token_logprobs_sync([0, 1])
+    for context in (np.array([0, 1]), torch.tensor([0, 1]), [np.int32(0), torch.tensor(1)]):
+        assert torch.equal(lm.next_token_logprobs_sync(context), want)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"temperature": float("nan")},  # torch's 'probability tensor contains nan' before
+        {"temperature": "1"},
+        {"temperature": True},
+        {"max_tokens": 2.5},
+        {"max_tokens": "3"},
+        {"max_tokens": True},
+    ],
+)
+def test_bad_sampling_arguments_are_one_clear_value_error(kwargs):
+    lm = toy()
+    args = {"max_tokens": 3, "temperature": 1.0, **kwargs}
+    with pytest.raises(ValueError, match="temperature|max_tokens"):
+        asyncio.run(lm.sample([0], **args))
+
+
+def test_sample_stops_at_max_context_length_and_keeps_its_tokens():
+    lm = toy()
+    lm.max_context_length = 5
+    for prompt in ([0], [0, 1, 2, 0, 1]):
+        out = asyncio.run(lm.sample(prompt, max_tokens=100, eos_token_ids=[], seed=0))
+        assert len(out) == 5 + 1 - len(prompt)  # the last query's context is 5 tokens long
+
+
+def test_batch_of_no_contexts_is_an_empty_matrix():
+    for lm in (toy(), MockAsyncLM(byte_vocab=[b"a", b"b", b"c"])):
+        assert lm.batch_next_token_logprobs_sync([]).shape == (0, lm.vocab_size)
+        assert asyncio.run(lm.batch_next_token_logprobs([])).shape == (0, lm.vocab_size)
+
+
+def test_toy_logprobs_fn_giving_plus_inf_is_rejected_not_nan():
+    lm = ToyLM([b"a", b"b"], logprobs_fn=lambda ctx: [math.inf, 0.0])
+    with pytest.raises(ValueError, match=r"\+inf"):
+        lm.next_token_logprobs_sync([])
+
+
+@pytest.mark.parametrize("vocab", [b"ab", "ab", ["a", "b"], [b"a", 3]])
+def test_toy_vocab_that_is_not_a_list_of_bytes_is_rejected(vocab):
+    # b"ab" was taken as two tokens of 97 and 98 zero bytes before
+    with pytest.raises(ValueError, match="vocab"):
+        ToyLM(vocab)

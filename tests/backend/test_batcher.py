@@ -166,3 +166,24 @@ def test_bad_settings_are_rejected_at_construction_and_on_assignment():
     with pytest.raises(ValueError, match="timeout"):
         b.timeout = -0.1
     assert (b.batch_size, b.timeout) == (4, 0.5)  # a rejected value changes nothing
+
+
+@pytest.mark.parametrize("value", [2.5, True, "4", None])
+def test_batch_size_that_is_not_a_positive_int_is_rejected(value):
+    # 2.5 was accepted before, and failed later inside range() of the batched path
+    with pytest.raises(ValueError, match="batch_size"):
+        AutoBatcher(lambda xs: xs, batch_size=value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), "1", None, -0.5])
+def test_timeout_that_is_not_a_number_of_seconds_is_rejected(value):
+    # NaN was accepted before and put a NaN deadline into the event loop's timer heap
+    with pytest.raises(ValueError, match="timeout"):
+        AutoBatcher(lambda xs: xs, timeout=value)
+
+
+def test_numpy_ints_and_infinite_timeout_are_accepted():
+    import numpy as np
+
+    b = AutoBatcher(lambda xs: xs, batch_size=np.int64(3), timeout=float("inf"))
+    assert b.batch_size == 3 and type(b.batch_size) is int

@@ -279,3 +279,19 @@ async def test_kv_reuse_disabled_still_gives_the_same_results(make_lm):
     assert lm.stats["kv_tokens_reused"] == 0
     for c, got in zip(contexts, results, strict=True):
         close(got, lm.next_token_logprobs_uncached(c + [5]), 1e-5)
+
+
+def test_float_batch_size_is_rejected_at_construction(make_lm):
+    with pytest.raises(ValueError, match="batch_size"):
+        make_lm(batch_size=2.5)
+
+
+def test_sample_near_the_context_limit_stops_instead_of_raising(make_lm):
+    lm = make_lm()
+    limit = lm.max_context_length
+    out = asyncio.run(lm.sample([lm.bos_token_id] * (limit - 1), 5, eos_token_ids=[], seed=0))
+    assert len(out) == 2
+
+
+def test_async_batch_of_no_contexts_is_an_empty_matrix(lm):
+    assert asyncio.run(lm.batch_next_token_logprobs([])).shape == (0, lm.vocab_size)
