@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:  # bad input, unreadable / unwritable files
         print(f"genlm-lab {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -34,3 +34,21 @@ def test_parser_knows_all_commands():
     parser = build_parser()
     for argv in (["doctor"], ["lab"], ["report", "r.json"], ["workshop", "reset", "n.ipynb"]):
         assert parser.parse_args(argv).command == argv[0]
+
+
+def test_report_on_a_directory_is_one_clear_line(tmp_path, capsys):
+    # IsADirectoryError escaped as a traceback before
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("genlm-lab report:") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_doctor_with_a_damaged_model_marker_reports_instead_of_crashing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    target = tmp_path / "models" / "smollm2-135m"
+    target.mkdir(parents=True)
+    (target / "genlm_lab_conversion.json").write_text("[]")
+    (target / "model.safetensors").write_bytes(b"")
+    lines = doctor_lines(load_model=False)
+    assert any("model cache" in line and "not yet converted" in line for line in lines)

@@ -113,6 +113,8 @@ def _is_converted(path: Path) -> bool:
         marker = json.loads((path / _MARKER).read_text())
     except (OSError, ValueError):
         return False
+    if not isinstance(marker, dict):  # damaged marker: rebuild rather than crash
+        return False
     return marker.get("format") == _CACHE_FORMAT and (path / "model.safetensors").is_file()
 
 
@@ -352,6 +354,13 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _is_load_error(e: Exception) -> bool:
+    """Whether an exception of `from_pretrained` means unreadable or damaged model files."""
+    if type(e).__name__ == "SafetensorError":  # truncated or garbled model.safetensors
+        return True
+    return isinstance(e, (OSError, ValueError, RuntimeError, EOFError))
+
+
 def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer by name, offline-first.
 
@@ -383,10 +392,13 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
         with _quiet_progress():
             model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype)
         tokenizer = load_tokenizer(name if name == DEFAULT_MODEL else str(directory))
-    except (OSError, ValueError) as e:
-        if isinstance(e, ModelNotFoundError):
+    except Exception as e:
+        if isinstance(e, ModelNotFoundError) or not _is_load_error(e):
             raise
+        hint = ""
+        if Path(directory).resolve().is_relative_to(cache_root().resolve()):
+            hint = f"; the converted copy is damaged: delete {str(directory)!r} to rebuild it"
         raise ModelNotFoundError(
-            f"could not load model {name!r} from {str(directory)!r}: {e}"
+            f"could not load model {name!r} from {str(directory)!r}: {type(e).__name__}: {e}{hint}"
         ) from e
     return model.to(device).eval(), tokenizer

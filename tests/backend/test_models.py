@@ -1,6 +1,7 @@
 """Offline model loading: the cached SmolLM2 conversion, tiny-random, local dirs, clear errors."""
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -234,3 +235,35 @@ def test_tiny_random_directory_is_cached_for_backends_that_need_a_path(monkeypat
 )
 def test_names_resolve_case_insensitively_but_hub_ids_are_kept(name, canonical):
     assert models.resolve_model_name(name) == canonical
+
+
+def _damaged_default_copy(tmp_path, monkeypatch, marker):
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    target = models._converted_dir()
+    target.mkdir(parents=True)
+    from transformers import LlamaConfig
+
+    LlamaConfig(
+        hidden_size=8, intermediate_size=8, num_hidden_layers=1, vocab_size=8, num_attention_heads=2
+    ).save_pretrained(target)
+    (target / "model.safetensors").write_bytes(b"garbage")
+    (target / models._MARKER).write_text(marker)
+    return target
+
+
+def test_marker_that_is_not_a_json_object_reads_as_not_converted(tmp_path, monkeypatch):
+    # `[]` made _is_converted raise AttributeError, and `genlm-lab doctor` crash
+    target = _damaged_default_copy(tmp_path, monkeypatch, "[]")
+    assert models.default_model_status()["cached"] is False
+    assert models._is_converted(target) is False
+
+
+def test_damaged_converted_copy_fails_with_one_error_naming_the_folder(tmp_path, monkeypatch):
+    target = _damaged_default_copy(
+        tmp_path, monkeypatch, json.dumps({"format": models._CACHE_FORMAT})
+    )
+    monkeypatch.setattr(models, "load_tokenizer", lambda name: None)
+    # a garbled model.safetensors: safetensors' own SafetensorError (not a ValueError) before
+    with pytest.raises(ModelNotFoundError, match="delete") as info:
+        load_hf_model("smollm2-135m", device="cpu")
+    assert str(target) in str(info.value)
