@@ -66,17 +66,25 @@ class Chart(dict):
     def sum(self) -> Any:
         return sum(self.values(), start=type(self.zero)(0) if self.zero == 0 else 0)
 
+    def _check_nonempty(self, what: str) -> None:
+        if not self:
+            raise ValueError(f"Chart.{what}() of an empty chart: it has no entries")
+
     def max(self) -> Any:
+        self._check_nonempty("max")
         return max(self.values())
 
     def min(self) -> Any:
+        self._check_nonempty("min")
         return min(self.values())
 
     def argmax(self) -> Hashable:
         """The key of the largest value."""
+        self._check_nonempty("argmax")
         return max(self, key=self.__getitem__)
 
     def argmin(self) -> Hashable:
+        self._check_nonempty("argmin")
         return min(self, key=self.__getitem__)
 
     def top(self, k: int) -> Chart:
@@ -117,7 +125,7 @@ class Chart(dict):
     def metric(self, other: dict) -> float:
         """Largest absolute difference over the union of keys."""
         other = other if isinstance(other, Chart) else Chart(self.zero, other)
-        return max((abs(self[k] - other[k]) for k in self.keys() | other.keys()), default=0)
+        return max((_gap(self[k], other[k]) for k in self.keys() | other.keys()), default=0)
 
     def assert_equal(
         self, want: dict, *, domain: Iterable | None = None, tol: float = 1e-5
@@ -125,7 +133,7 @@ class Chart(dict):
         """Raise `AssertionError` naming every key whose values differ by more than tol."""
         want = want if isinstance(want, Chart) else Chart(self.zero, want)
         keys = self.keys() | want.keys() if domain is None else domain
-        bad = [(k, self[k], want[k]) for k in keys if not abs(self[k] - want[k]) <= tol]
+        bad = [(k, self[k], want[k]) for k in keys if not _gap(self[k], want[k]) <= tol]
         if bad:
             lines = "\n".join(f"  {k!r}: got {g}, want {w}" for k, g, w in bad)
             raise AssertionError(f"{len(bad)} value(s) differ by more than {tol}:\n{lines}")
@@ -159,6 +167,11 @@ class Chart(dict):
             "<table class='genlm-chart'><thead><tr><th>key</th><th>value</th></tr>"
             f"</thead><tbody>{cells}</tbody></table>"
         )
+
+
+def _gap(a: Any, b: Any) -> Any:
+    """|a - b|, but 0 for equal values: two equal infinities (log 0 = -inf) do not differ."""
+    return 0 if a == b else abs(a - b)
 
 
 def _fmt(value: Any) -> str:

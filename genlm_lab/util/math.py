@@ -9,11 +9,13 @@ import numpy as np
 
 
 def logsumexp(values: Iterable[float]) -> float:
-    """log(sum(exp(v))) without overflow; -inf for an empty or all -inf input."""
+    """log(sum(exp(v))) without overflow; -inf for an empty or all -inf input, NaN if any is NaN."""
     arr = np.asarray(list(values), dtype=np.float64)
     if arr.size == 0:
         return -math.inf
     top = arr.max()
+    if np.isnan(top):  # a NaN must show, not read as a zero weight
+        return math.nan
     if not np.isfinite(top):
         return float(top) if top == math.inf else -math.inf
     return float(top + np.log(np.exp(arr - top).sum()))
@@ -28,9 +30,16 @@ def logmeanexp(values: Iterable[float]) -> float:
 
 
 def normalize_log_weights(log_weights: Iterable[float]) -> np.ndarray:
-    """Exponentiate and normalise log-weights; all -inf gives all zeros."""
+    """Exponentiate and normalise log-weights.
+
+    All -inf gives all zeros; +inf entries share the whole mass equally (the
+    limit as they grow); any NaN gives all NaN.
+    """
     arr = np.asarray(list(log_weights), dtype=np.float64)
     total = logsumexp(arr)
     if total == -math.inf:
         return np.zeros_like(arr)
+    if total == math.inf:
+        top = arr == math.inf
+        return top / top.sum()
     return np.exp(arr - total)

@@ -85,3 +85,20 @@ def test_to_pandas_orders_by_value():
     frame = Chart(0.0, {"a": 0.1, "b": 0.9}).to_pandas()
     assert list(frame["key"]) == ["b", "a"]
     assert list(frame["value"]) == [0.9, 0.1]
+
+
+def test_equal_infinities_do_not_differ():
+    # log-space charts hold -inf for impossible keys; inf - inf = NaN failed assert_equal
+    a = Chart(-math.inf, {"x": -math.inf, "y": 0.0})
+    a.assert_equal(Chart(-math.inf, {"x": -math.inf, "y": 0.0}))
+    a.assert_equal({"y": 0.0}, domain=["x", "y", "z"])
+    assert a.metric({"x": -math.inf, "y": 0.0}) == 0
+    assert Chart(0, {"x": math.inf}).metric({"x": math.inf}) == 0
+    with pytest.raises(AssertionError):
+        a.assert_equal({"x": 0.0, "y": 0.0})
+
+
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+def test_extremes_of_an_empty_chart_name_the_chart(op):
+    with pytest.raises(ValueError, match="empty chart"):
+        getattr(Chart(), op)()

@@ -33,3 +33,20 @@ def test_normalized_weights_sum_to_one(xs):
     w = normalize_log_weights(xs)
     assert w.sum() == pytest.approx(1.0)
     assert np.all(w >= 0)
+
+
+def test_nan_propagates_instead_of_reading_as_a_zero_weight():
+    # logsumexp([nan, 0]) was -inf and normalize_log_weights gave all zeros before
+    assert math.isnan(logsumexp([math.nan, 0.0]))
+    assert math.isnan(logsumexp([0.0, math.nan, -math.inf]))
+    assert np.isnan(normalize_log_weights([math.nan, 0.0])).all()
+
+
+def test_plus_inf_log_weights_take_the_whole_mass_equally():
+    # the limit of normalising [x, 0] or [x, x, 0] as x grows; NaN before
+    np.testing.assert_array_equal(normalize_log_weights([math.inf, 0.0]), [1.0, 0.0])
+    np.testing.assert_array_equal(
+        normalize_log_weights([math.inf, -1.0, math.inf]), [0.5, 0.0, 0.5]
+    )
+    big = normalize_log_weights([700.0, 0.0])
+    np.testing.assert_allclose(big, [1.0, 0.0], atol=1e-300)
