@@ -236,8 +236,12 @@ class _TrieBase:
         self.leaf2token_id = {int(leaf): t for t, leaf in enumerate(structure.token_leaf)}
         self.word2leaf: dict = {}
         for t, item in enumerate(self.decode):
-            key = item if isinstance(item, bytes) else bytes(item)  # bytearray is unhashable
-            self.word2leaf.setdefault(key, int(structure.token_leaf[t]))
+            leaf = int(structure.token_leaf[t])
+            if isinstance(item, bytes) and type(item) is not bytes:
+                self.word2leaf.setdefault(item, leaf)  # a Token: its own key (hashed by id)
+            # ... and its plain bytes, so that `word2leaf[b"ab"]` finds the first such
+            # token either way (a bytearray is unhashable).
+            self.word2leaf.setdefault(bytes(item), leaf)
         self.leaf2word = {leaf: self.decode[t] for leaf, t in self.leaf2token_id.items()}
         self.device = resolve_device(device)
         self.kernel = resolve_kernel(kernel, self.device)
@@ -273,8 +277,10 @@ class _TrieBase:
             return self._engine.batch(as_numpy_weights(ws, self.n_tokens, True), mode, op)
         return self._engine.run(ws, self.n_tokens, mode, op, batched=True)
 
-    def find(self, prefix: bytes) -> int | None:
-        """The node spelling `prefix` by byte edges, or None if no token starts with it."""
+    def find(self, prefix: bytes | str) -> int | None:
+        """The node spelling `prefix` (bytes, or str as UTF-8) by byte edges, or None."""
+        if isinstance(prefix, str):
+            prefix = prefix.encode("utf-8")
         node = self.root
         for b in bytes(prefix):
             node = self.children[node].get(b)

@@ -30,7 +30,8 @@ class TokenCharacterTrie(_TrieBase):
         children: per node, a dict edge -> child (byte value, or `(None, id)`).
         root: the root node (0).
         node2prefix: per node, the bytes of its prefix (a leaf: its token's bytes).
-        word2leaf: vocabulary entry -> leaf (for repeated plain bytes, the first).
+        word2leaf: vocabulary entry -> leaf; a `Token` entry is found by itself
+            and by its plain bytes (for repeated bytes, the first token's leaf).
         leaf2word: leaf -> vocabulary entry.
         leaf2token_id: leaf -> token id.
         token_id_to_leaf: int32 array of rows (token id, leaf).

@@ -147,3 +147,20 @@ def test_batched_results_stay_valid_while_held(batch):
     np.testing.assert_allclose(held[0], [trie.weight_sum(w) for w in ws[0]], rtol=1e-12)
     np.testing.assert_array_equal(held[1], [trie.weight_max(w) for w in ws[1]])
     np.testing.assert_allclose(row, trie.weight_sum(ws[2][1]), rtol=1e-12)
+
+
+def test_word2leaf_finds_token_entries_by_their_plain_bytes():
+    # a Token hashes by its id, so word2leaf[b"ab"] raised KeyError for an LM's byte_vocab
+    vocab = [Token(0, b"ab"), Token(1, b"ab"), Token(2, b"a")]
+    trie = TokenCharacterTrie(vocab)
+    assert trie.word2leaf[b"ab"] == trie.word2leaf[vocab[0]] != trie.word2leaf[vocab[1]]
+    assert trie.word2leaf[b"a"] == trie.word2leaf[vocab[2]]
+    for leaf, t in trie.leaf2token_id.items():
+        assert trie.word2leaf[vocab[t]] == leaf
+
+
+def test_find_takes_text_as_utf8():
+    trie = TokenCharacterTrie([b"ab", "é".encode(), b"a"])
+    assert trie.find("ab") == trie.find(b"ab") is not None
+    assert trie.find("é") == trie.find("é".encode()) is not None
+    assert trie.find("z") is None
