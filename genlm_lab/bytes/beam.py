@@ -77,6 +77,7 @@ class ByteBeamState(StatefulByteLM):
         self._hlen = len(self._history)
         self._base_len = base_len
         self._ext: list[LazyTrieState] | None = None
+        self._ext_dropped: list[LazyTrieState] = []  # skipped by the thresholds
         self._ext_skipped = 0
 
     # -- construction ---------------------------------------------------------------
@@ -152,11 +153,11 @@ class ByteBeamState(StatefulByteLM):
 
     # -- extensions ---------------------------------------------------------------------
 
-    def _extension_candidates(self) -> tuple[list[LazyTrieState], int]:
-        """Extensions worth evaluating (thresholds applied), and how many were skipped."""
+    def _extension_candidates(self) -> tuple[list[LazyTrieState], list[LazyTrieState]]:
+        """Extensions worth evaluating (thresholds applied), and the ones skipped."""
         cands = [e for s in self.states for e in s.extensions()]
         if not cands:
-            return [], 0
+            return [], []
         logZ = self.logZ
         cut = self.params.log_prune_threshold
         keep = [e for e in cands if e.weight - logZ > cut]
@@ -173,7 +174,8 @@ class ByteBeamState(StatefulByteLM):
                     break
                 drop += 1
             keep = keep[drop:]
-        return keep, len(cands) - len(keep)
+        kept = {id(e) for e in keep}
+        return keep, [e for e in cands if id(e) not in kept]
 
     async def _evaluate(self, states: list[LazyTrieState]) -> int:
         todo = [s for s in states if not s.materialized]
@@ -197,22 +199,20 @@ class ByteBeamState(StatefulByteLM):
             )
         calls = 0
         if self._ext is None:
-            keep, skipped = self._extension_candidates()
+            keep, dropped = self._extension_candidates()
             calls = await self._evaluate(keep)
-            self._ext, self._ext_skipped = keep, skipped
-        rows = []
-        for s in self.states:
-            lp = s.logp_next.ps + s.weight
-            lp[EOT] = -np.inf  # ending a token is not a byte; its mass is in the extensions
-            rows.append(lp)
-        rows.extend(e.logp_next.ps + e.weight for e in self._ext)
-        stacked = np.stack(rows)
-        top = np.max(stacked, axis=0)
-        finite = np.isfinite(top)
-        logps = np.full(stacked.shape[1], -np.inf)
-        with np.errstate(divide="ignore"):
-            logps[finite] = top[finite] + np.log(
-                np.exp(stacked[:, finite] - top[finite]).sum(axis=0)
+            self._set_ext(keep, dropped)
+        logps = self._mixture()
+        if not np.isfinite(logps).any() and self._ext_dropped:
+            # The thresholds skipped every continuation (say, each of two equal
+            # extensions is below prune_threshold): evaluate them after all.
+            calls += await self._evaluate(self._ext_dropped)
+            self._set_ext(self._ext + self._ext_dropped, [])
+            logps = self._mixture()
+        finite = np.isfinite(logps)
+        if not finite.any():
+            raise EmptyBeamError(
+                EOS, self.position, "no candidate has a continuation of positive probability"
             )
         logps -= logsumexp(logps[finite])
         probs = LazyByteProbs(logps)
@@ -221,6 +221,27 @@ class ByteBeamState(StatefulByteLM):
             step.next_logprobs = [float(x) for x in logps]
             step.lm_calls_next += calls
         return probs
+
+    def _set_ext(self, keep: list[LazyTrieState], dropped: list[LazyTrieState]) -> None:
+        self._ext, self._ext_dropped, self._ext_skipped = keep, dropped, len(dropped)
+
+    def _mixture(self) -> np.ndarray:
+        """Unnormalised log-masses of the next slots over candidates and evaluated extensions."""
+        rows = []
+        for s in self.states:
+            lp = s.logp_next.ps + s.weight
+            lp[EOT] = -np.inf  # ending a token is not a byte; its mass is in the extensions
+            rows.append(lp)
+        rows.extend(e.logp_next.ps + e.weight for e in self._ext or ())
+        stacked = np.stack(rows)
+        top = np.max(stacked, axis=0)
+        finite = np.isfinite(top)
+        logps = np.full(stacked.shape[1], -np.inf)
+        with np.errstate(divide="ignore"):
+            logps[finite] = top[finite] + np.log(
+                np.exp(stacked[:, finite] - top[finite]).sum(axis=0)
+            )
+        return logps
 
     async def __lshift__(self, a: int) -> ByteBeamState:
         """The beam after reading byte `a` (0..255, or 257 for EOS).
@@ -241,17 +262,28 @@ class ByteBeamState(StatefulByteLM):
                 status.append("kept")
         calls = 0
         if self._ext is not None:
-            exts, skipped = self._ext, self._ext_skipped
+            exts, dropped = self._ext, self._ext_dropped
         else:
-            exts, skipped = self._extension_candidates()
+            exts, dropped = self._extension_candidates()
             exts, more = self._could_survive(exts, [s.weight for s in new])
-            skipped += more
+            dropped = dropped + more
             calls = await self._evaluate(exts)
         for e in exts:
             nxt = e << a
             if nxt is not None:
                 new.append(nxt)
                 status.append("extended")
+        if not new and dropped:
+            # The thresholds skipped every extension that could read `a`: evaluate
+            # them before healing (exact, where healing keeps one candidate).
+            calls += await self._evaluate(dropped)
+            for e in dropped:
+                nxt = e << a
+                if nxt is not None:
+                    new.append(nxt)
+                    status.append("extended")
+            dropped = []
+        skipped = len(dropped)
         heals: list[HealEvent] = []
         if not new:
             if self.terminated:
@@ -283,7 +315,7 @@ class ByteBeamState(StatefulByteLM):
 
     def _could_survive(
         self, exts: list[LazyTrieState], known: list[float]
-    ) -> tuple[list[LazyTrieState], int]:
+    ) -> tuple[list[LazyTrieState], list[LazyTrieState]]:
         """Drop unevaluated extensions that cannot enter the top K after this byte.
 
         Reading a byte can only lower an extension's weight, so one already
@@ -291,10 +323,10 @@ class ByteBeamState(StatefulByteLM):
         """
         K = self.params.K
         if len(known) < K:
-            return exts, 0
+            return exts, []
         kth = sorted(known, reverse=True)[K - 1]
         keep = [e for e in exts if e.materialized or e.weight > kth]
-        return keep, len(exts) - len(keep)
+        return keep, [e for e in exts if not (e.materialized or e.weight > kth)]
 
     async def _heal(self, a: int, events: list[HealEvent]) -> LazyTrieState | None:
         healer = TokenHealer(
@@ -311,10 +343,17 @@ class ByteBeamState(StatefulByteLM):
     # -- pruning, modes, prefill ---------------------------------------------------------
 
     def prune(self) -> ByteBeamState:
-        """The K heaviest candidates whose share exceeds `prune_threshold`."""
+        """The K heaviest candidates whose share exceeds `prune_threshold`.
+
+        The heaviest candidate is always kept: when no share exceeds the
+        threshold (two candidates of share 0.5 under a threshold of 0.6), an
+        empty beam would read nothing more.
+        """
         logZ = self.logZ
         cut = self.params.log_prune_threshold
         keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
+        if not keep and self.states:
+            keep = [0]  # states are sorted by weight, heaviest first
         if len(keep) == len(self.states):
             return self
         if self._rows is not None:
@@ -347,6 +386,11 @@ class ByteBeamState(StatefulByteLM):
         if not hasattr(bs, "__iter__"):
             raise ValueError(f"prefill reads bytes, text or byte ints, got {bs!r}")
         data = [_check_byte(b) for b in bs]  # all checked before any LM call
+        if EOS in data:
+            raise ValueError(
+                f"prefill reads bytes 0..255, got EOS ({EOS}) at position {data.index(EOS)}: "
+                "EOS tokens are ordinary tokens while prefilling; end with `beam << 257` after"
+            )
         beam = self.with_mode(TrieMode.WITHOUT_EOS)
         for b in data:
             beam = await (beam.prune() << b)

@@ -14,6 +14,7 @@ weights of the replayed steps.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from genlm_lab.bytes.record import HealEvent
 from genlm_lab.bytes.trie_state import LazyTrieState, eot_edges
@@ -77,7 +78,8 @@ class TokenHealer:
                     start_weight + math.log(m) - state.log_mass(trie.root),
                     mode=state.mode,
                 )
-                healed = await self._replay(commit, partial[k:] + bytes([next_byte]), event)
+                # A list, not bytes: next_byte may be EOS (257), read after a committed token.
+                healed = await self._replay(commit, [*partial[k:], next_byte], event)
                 if self.verbose:
                     print(
                         f"[heal] keep {partial[:k]!r} as token {token_id}: "
@@ -91,7 +93,7 @@ class TokenHealer:
         return None
 
     async def _replay(
-        self, state: LazyTrieState, data: bytes, event: HealEvent
+        self, state: LazyTrieState, data: Sequence[int], event: HealEvent
     ) -> LazyTrieState | None:
         committed: list[int] = []
         splits = 0

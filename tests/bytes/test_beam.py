@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -205,15 +206,16 @@ def test_reading_a_non_byte_raises_value_error(bad):
         asyncio.run(go())
 
 
-@pytest.mark.parametrize("bad", [[97, 97, 300], [97, 98, None], 7, None])
+@pytest.mark.parametrize("bad", [[97, 97, 300], [97, 98, None], [97, 257], 7, None])
 def test_prefill_checks_every_byte_before_any_lm_call(bad):
     lm = ToyLM([b"a", b"b"], seed=0)
 
     async def go():
         beam = await ByteBeamState.initial(lm, BeamParams(K=2))
         queries = lm.stats["queries"]
-        with pytest.raises(ValueError, match="byte|prefill"):
+        with pytest.raises(ValueError, match="byte|prefill") as err:
             await beam.prefill(bad)
+        assert "range(0, 256)" not in str(err.value)  # bytes([257]) deep inside healing
         return queries
 
     queries = asyncio.run(go())
@@ -317,3 +319,50 @@ def test_prefill_skips_only_extensions_that_pruning_would_drop(case, K):
     lazy_calls = sum(s.lm_calls for s in lazy.history)
     full_calls = sum(s.lm_calls + s.lm_calls_next for s in full.history)
     assert lazy_calls <= full_calls
+
+
+def _two_equal_ids():
+    """Two token ids spell "a" (equally likely), so every "a" splits the beam in equal halves."""
+    return ToyLM([b"a", b"a", EOS_TOKEN], logprobs_fn=lambda ctx: [0.0, 0.0, 0.0], eos=EOS_TOKEN)
+
+
+def test_prune_keeps_the_heaviest_candidate_when_no_share_exceeds_the_threshold():
+    lm = _two_equal_ids()
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        beam = await beam.prefill(b"aa")
+        assert [round(math.exp(s.weight - beam.logZ), 9) for s in beam] == [0.5, 0.5]
+        strict = ByteBeamState(
+            beam.states, BeamParams(K=5, prune_threshold=0.6, eos_tokens=[EOS_TOKEN])
+        )
+        pruned = strict.prune()
+        return pruned, await pruned.logp_next()
+
+    pruned, q = asyncio.run(go())
+    assert len(pruned) == 1  # not 0: an empty beam reads nothing
+    # After a|a (either id): the "a" in progress ends, then a (2/3) or EOS (1/3).
+    assert q.prob(ord("a")) == pytest.approx(2 / 3) and q.prob(257) == pytest.approx(1 / 3)
+
+
+def test_extensions_skipped_by_the_threshold_are_evaluated_when_nothing_else_continues():
+    # After "a" the only continuations are the two extensions a0| and a1|, each of
+    # share 0.5 <= prune_threshold: logp_next was all NaN (with a numpy warning),
+    # and reading a byte fell back on healing (one candidate, a lower logZ).
+    lm = _two_equal_ids()
+    prefix_prob, _ = make_oracle(lm, eos_ids=(2,))
+    params = BeamParams(K=5, prune_threshold=0.6, eos_tokens=[EOS_TOKEN])
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, params)
+        beam = await (beam << ord("a"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            q = await beam.logp_next()
+        read = await (await (await ByteBeamState.initial(lm, params)).prefill(b"a") << ord("a"))
+        return q, read
+
+    q, read = asyncio.run(go())
+    assert q.prob(ord("a")) == pytest.approx(2 / 3) and q.prob(257) == pytest.approx(1 / 3)
+    assert read.logZ == pytest.approx(log(prefix_prob((), b"aa")))
+    assert [row.status for row in read.last_step.candidates] == ["extended", "extended"]

@@ -94,3 +94,27 @@ def test_healing_splits_the_replayed_bytes_when_needed():
 def test_token_healer_rejects_negative_limits():
     with pytest.raises(ValueError, match="max_backoff"):
         TokenHealer(max_backoff=-1)
+
+
+def test_healing_can_end_the_sequence_with_the_exact_weight():
+    # Width 1 keeps "ab" inside the token "abc"; EOS then needs the path a|b|EOS.
+    # The healer replayed the bytes with bytes([257]) and raised "bytes must be
+    # in range(0, 256)" instead.
+    lm = ToyLM([b"a", b"abc", b"b", b"$"], logprobs_fn=lambda ctx: [0.0, 3.0, 0.0, 0.0], eos=b"$")
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=1, eos_tokens=[b"$"]))
+        beam = await beam.prefill(b"ab")
+        assert [s.partial for s in beam.prune().states] == [b"ab"]
+        return await (beam.prune() << 257)
+
+    beam = asyncio.run(go())
+    (state,) = beam.states
+    assert state.terminated and beam.terminated
+    assert state.lm_state.context == (0, 2)  # a|b, then EOS
+    logp = [
+        float(lm.next_token_logprobs_sync(ctx)[t]) for ctx, t in [((), 0), ((0,), 2), ((0, 2), 3)]
+    ]
+    assert state.weight == pytest.approx(sum(logp), abs=1e-6)
+    (event,) = beam.last_step.healing
+    assert event.success and event.byte == 257
