@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import math
 import os
 import warnings
@@ -93,13 +94,17 @@ async def gather_all(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
 
     A KeyboardInterrupt inside one of them is re-raised here, in the caller.
     """
-    tasks = [asyncio.ensure_future(_guarded(a)) for a in awaitables]
+    pending = list(awaitables)
+    tasks = [asyncio.ensure_future(_guarded(a)) for a in pending]
     try:
         return await asyncio.gather(*tasks)
     except BaseException as error:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for a in pending:  # a task cancelled before it ran never awaited its coroutine
+            if inspect.iscoroutine(a) and inspect.getcoroutinestate(a) == inspect.CORO_CREATED:
+                a.close()
         if isinstance(error, _Interrupt):
             raise error.error.with_traceback(error.error.__traceback__) from None
         raise

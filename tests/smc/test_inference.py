@@ -1,5 +1,7 @@
 """smc_standard / smc_steer / importance_sampling against exact evidence and posteriors."""
 
+import asyncio
+import inspect
 import itertools
 import math
 import warnings
@@ -259,3 +261,42 @@ async def test_a_nan_weight_leaves_the_record_marked_interrupted(tmp_path):
     record = SMCRecord.load(path)
     assert record.final["status"] == "interrupted"
     assert len(record.steps) == 1
+
+
+class Sleeps(Model):
+    """Sleeps in start and step; keeps every coroutine it hands to inference."""
+
+    made: list = []
+
+    def start(self):
+        coro = asyncio.sleep(0.01)
+        Sleeps.made.append(coro)
+        return coro
+
+    def step(self):
+        coro = self._step()
+        Sleeps.made.append(coro)
+        return coro
+
+    async def _step(self):
+        await asyncio.sleep(0.01)
+        self.finish()
+
+
+@pytest.mark.parametrize(
+    "run", [lambda m: smc_standard(m, 4, seed=0), lambda m: smc_steer(m, 2, 2, seed=0)]
+)
+@pytest.mark.parametrize("ticks", [1, 2, 3, 4])
+async def test_cancelling_a_run_leaves_no_coroutine_unawaited(run, ticks):
+    # Particle tasks cancelled before they ran left their start()/step()
+    # coroutines never started ("RuntimeWarning: coroutine ... was never awaited").
+    Sleeps.made = []
+    task = asyncio.ensure_future(run(Sleeps()))
+    for _ in range(ticks):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert Sleeps.made
+    states = {inspect.getcoroutinestate(c) for c in Sleeps.made}
+    assert states == {inspect.CORO_CLOSED}
