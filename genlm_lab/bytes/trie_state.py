@@ -13,6 +13,7 @@ few nodes a candidate visits.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Hashable
 from functools import cached_property
@@ -80,6 +81,7 @@ class LazyTrieState:
         self.terminated = terminated
         self._extensions: list[LazyTrieState] | None = None
         self._probs: np.ndarray | None = None
+        self._pending: asyncio.Future | None = None  # an in-flight materialize
 
     @classmethod
     def initial(cls, lm: Any, trie: Any, mode: TrieMode = TrieMode.WITH_EOS) -> LazyTrieState:
@@ -214,14 +216,39 @@ class LazyTrieState:
         return LazyByteProbs(logps)
 
     async def materialize(self) -> LazyTrieState:
-        """Compute the node masses: one LM call and one trie pass (both batched)."""
-        if self._mass is None:
+        """Compute the node masses: one LM call and one trie pass (both batched).
+
+        Concurrent calls on one state (particles whose contexts share a beam)
+        share one computation. A caller that is cancelled does not cancel it
+        for the others: they then compute it themselves.
+        """
+        while self._mass is None:
+            pending = self._pending
+            if pending is None:
+                await self._compute()
+                continue
+            try:
+                await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not pending.cancelled() or (task is not None and task.cancelling()):
+                    raise  # this caller was cancelled, not the shared computation
+        return self
+
+    async def _compute(self) -> None:
+        pending = self._pending = asyncio.get_running_loop().create_future()
+        try:
             logp = await self.lm_state.logp_next()
             probs = logp.detach().to("cpu").double().exp().numpy()
-            self._probs = probs
             mass = await self.trie.weight_sum(probs, self.mode)
+            self._probs = probs
             self._mass = np.asarray(mass, dtype=np.float64)
-        return self
+        finally:
+            self._pending = None
+            if self._mass is None:
+                pending.cancel()  # waiters retry and meet their own error, if any
+            else:
+                pending.set_result(None)
 
     async def cleanup(self) -> None:
         """Stop the trie's background worker."""

@@ -85,3 +85,74 @@ def test_mass_before_materialize_raises():
     lm, trie = setup()
     with pytest.raises(ValueError, match="materialize"):
         _ = LazyTrieState.initial(lm, trie).mass
+
+
+class _GatedLM(ToyLM):
+    """A ToyLM whose queries wait for `gate` (so callers can be cancelled mid-call)."""
+
+    def __init__(self, *args, fail: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate: asyncio.Event | None = None
+        self.fail = fail
+
+    async def next_token_logprobs(self, token_ids):
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail:
+            raise RuntimeError("backend down")
+        return self.next_token_logprobs_sync(token_ids)
+
+
+def test_concurrent_materialize_of_one_state_makes_one_lm_call():
+    # Particles whose ByteLMContexts share a beam (copies, resampled clones)
+    # materialize the same extensions together: each made its own LM call
+    # and trie pass (8 particles, 8x the calls).
+    lm, trie = setup()
+
+    async def go():
+        s = LazyTrieState.initial(lm, trie)
+        before = lm.stats["queries"]
+        await asyncio.gather(*(s.materialize() for _ in range(8)))
+        return s, lm.stats["queries"] - before
+
+    s, calls = asyncio.run(go())
+    assert calls == 1
+    assert s.mass[s.root] == pytest.approx(1.0)
+
+
+def test_cancelling_one_caller_leaves_the_shared_computation_to_the_others():
+    lm = _GatedLM(VOCAB, seed=5, eos=b"$")
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_tokens=[b"$"])
+
+    async def go():
+        lm.gate = asyncio.Event()
+        s = LazyTrieState.initial(lm, trie)
+        first = asyncio.ensure_future(s.materialize())
+        await asyncio.sleep(0)  # the first caller owns the LM call
+        others = [asyncio.ensure_future(s.materialize()) for _ in range(3)]
+        await asyncio.sleep(0)
+        first.cancel()
+        await asyncio.sleep(0)
+        lm.gate.set()
+        await asyncio.gather(*others)
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return s
+
+    s = asyncio.run(go())
+    p = probs(lm, ())
+    assert s.materialized and s.log_mass(s.root) == pytest.approx(math.log(sum(p)), abs=1e-6)
+
+
+def test_a_failed_materialize_reaches_every_caller_and_can_be_retried():
+    lm = _GatedLM(VOCAB, seed=5, eos=b"$", fail=True)
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_tokens=[b"$"])
+
+    async def go():
+        s = LazyTrieState.initial(lm, trie)
+        results = await asyncio.gather(*(s.materialize() for _ in range(3)), return_exceptions=True)
+        assert all(isinstance(r, RuntimeError) for r in results) and not s.materialized
+        lm.fail = False
+        return await s.materialize()
+
+    assert asyncio.run(go()).materialized
