@@ -133,8 +133,18 @@ def sample_weighted(weights: np.ndarray, rng: np.random.Generator | None = None)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Normalise logits into log-probabilities (float64)."""
+    """Normalise logits into log-probabilities (float64).
+
+    Raises:
+        ValueError: for no logits, a NaN or +inf logit, or all -inf.
+    """
     logits = np.asarray(logits, dtype=np.float64)
+    if logits.size == 0:
+        raise ValueError("no logits given: a categorical needs at least one value")
+    bad = np.flatnonzero(np.isnan(logits) | (logits == math.inf))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"logit {i} is {logits.flat[i]}: logits must be finite or -inf")
     top = logits.max()
     if not np.isfinite(top):
         raise ValueError("logits hold no finite value: nothing has positive probability")
@@ -162,6 +172,12 @@ class Bernoulli(Distribution):
         return value, await self.log_prob(value)
 
     async def log_prob(self, x: Any) -> float:
+        """log P(x) for x in {True, False} (1 and 0 too); -inf for any other value.
+
+        Truthiness would read "no", 0.5 or a list as True and None as False.
+        """
+        if not isinstance(x, (bool, np.bool_, int, np.integer, float)) or x not in (0, 1):
+            return -math.inf
         q = self.p if x else 1.0 - self.p
         return math.log(q) if q > 0 else -math.inf
 
@@ -206,10 +222,15 @@ class LogCategorical(Distribution):
         return index, float(self.log_probs[index])
 
     async def log_prob(self, x: Any) -> float:
-        x = int(x)
-        if not 0 <= x < self.log_probs.size:
+        """log P(x) for an index x (2 or 2.0); -inf outside 0..n-1 and for 1.7, "1", True, None.
+
+        int(x) would read 1.7 and "1" as the index 1.
+        """
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, float)):
             return -math.inf
-        return float(self.log_probs[x])
+        if not 0 <= x < self.log_probs.size or x != int(x):
+            return -math.inf
+        return float(self.log_probs[int(x)])
 
     async def argmax(self, idx: int) -> tuple[int, float]:
         index = _ranked(self.log_probs, idx)

@@ -87,3 +87,42 @@ def test_sample_weighted_follows_weights_and_skips_zeros():
     assert stats.chisquare(counts[picks], p * 8000).pvalue > 1e-3
     with pytest.raises(ValueError, match="summing to 0"):
         sample_weighted(np.zeros(10, dtype=np.float32), rng)
+
+
+@pytest.mark.parametrize("x", [0.5, "no", "", None, [1], 2])
+async def test_bernoulli_gives_values_other_than_true_and_false_probability_zero(x):
+    # Truthiness read "no" and 0.5 as True and None as False.
+    assert await Bernoulli(0.3).log_prob(x) == -math.inf
+
+
+async def test_bernoulli_reads_one_and_zero_as_true_and_false():
+    d = Bernoulli(0.3)
+    assert await d.log_prob(1) == await d.log_prob(True) == await d.log_prob(np.True_)
+    assert await d.log_prob(0.0) == await d.log_prob(False) == pytest.approx(math.log(0.7))
+
+
+@pytest.mark.parametrize("x", [1.7, "1", None, True])
+async def test_log_categorical_gives_non_indices_probability_zero(x):
+    # int(x) read 1.7, "1" and True as the index 1 (and None raised TypeError).
+    assert await LogCategorical([0.0, 1.0]).log_prob(x) == -math.inf
+
+
+async def test_log_categorical_reads_integral_values_of_any_int_type():
+    d = LogCategorical([0.0, 1.0])
+    want = 1.0 - np.logaddexp(0.0, 1.0)
+    for x in (1, np.int64(1), 1.0):
+        assert await d.log_prob(x) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("logits", "match"),
+    [
+        ([], "no logits"),
+        ([math.nan, 0.0], "logit 0 is nan"),
+        ([0.0, math.inf], "logit 1 is inf"),
+        ([-math.inf, -math.inf], "no finite value"),
+    ],
+)
+def test_bad_logits_raise_one_value_error_naming_the_problem(logits, match):
+    with pytest.raises(ValueError, match=match):
+        LogCategorical(logits)
