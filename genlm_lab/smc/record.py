@@ -169,6 +169,11 @@ class SMCRecord:
                 if number == len(lines) - 1:  # a line cut short by an interruption
                     break
                 raise ValueError(f"line {number + 1} of the record is not JSON") from None
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"not an SMC record: line {number + 1} is a JSON "
+                    f"{type(item).__name__}, not an object"
+                )
             kind = item.pop("type", None)
             if kind == "header":
                 header = item

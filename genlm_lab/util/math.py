@@ -42,4 +42,9 @@ def normalize_log_weights(log_weights: Iterable[float]) -> np.ndarray:
     if total == math.inf:
         top = arr == math.inf
         return top / top.sum()
-    return np.exp(arr - total)
+    if math.isnan(total):
+        return np.full_like(arr, math.nan)
+    # Relative to the largest weight, not the log total: for weights like -1e300,
+    # -1e300 + log(n) rounds back to -1e300 and exp(w - total) would not sum to 1.
+    w = np.exp(arr - arr.max())
+    return w / w.sum()

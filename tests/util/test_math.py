@@ -50,3 +50,9 @@ def test_plus_inf_log_weights_take_the_whole_mass_equally():
     )
     big = normalize_log_weights([700.0, 0.0])
     np.testing.assert_allclose(big, [1.0, 0.0], atol=1e-300)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False), st.integers(1, 9))
+def test_equal_weights_of_any_magnitude_share_the_mass_equally(x, n):
+    # -1e300 + log(n) rounds back to -1e300: normalising by the log total gave n/n-ths
+    np.testing.assert_allclose(normalize_log_weights([x] * n), [1.0 / n] * n, rtol=1e-12)

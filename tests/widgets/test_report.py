@@ -50,3 +50,11 @@ def test_report_refuses_what_is_not_a_record(tmp_path):
         write_report(bad, tmp_path / "out.html")
     with pytest.raises(ValueError, match="expected an SMCRecord"):
         report_html(42)
+
+
+@pytest.mark.parametrize("text", ["[]", "42", '"steps"', '[{"type": "header"}]'])
+def test_json_that_is_not_an_object_is_named_as_such(tmp_path, text):
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match="not an SMC record: line 1 is a JSON"):
+        write_report(bad, tmp_path / "out.html")
