@@ -288,6 +288,12 @@ class ByteBeamState(StatefulByteLM):
         if not new:
             if self.terminated:
                 raise EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
+            if a == EOS and not self.params.eos_tokens:
+                raise EmptyBeamError(
+                    a,
+                    self.position,
+                    "no EOS tokens are configured (BeamParams(eos_tokens=[...]) names them)",
+                )
             if not self.params.heal:
                 raise EmptyBeamError(
                     a, self.position, "healing is off (BeamParams(heal=True) may repair it)"

@@ -366,3 +366,13 @@ def test_extensions_skipped_by_the_threshold_are_evaluated_when_nothing_else_con
     assert q.prob(ord("a")) == pytest.approx(2 / 3) and q.prob(257) == pytest.approx(1 / 3)
     assert read.logZ == pytest.approx(log(prefix_prob((), b"aa")))
     assert [row.status for row in read.last_step.candidates] == ["extended", "extended"]
+
+
+async def test_eos_without_configured_eos_tokens_says_so_and_makes_no_lm_call():
+    lm = ToyLM([b"a", b"b", b"ab"], seed=0)
+    beam = await (await ByteBeamState.initial(lm, BeamParams(K=3)) << ord("a"))
+    assert (await beam.logp_next()).prob(257) == 0.0
+    queries = lm.stats["queries"]
+    with pytest.raises(EmptyBeamError, match="no EOS tokens are configured"):
+        await (beam << 257)
+    assert lm.stats["queries"] == queries  # no healing replay was tried
