@@ -223,3 +223,4 @@ class Run:
         if self.record.final is None:
             weights = weights_of(particles) if particles else np.zeros(0)
             self._final("interrupted", logmeanexp(weights), effective_sample_size(weights))
+            self.observers.finish_interrupted(self.record)  # live views stop saying "running"

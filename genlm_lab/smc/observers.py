@@ -4,6 +4,10 @@ An observer is any object with `on_step(entry)` (and optionally
 `on_finish(record)`), or a plain callable taking `entry`. `entry` is the
 step dict documented in `genlm_lab.smc.record`; it is shared with the record,
 so observers must not change it. Either method may be a coroutine function.
+`on_finish` is also called when a run is interrupted (an exception, a
+cancellation, KeyboardInterrupt), with the record's final status
+"interrupted"; there it is called synchronously, so an async `on_finish` is
+skipped.
 
 An observer that raises is reported with a warning naming it and detached;
 the run goes on. Observers never feed anything back into inference.
@@ -76,6 +80,24 @@ class ObserverSet:
     async def finish(self, record: Any) -> None:
         for observer in list(self._observers):
             await self._call(observer, "on_finish", record)
+
+    def finish_interrupted(self, record: Any) -> None:
+        """`on_finish` without awaiting: the run is unwinding from an interruption."""
+        for observer in list(self._observers):
+            fn = getattr(observer, "on_finish", None)
+            if fn is None or inspect.iscoroutinefunction(fn):
+                continue
+            try:
+                result = fn(record)
+                if inspect.iscoroutine(result):
+                    result.close()  # cannot be awaited while the run unwinds
+            except Exception as exc:  # the interruption's own error must reach the caller
+                warnings.warn(
+                    f"observer {_name(observer)} raised {type(exc).__name__} in on_finish "
+                    f"after the run was interrupted: {exc}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
 
 class CollectingObserver:

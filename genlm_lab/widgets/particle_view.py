@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from genlm_lab.smc.record import SMCRecord
 from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._base import LiveView, esm
 from genlm_lab.widgets._smc_data import (
+    as_record,
     genealogy,
     normalize_entry,
     run_summary,
@@ -18,7 +20,12 @@ from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, wr
 
 
 def particle_data(
-    entries: list[dict], *, run_id: Any = None, done: bool = False, summary: dict | None = None
+    entries: list[dict],
+    *,
+    run_id: Any = None,
+    done: bool = False,
+    summary: dict | None = None,
+    status: str | None = None,
 ) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
@@ -28,6 +35,8 @@ def particle_data(
         done: whether the run has ended (then the genealogy is included).
         summary: `run_summary` of the entries if already known (live views
             keep it as they go and pass only the last entry).
+        status: how the run ended (the record's final status, e.g.
+            "interrupted"); default "finished" when done, else "running".
 
     Returns:
         The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
@@ -55,6 +64,7 @@ def particle_data(
         kind="particles",
         run_id=run_id,
         done=done,
+        status=status or ("finished" if done else "running"),
         step=last["step"] if last else 0,
         particles=particles,
         n_kept=len(last["ancestors"]) if cut else None,
@@ -120,12 +130,21 @@ def count_text(data: dict) -> str:
     return f"{n} candidates, {kept} kept" if kept is not None else f"{n} particles"
 
 
+def _status(data: dict) -> str:
+    return data.get("status") or ("finished" if data["done"] else "running")
+
+
+def final_status(record: SMCRecord) -> str:
+    """How a recorded run ended ("finished", "interrupted", ...); "finished" if unrecorded."""
+    return str((record.final or {}).get("status") or "finished")
+
+
 def particles_html(data: dict) -> str:
     """Static HTML of `particle_data`: status line, ESS/log_ml charts, one row per particle."""
     ps = data["particles"]
     ess, log_ml = data["ess"], data["log_ml"]
     head = (
-        f"SMC {'finished' if data['done'] else 'running'}: step {data['step']}, "
+        f"SMC {_status(data)}: step {data['step']}, "
         f"{count_text(data)}, ESS {fmt(ess[-1] if ess else None, 2)}, "
         f"log_ml {fmt(log_ml[-1] if log_ml else None)}"
     )
@@ -188,9 +207,10 @@ class ParticleView(LiveView):
     def from_record(cls, record: Any) -> ParticleView:
         """A finished view of a saved `SMCRecord` (object, dict, JSON or path)."""
         view = cls()
-        run_id, entries = step_entries(record)
+        rec = as_record(record)
+        run_id, entries = step_entries(rec)
         view._run_id, view._entries, view._done = run_id, entries, True
-        view._send_now(particle_data(entries, run_id=run_id, done=True))
+        view._send_now(particle_data(entries, run_id=run_id, done=True, status=final_status(rec)))
         return view
 
     @property
@@ -226,9 +246,13 @@ class ParticleView(LiveView):
         Raises:
             ValueError: if the record is of a different run than the steps seen.
         """
-        run_id, entries = step_entries(record, run_id=self._run_id)
+        rec = as_record(record)
+        run_id, entries = step_entries(rec, run_id=self._run_id)
         self._run_id, self._entries, self._raw, self._done = run_id, entries, [], True
-        self.push(lambda: particle_data(entries, run_id=run_id, done=True), final=True)
+        status = final_status(rec)
+        self.push(
+            lambda: particle_data(entries, run_id=run_id, done=True, status=status), final=True
+        )
 
     def _build_live(self) -> dict:
         # Only the newest entry's texts are read: the cost of a push does not grow with steps.

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from genlm_lab.widgets._smc_data import as_record, step_entries
-from genlm_lab.widgets.particle_view import particle_data, particles_html
+from genlm_lab.widgets.particle_view import final_status, particle_data, particles_html
 
 
 def report_html(record: Any) -> str:
@@ -18,7 +18,7 @@ def report_html(record: Any) -> str:
     """
     rec = as_record(record)
     run_id, entries = step_entries(rec)
-    data = particle_data(entries, run_id=run_id, done=True)
+    data = particle_data(entries, run_id=run_id, done=True, status=final_status(rec))
     final = rec.final or {}
     meta = [
         ("run", run_id),

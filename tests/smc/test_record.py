@@ -161,3 +161,38 @@ async def test_interruption_resets_backend_queue_and_backend_still_works():
         await smc_standard(Interrupted(lm), 4, seed=0)
     assert lm.resets == 1
     assert (await lm.next_token_logprobs([0, 1])).shape == (3,)
+
+
+class AsyncFinish:
+    def __init__(self):
+        self.finished = False
+
+    def on_step(self, entry):
+        pass
+
+    async def on_finish(self, record):
+        self.finished = True
+
+
+class FinishBreaks:
+    def on_step(self, entry):
+        pass
+
+    def on_finish(self, record):
+        raise ValueError("view crashed at the end")
+
+
+@pytest.mark.parametrize("algorithm", ["standard", "steer"])
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt, asyncio.CancelledError])
+async def test_an_interrupted_run_tells_its_observers_how_it_ended(algorithm, error):
+    collected, later = CollectingObserver(), AsyncFinish()
+    observers = [collected, later, FinishBreaks()]
+    run = smc_standard(Explodes(3, error), 6, observers=observers, seed=0)
+    if algorithm == "steer":
+        run.close()
+        run = smc_steer(Explodes(3, error), 3, 2, observers=observers, seed=0)
+    with pytest.raises(error), pytest.warns(RuntimeWarning, match="FinishBreaks raised"):
+        await run
+    assert [e["step"] for e in collected.entries] == [1, 2, 3]
+    assert collected.record is not None and collected.record.final["status"] == "interrupted"
+    assert not later.finished  # an async on_finish cannot be awaited while the run unwinds

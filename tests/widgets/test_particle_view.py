@@ -179,3 +179,28 @@ def test_live_data_equals_the_data_of_the_entries_so_far():
         view.on_step(e)
     want = particle_data([normalize_entry(e) for e in entries], run_id="r1")
     assert view.view_data() == want
+
+
+async def test_a_view_of_an_interrupted_run_says_so_live_and_from_the_record(odd_llm):
+    class Stops(Lipogram):
+        async def step(self):
+            if len(self.context.tokens) - self.context.prompt_token_count >= 2:
+                raise KeyboardInterrupt
+            await super().step()
+
+    view, seen = ParticleView(), CollectingObserver()
+    model = Stops(odd_llm, prompt="a", forbidden="c", max_tokens=6)
+    with pytest.raises(KeyboardInterrupt):
+        await smc_standard(model, 4, ess_threshold=0.0, observers=[view, seen], seed=0)
+    data = view.view_data()
+    assert data["done"] and data["status"] == "interrupted"
+    assert data["step"] == 2 and len(data["particles"]) == 4
+    assert "SMC interrupted: step 2" in view._repr_html_()
+    saved = SMCRecord.from_json(seen.record.to_json())
+    assert "SMC interrupted: step 2" in ParticleView.from_record(saved)._repr_html_()
+
+
+async def test_a_finished_run_says_finished(run):
+    view, record = run
+    assert view.view_data()["status"] == "finished"
+    assert "SMC finished" in ParticleView.from_record(record)._repr_html_()
