@@ -7,9 +7,12 @@ class Token(bytes):
     """The byte string of a token, carrying its token id.
 
     A `Token` behaves like the `bytes` it decodes to (slicing, `len`, `+`,
-    `startswith`), but two tokens are equal, hashed and ordered by their token
-    id, so that duplicate byte strings with distinct ids stay distinct in sets,
-    dicts and sorted lists.
+    `startswith`, `b"a" in vocab`, `dict` keys), but two tokens are equal only
+    when their ids are (and their bytes, which one vocabulary never gives two
+    ids apart), and tokens sort by id: duplicate byte strings with distinct
+    ids stay distinct in sets, dicts and sorted lists. A token equals plain
+    `bytes` of the same content, so it hashes like them (Python requires equal
+    objects to hash alike).
 
     Args:
         token_id: the id of the token in its vocabulary.
@@ -32,12 +35,12 @@ class Token(bytes):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return self.token_id == other.token_id
+            return self.token_id == other.token_id and bytes.__eq__(self, other)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return self.token_id != other.token_id
+            return not self == other
         return NotImplemented
 
     def __lt__(self, other: object) -> bool:
@@ -61,7 +64,7 @@ class Token(bytes):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(("Token", self.token_id))
+        return bytes.__hash__(self)
 
     def __repr__(self) -> str:
         return f"Token({self.token_id}, {bytes(self)!r})"

@@ -237,11 +237,10 @@ class _TrieBase:
         self.word2leaf: dict = {}
         for t, item in enumerate(self.decode):
             leaf = int(structure.token_leaf[t])
-            if isinstance(item, bytes) and type(item) is not bytes:
-                self.word2leaf.setdefault(item, leaf)  # a Token: its own key (hashed by id)
-            # ... and its plain bytes, so that `word2leaf[b"ab"]` finds the first such
-            # token either way (a bytearray is unhashable).
-            self.word2leaf.setdefault(bytes(item), leaf)
+            # A Token is its own key (duplicates with other ids stay apart); plain bytes
+            # equal to it find the first such token (a bytearray is unhashable).
+            key = item if isinstance(item, bytes) else bytes(item)
+            self.word2leaf.setdefault(key, leaf)
         self.leaf2word = {leaf: self.decode[t] for leaf, t in self.leaf2token_id.items()}
         self.device = resolve_device(device)
         self.kernel = resolve_kernel(kernel, self.device)

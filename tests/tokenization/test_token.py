@@ -1,0 +1,33 @@
+"""Token: bytes with an id; equality and hashing stay consistent with plain bytes."""
+
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from genlm_lab.tokenization import Token
+
+tokens = st.builds(Token, st.integers(0, 3), st.binary(max_size=2))
+items = st.one_of(tokens, st.binary(max_size=2))
+
+
+@given(items, items)
+def test_equal_objects_hash_alike(a, b):
+    if a == b:
+        assert hash(a) == hash(b)
+    assert (a == b) != (a != b)
+
+
+def test_tokens_with_the_same_bytes_and_other_ids_stay_distinct():
+    a, b = Token(1, b"a"), Token(2, b"a")
+    assert a != b and a == b"a" and b == b"a"
+    assert len({a, b}) == 2
+    assert {b"a": 0}[a] == 0 and {a: 0}[b"a"] == 0
+    assert b"a" in [Token(0, b"x"), b]
+    assert sorted([Token(3, b"a"), Token(1, b"z")]) == [Token(1, b"z"), Token(3, b"a")]
+
+
+@given(tokens)
+def test_pickle_round_trip(tok):
+    back = pickle.loads(pickle.dumps(tok))
+    assert back == tok and back.token_id == tok.token_id and type(back) is Token
