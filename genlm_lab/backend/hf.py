@@ -37,7 +37,9 @@ class AsyncTransformer(_BatchedLM):
     `max_cache_logprobs` the log-prob vectors kept (vocab_size floats each,
     196 KB for SmolLM2, so the default 1024 is ~0.2 GB). The least recently
     used entries are evicted first; eviction never changes results, only what
-    has to be recomputed.
+    has to be recomputed. Batches whose rows extend different cached prefixes
+    copy them into one reusable workspace (kept up to 256 MB, see
+    `KVWorkspace`), which spares the page faults of fresh memory per forward.
 
     `stats` counts, besides `queries`, `batches` (forward calls),
     `cache_hits` and `tokens_computed` (tokens run through the model):
