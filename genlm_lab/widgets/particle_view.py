@@ -135,8 +135,14 @@ def _status(data: dict) -> str:
 
 
 def final_status(record: SMCRecord) -> str:
-    """How a recorded run ended ("finished", "interrupted", ...); "finished" if unrecorded."""
-    return str((record.final or {}).get("status") or "finished")
+    """How a recorded run ended ("finished", "interrupted", ...).
+
+    "unfinished" for a record without a final entry: a JSON-lines file read
+    while its run goes on, or one whose process was killed.
+    """
+    if record.final is None:
+        return "unfinished"
+    return str(record.final.get("status") or "finished")
 
 
 def particles_html(data: dict) -> str:

@@ -204,3 +204,15 @@ async def test_a_finished_run_says_finished(run):
     view, record = run
     assert view.view_data()["status"] == "finished"
     assert "SMC finished" in ParticleView.from_record(record)._repr_html_()
+
+
+async def test_a_record_file_of_a_run_still_going_is_shown_as_unfinished(odd_llm, tmp_path):
+    path = tmp_path / "run.jsonl"
+    model = Lipogram(odd_llm, prompt="a", forbidden="c", max_tokens=4)
+    await smc_standard(model, 3, json_file=path, seed=0)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[-1])["type"] == "final"
+    path.write_text("\n".join(lines[:-1]) + "\n")  # as read before the run wrote its end
+    view = ParticleView.from_record(path)
+    assert view.view_data()["status"] == "unfinished"
+    assert "SMC unfinished" in view._repr_html_()
