@@ -85,12 +85,18 @@ def check_views(page, screenshot, shot_prefix: str = "") -> dict:
 
     # smc_steer's view: every candidate in the table, the cut in the heading, and
     # one genealogy line from each candidate to the kept particle it came from.
-    n_candidates, n_kept, n_steer_lines = printed(page, "STEER")
+    n_candidates, n_kept, n_steer_lines, n_steer_steps = printed(page, "STEER")
     steer = page.locator(".genlm-live.genlm-particles").nth(1)
     heading = steer.locator(".genlm-status").text_content()
     assert f"{n_candidates} candidates, {n_kept} kept" in heading, heading
     assert steer.locator("tbody tr").count() == n_candidates
     assert steer.locator("svg.genlm-genealogy line").count() == n_steer_lines
+    # A last-round candidate's lineage runs back through one particle per step.
+    steer.locator(
+        f"svg.genlm-genealogy circle[data-step='{n_steer_steps - 1}'][data-index='0']"
+    ).click()
+    assert steer.locator("svg.genlm-genealogy circle.genlm-hl").count() == n_steer_steps
+    assert steer.locator("svg.genlm-genealogy line.genlm-hl").count() == n_steer_steps - 1
     screenshot(steer, f"{shot_prefix}steer_view")
 
     (queries,) = printed(page, "QUERIES")

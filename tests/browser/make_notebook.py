@@ -64,7 +64,7 @@ steered = await smc_steer(
 )
 data = steer_view.view_data()
 gen = data["genealogy"]
-print("STEER", len(data["particles"]), data["n_kept"], sum(len(c) for c in gen[1:]))"""
+print("STEER", len(data["particles"]), data["n_kept"], sum(len(c) for c in gen[1:]), len(gen))"""
     ),
     new_code_cell(
         """monitor.refresh()
