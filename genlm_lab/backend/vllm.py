@@ -7,12 +7,14 @@ the backend without it raises one clear ImportError.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from genlm_lab.backend._batched import _BatchedLM
+from genlm_lab.backend._batcher import AutoBatcher
 from genlm_lab.backend._cache import TokenTrieCache
 from genlm_lab.backend.base import check_sampling_args
 
@@ -42,6 +44,9 @@ class AsyncVirtualLM(_BatchedLM):
     vocabulary (the engine is created with `max_logprobs=-1`). vLLM's own
     automatic prefix caching reuses the KV of shared prefixes across calls;
     genlm_lab keeps only an LRU cache of log-prob vectors, keyed by adapter.
+    Concurrent `sample` calls are batched the same way into one `generate`
+    call (one prompt and one `SamplingParams` each), so vLLM decodes them
+    together; samples are never deduplicated.
 
     Scaling past one GPU or one machine is vLLM's job; genlm_lab passes
     `engine_opts` through to `vllm.LLM` unchanged:
@@ -85,6 +90,8 @@ class AsyncVirtualLM(_BatchedLM):
         model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
         self.max_context_length = getattr(model_config, "max_model_len", None)
         self._lora_request: Any = None
+        self._sampler = AutoBatcher(self._run_samples, batch_size, timeout)
+        self._sample_keys = itertools.count()  # every sample is its own request
 
     @classmethod
     def from_name(
@@ -151,7 +158,11 @@ class AsyncVirtualLM(_BatchedLM):
         temperature: float = 1.0,
         seed: int | None = None,
     ) -> list[int]:
-        """Sample a continuation with vLLM's own sampler (one `generate` call)."""
+        """Sample a continuation with vLLM's own sampler.
+
+        Concurrent calls are batched into one `generate` call (see the class
+        docstring); each keeps its own parameters, seed and adapter.
+        """
         check_sampling_args(max_tokens, temperature)
         ids = self.validate_context(prompt_token_ids)
         vllm = _import_vllm()
@@ -163,13 +174,31 @@ class AsyncVirtualLM(_BatchedLM):
             stop_token_ids=stop,
             detokenize=False,
         )
-        out = self.llm_engine.generate(
-            [{"prompt_token_ids": list(ids)}],
-            sampling_params=params,
-            lora_request=self._lora_request,
-            use_tqdm=False,
-        )
-        return list(out[0].outputs[0].token_ids)
+        payload = (ids, params, self._lora_request)
+        return await self._sampler.submit(next(self._sample_keys), payload)
+
+    def _run_samples(self, payloads: list[tuple]) -> list[list[int]]:
+        """One `generate` call per adapter among the queued samples (usually one)."""
+        results: list[list[int] | None] = [None] * len(payloads)
+        groups: dict[int, list[int]] = {}
+        for i, (_, _, lora) in enumerate(payloads):
+            groups.setdefault(id(lora), []).append(i)
+        for members in groups.values():
+            lora = payloads[members[0]][2]
+            outputs = self.llm_engine.generate(
+                [{"prompt_token_ids": list(payloads[i][0])} for i in members],
+                sampling_params=[payloads[i][1] for i in members],
+                lora_request=lora,
+                use_tqdm=False,
+            )
+            for i, out in zip(members, outputs, strict=True):
+                results[i] = list(out.outputs[0].token_ids)
+        return results  # type: ignore[return-value]
+
+    def reset_async_queries(self) -> None:
+        """Drop queued log-prob queries and samples (callers get `CancelledError`)."""
+        super().reset_async_queries()
+        self._sampler.reset()
 
     # -- LoRA ------------------------------------------------------------------------
 

@@ -40,6 +40,20 @@ def reference(ids, lora=None):
     return torch.log_softmax(torch.as_tensor(seeded_logits(seed, ids, len(VOCAB))), 0).float()
 
 
+def draw(ids, params, lora=None):
+    """The stand-in sampler: seeded draws from `reference`, stopping after a stop token."""
+    gen = torch.Generator().manual_seed(params.seed if params.seed is not None else 0)
+    ids, out = list(ids), []
+    for _ in range(params.max_tokens):
+        probs = torch.softmax(reference(ids, lora).double() / params.temperature, 0)
+        tok = int(torch.multinomial(probs, 1, generator=gen))
+        out.append(tok)
+        ids.append(tok)
+        if tok in params.stop_token_ids:
+            break
+    return out
+
+
 class FakeEngine:
     def __init__(self):
         self.calls = []
@@ -52,6 +66,18 @@ class FakeEngine:
         self.calls.append((len(prompts), sampling_params, lora_request))
         if self.fail:
             raise RuntimeError("engine died")
+        if isinstance(sampling_params, list):  # sampling: one SamplingParams per prompt
+            assert len(sampling_params) == len(prompts)
+            return [
+                types.SimpleNamespace(
+                    outputs=[
+                        types.SimpleNamespace(
+                            token_ids=draw(p["prompt_token_ids"], sp, lora_request)
+                        )
+                    ]
+                )
+                for p, sp in zip(prompts, sampling_params, strict=True)
+            ]
         assert sampling_params.logprobs == -1 and sampling_params.max_tokens == 1
         outs = []
         for p in prompts:
@@ -146,6 +172,47 @@ def test_sample_rejects_bad_arguments_before_the_engine(lm):
     assert lm.llm_engine.calls == []
 
 
+async def test_gathered_samples_are_one_generate_call_each_with_its_own_parameters(lm):
+    requests = [([0, 3], 5, 1.0, 1), ([0, 3], 5, 1.0, 2), ([0, 4, 4], 3, 0.5, 1), ([0], 8, 2.0, 7)]
+    results = await asyncio.gather(
+        *(lm.sample(ids, n, temperature=t, seed=seed) for ids, n, t, seed in requests)
+    )
+    assert len(lm.llm_engine.calls) == 1 and lm.llm_engine.calls[0][0] == len(requests)
+    for (ids, n, t, seed), got in zip(requests, results, strict=True):
+        params = SamplingParams(max_tokens=n, temperature=t, seed=seed, stop_token_ids=[1])
+        assert got == draw(ids, params)  # identical requests with other seeds stay apart
+        assert 1 <= len(got) <= n
+
+
+async def test_samples_queued_before_an_adapter_switch_keep_their_adapter(lm):
+    lm.add_new_lora("/adapters/x", "x")
+    base = asyncio.ensure_future(lm.sample([0, 2], 4, seed=3))
+    await asyncio.sleep(0)  # queued under the base model
+    lm.set_lora(lora_name="x")
+    adapted = asyncio.ensure_future(lm.sample([0, 2], 4, seed=3))
+    got_base, got_adapted = await asyncio.gather(base, adapted)
+    x = LoRARequest("x", lora_int_id("x"), "")
+    assert sorted(str(call[2] and call[2].lora_name) for call in lm.llm_engine.calls) == [
+        "None",
+        "x",
+    ]
+    params = SamplingParams(max_tokens=4, temperature=1.0, seed=3, stop_token_ids=[1])
+    assert got_base == draw([0, 2], params)
+    assert got_adapted == draw([0, 2], params, x)
+
+
+async def test_reset_async_queries_cancels_queued_samples(lm):
+    waiting = asyncio.ensure_future(lm.sample([0, 2], 4, seed=1))
+    await asyncio.sleep(0)
+    lm.reset_async_queries()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert lm.llm_engine.calls == []
+    assert await lm.sample([0, 2], 2, seed=1) == draw(
+        [0, 2], SamplingParams(max_tokens=2, temperature=1.0, seed=1, stop_token_ids=[1])
+    )
+
+
 def test_unknown_adapter_raises_value_error(lm):
     with pytest.raises(ValueError, match="no LoRA adapter named"):
         lm.set_lora(lora_name="nope")
@@ -196,6 +263,23 @@ async def test_vllm_batches_gathered_queries(real_vllm):
     for c, got in zip(contexts, results, strict=True):
         one = real_vllm.next_token_logprobs_sync(c)  # alone in its batch, recomputed
         torch.testing.assert_close(got, one, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+async def test_vllm_batches_gathered_samples_and_seeds_reproduce(real_vllm, monkeypatch):
+    engine, calls = real_vllm.llm_engine, []
+    generate = engine.generate
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "generate", counting)
+    prompt = [real_vllm.bos_token_id] + real_vllm.tokenizer.encode("Once upon a time")
+    first = await asyncio.gather(*(real_vllm.sample(prompt, 8, seed=s) for s in range(6)))
+    assert len(calls) == 1 and all(1 <= len(t) <= 8 for t in first)
+    again = await asyncio.gather(*(real_vllm.sample(prompt, 8, seed=s) for s in range(6)))
+    assert again == first
 
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed")
