@@ -122,6 +122,18 @@ class AsyncVirtualLM(_BatchedLM):
         }
         return cls(vllm.LLM(model=path, tokenizer=path, **opts), **kwargs)
 
+    # -- settings (shared by log-prob queries and samples) ------------------------------
+
+    @_BatchedLM.batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._batcher.batch_size = value  # checked there: an int >= 1
+        self._sampler.batch_size = value
+
+    @_BatchedLM.timeout.setter
+    def timeout(self, value: float) -> None:
+        self._batcher.timeout = value  # checked there: a number >= 0
+        self._sampler.timeout = value
+
     # -- batch computation ----------------------------------------------------------
 
     def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:

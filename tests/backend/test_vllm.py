@@ -201,6 +201,16 @@ async def test_samples_queued_before_an_adapter_switch_keep_their_adapter(lm):
     assert got_adapted == draw([0, 2], params, x)
 
 
+async def test_batch_size_and_timeout_apply_to_samples_too(lm):
+    lm.batch_size, lm.timeout = 2, 30.0
+    assert (lm.batch_size, lm.timeout) == (2, 30.0)
+    await asyncio.gather(*(lm.sample([0, 2], 2, seed=s) for s in range(5)))
+    assert [n for n, _, _ in lm.llm_engine.calls] == [2, 2, 1]
+    with pytest.raises(ValueError, match="batch_size"):
+        lm.batch_size = 0
+    assert lm.batch_size == 2
+
+
 async def test_reset_async_queries_cancels_queued_samples(lm):
     waiting = asyncio.ensure_future(lm.sample([0, 2], 4, seed=1))
     await asyncio.sleep(0)
