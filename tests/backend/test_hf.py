@@ -295,3 +295,19 @@ def test_sample_near_the_context_limit_stops_instead_of_raising(make_lm):
 
 def test_async_batch_of_no_contexts_is_an_empty_matrix(lm):
     assert asyncio.run(lm.batch_next_token_logprobs([])).shape == (0, lm.vocab_size)
+
+
+async def test_bfloat16_weights_batch_and_cache_like_float32(vocab):
+    from genlm_lab.backend.models import load_hf_model
+
+    model, tokenizer = load_hf_model("tiny-random", device="cpu", dtype=torch.bfloat16)
+    lm = AsyncTransformer(model, tokenizer, byte_vocab=vocab[0], str_vocab=vocab[1], timeout=60.0)
+    contexts = random_contexts(lm, 10, seed=5)
+    for c in contexts[:4]:
+        lm.cache_kv(c)
+    extended = [c + [7] for c in contexts]
+    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in extended))
+    assert lm.stats["kv_tokens_reused"] > 0 and lm.stats["batches"] == 1 + 4
+    for c, got in zip(extended, results, strict=True):
+        assert got.dtype == torch.float32  # log-probs come back in float32 whatever the weights
+        close(got, lm.next_token_logprobs_uncached(c), 2e-2)
