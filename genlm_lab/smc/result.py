@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from genlm_lab.smc.record import SMCRecord
-from genlm_lab.util import Chart, logmeanexp
+from genlm_lab.util import Chart, logmeanexp, normalize_log_weights
 
 __all__ = ["SMCResult", "effective_sample_size"]
 
 
-def _normalized(log_weights: Iterable[float]) -> np.ndarray:
-    """exp(log_weights), normalised to sum 1, computed relative to the largest one.
-
-    Scaling by the largest weight (not subtracting the log of the total) keeps
-    the result exact when the weights are huge in magnitude: -1e300 + log(2)
-    rounds back to -1e300, which would make two equal weights each read as 1.
-    All -inf gives all zeros; any NaN gives all NaN.
-    """
-    lw = np.asarray(list(log_weights), dtype=np.float64)
-    if lw.size == 0:
-        return lw
-    top = lw.max()
-    if np.isnan(top):
-        return np.full_like(lw, math.nan)
-    if top == -math.inf:
-        return np.zeros_like(lw)
-    if top == math.inf:
-        at_top = lw == math.inf
-        return at_top / at_top.sum()
-    w = np.exp(lw - top)
-    return w / w.sum()
-
-
 def effective_sample_size(log_weights: Iterable[float]) -> float:
     """ESS = 1 / sum(w_i^2) of the normalised weights (0 when every weight is 0)."""
-    w = _normalized(log_weights)
+    w = normalize_log_weights(log_weights)
     total = float((w * w).sum())
     return 0.0 if total == 0 else 1.0 / total
 
@@ -67,7 +43,7 @@ class SMCResult(list):
     @property
     def normalized_weights(self) -> np.ndarray:
         """Weights normalised to sum to 1 (all zero when every particle died)."""
-        return _normalized(self.log_weights)
+        return normalize_log_weights(self.log_weights)
 
     @property
     def ess(self) -> float:

@@ -30,21 +30,24 @@ def logmeanexp(values: Iterable[float]) -> float:
 
 
 def normalize_log_weights(log_weights: Iterable[float]) -> np.ndarray:
-    """Exponentiate and normalise log-weights.
+    """Exponentiate and normalise log-weights, relative to the largest one.
 
+    Scaling by the largest weight (not subtracting the log of the total) keeps
+    the result exact when the weights are huge in magnitude: -1e300 + log(2)
+    rounds back to -1e300, which would make two equal weights each read as 1.
     All -inf gives all zeros; +inf entries share the whole mass equally (the
     limit as they grow); any NaN gives all NaN.
     """
     arr = np.asarray(list(log_weights), dtype=np.float64)
-    total = logsumexp(arr)
-    if total == -math.inf:
-        return np.zeros_like(arr)
-    if total == math.inf:
-        top = arr == math.inf
-        return top / top.sum()
-    if math.isnan(total):
+    if arr.size == 0:
+        return arr
+    top = arr.max()
+    if np.isnan(top):
         return np.full_like(arr, math.nan)
-    # Relative to the largest weight, not the log total: for weights like -1e300,
-    # -1e300 + log(n) rounds back to -1e300 and exp(w - total) would not sum to 1.
-    w = np.exp(arr - arr.max())
+    if top == -math.inf:
+        return np.zeros_like(arr)
+    if top == math.inf:
+        at_top = arr == math.inf
+        return at_top / at_top.sum()
+    w = np.exp(arr - top)
     return w / w.sum()
