@@ -64,6 +64,9 @@ class _BatchedLM(AsyncLM):
         self._adapter: str | None = None
         self._loras: dict[str, str] = {}
         self._batcher = AutoBatcher(self._run_batch, batch_size, timeout, self._on_batch)
+        # Every batcher of this backend (a subclass may add one, e.g. for samples):
+        # the settings and `reset_async_queries` apply to all of them.
+        self._batchers = [self._batcher]
         for key in ("deduplicated", "rows", "max_batch_size", *extra_stats):
             self.stats[key] = 0
 
@@ -76,7 +79,8 @@ class _BatchedLM(AsyncLM):
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        self._batcher.batch_size = value  # checked there: >= 1
+        for batcher in self._batchers:  # checked by the first: an int >= 1
+            batcher.batch_size = value
 
     @property
     def timeout(self) -> float:
@@ -85,7 +89,8 @@ class _BatchedLM(AsyncLM):
 
     @timeout.setter
     def timeout(self, value: float) -> None:
-        self._batcher.timeout = value  # checked there: >= 0
+        for batcher in self._batchers:  # checked by the first: a number >= 0
+            batcher.timeout = value
 
     # -- queries -----------------------------------------------------------------
 
@@ -134,7 +139,8 @@ class _BatchedLM(AsyncLM):
 
     def reset_async_queries(self) -> None:
         """Drop queued queries (their callers get `CancelledError`), e.g. after an interrupt."""
-        self._batcher.reset()
+        for batcher in self._batchers:
+            batcher.reset()
 
     # -- LoRA ----------------------------------------------------------------------
 

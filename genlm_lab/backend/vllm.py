@@ -92,6 +92,7 @@ class AsyncVirtualLM(_BatchedLM):
         self._lora_request: Any = None
         self._sampler = AutoBatcher(self._run_samples, batch_size, timeout)
         self._sample_keys = itertools.count()  # every sample is its own request
+        self._batchers.append(self._sampler)  # batch_size, timeout and resets apply to it
 
     @classmethod
     def from_name(
@@ -121,18 +122,6 @@ class AsyncVirtualLM(_BatchedLM):
             **(engine_opts or {}),
         }
         return cls(vllm.LLM(model=path, tokenizer=path, **opts), **kwargs)
-
-    # -- settings (shared by log-prob queries and samples) ------------------------------
-
-    @_BatchedLM.batch_size.setter
-    def batch_size(self, value: int) -> None:
-        self._batcher.batch_size = value  # checked there: an int >= 1
-        self._sampler.batch_size = value
-
-    @_BatchedLM.timeout.setter
-    def timeout(self, value: float) -> None:
-        self._batcher.timeout = value  # checked there: a number >= 0
-        self._sampler.timeout = value
 
     # -- batch computation ----------------------------------------------------------
 
@@ -206,11 +195,6 @@ class AsyncVirtualLM(_BatchedLM):
             for i, out in zip(members, outputs, strict=True):
                 results[i] = list(out.outputs[0].token_ids)
         return results  # type: ignore[return-value]
-
-    def reset_async_queries(self) -> None:
-        """Drop queued log-prob queries and samples (callers get `CancelledError`)."""
-        super().reset_async_queries()
-        self._sampler.reset()
 
     # -- LoRA ------------------------------------------------------------------------
 
