@@ -74,8 +74,7 @@ function drawParticles(data) {
   const kept = data.n_kept;
   const count = kept === null || kept === undefined
     ? `${ps.length} particles` : `${ps.length} candidates, ${kept} kept`;
-  const status = data.status || (data.done ? "finished" : "running");
-  const head = `SMC ${status}: step ${data.step}, ` +
+  const head = `SMC ${data.status}: step ${data.step}, ` +
     `${count}, ESS ${fmt(data.ess && data.ess[data.ess.length - 1], 2)}, ` +
     `log_ml ${fmt(data.log_ml && data.log_ml[data.log_ml.length - 1], 3)}`;
   const resampled = (data.resampled || []).length

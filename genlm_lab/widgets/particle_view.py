@@ -130,10 +130,6 @@ def count_text(data: dict) -> str:
     return f"{n} candidates, {kept} kept" if kept is not None else f"{n} particles"
 
 
-def _status(data: dict) -> str:
-    return data.get("status") or ("finished" if data["done"] else "running")
-
-
 def final_status(record: SMCRecord) -> str:
     """How a recorded run ended ("finished", "interrupted", ...).
 
@@ -150,7 +146,7 @@ def particles_html(data: dict) -> str:
     ps = data["particles"]
     ess, log_ml = data["ess"], data["log_ml"]
     head = (
-        f"SMC {_status(data)}: step {data['step']}, "
+        f"SMC {data['status']}: step {data['step']}, "
         f"{count_text(data)}, ESS {fmt(ess[-1] if ess else None, 2)}, "
         f"log_ml {fmt(log_ml[-1] if log_ml else None)}"
     )
