@@ -137,6 +137,15 @@ class ByteLMContext:
             return np.full(_SLOTS, -np.inf)
         return np.where(self._mask, self._log_probs - self._log_mass, -np.inf)
 
+    def _check_open(self) -> None:
+        """Raise if EOS was drawn: no byte can follow it."""
+        if self.ended:
+            raise RuntimeError(
+                f"the context already ended with EOS ({len(self.generated)} bytes generated, "
+                "then EOS): no byte can follow it. Check `ctx.ended` after drawing a byte and "
+                "call `self.finish()`."
+            )
+
     async def _push(self, b: int) -> None:
         if b == EOS:
             self.ended = True
@@ -147,7 +156,10 @@ class ByteLMContext:
 
     # ----------------------------------------------------- distributions
     def next_byte(self) -> NextByte:
-        """The next byte (int 0..255, or `ByteLMContext.EOS` = 257); drawing it advances the beam."""
+        """The next byte (int 0..255, or `ByteLMContext.EOS` = 257); drawing it advances the beam.
+
+        Drawing or observing it (or a `mask_dist`) after EOS raises RuntimeError.
+        """
         return NextByte(self)
 
     def mask_dist(self, allowed: Any) -> ByteMask:
@@ -176,7 +188,8 @@ class NextByte(Distribution):
 
     async def sample(self) -> tuple[int, float]:
         ctx = self.ctx
-        if ctx.ended or ctx.dead:
+        ctx._check_open()
+        if ctx.dead:
             return EOS, -math.inf
         await ctx.ensure_logprobs()
         log_probs = ctx.next_byte_logprobs
@@ -192,7 +205,8 @@ class NextByte(Distribution):
     async def log_prob(self, x: Any) -> float:
         ctx = self.ctx
         b = _byte_value(x)
-        if ctx.ended or ctx.dead:
+        ctx._check_open()
+        if ctx.dead:
             return -math.inf
         await ctx.ensure_logprobs()
         log_p = float(ctx.next_byte_logprobs[b])
@@ -208,7 +222,8 @@ class ByteMask(_MaskEvent):
     """Bernoulli event "the next byte of `ctx` is in the mask"; it narrows the context's mask."""
 
     def _closed(self) -> bool:
-        return self.ctx.ended or self.ctx.dead
+        self.ctx._check_open()  # after EOS: an error, not a silent weight of zero
+        return self.ctx.dead
 
     async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
         ctx = self.ctx

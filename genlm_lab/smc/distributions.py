@@ -46,7 +46,7 @@ class _MaskEvent(Distribution):
 
     Sampling or observing the event sets `ctx._mask` to the allowed items on
     the chosen side and `ctx._log_mass` to their log-mass. Subclasses give
-    `_masses()` and, if the context can be closed (ended or dead), `_closed()`.
+    `_masses()` and, if the context can be dead (weight zero, nothing to draw), `_closed()`.
     """
 
     def __init__(self, ctx: Any, mask: np.ndarray) -> None:

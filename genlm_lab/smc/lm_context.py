@@ -167,9 +167,22 @@ class LMContext:
         """Whether the last generated token is an EOS token."""
         return self.token_count > 0 and self.tokens[-1] in self._eos
 
+    def _check_open(self) -> None:
+        """Raise if the context ended with EOS: no token can follow it."""
+        if self.ended:
+            raise RuntimeError(
+                f"the context already ended with EOS ({self.token_count} tokens generated, the "
+                "last one EOS): no token can follow it. Check `ctx.ended` after drawing a token "
+                "and call `self.finish()`."
+            )
+
     # ----------------------------------------------------- distributions
     def next_token(self) -> LMNextToken:
-        """The distribution of the next token; sampling or observing it appends the token."""
+        """The distribution of the next token; sampling or observing it appends the token.
+
+        Sampling or observing it raises RuntimeError once the context has ended
+        with EOS (`ended`): the model should `finish()` at EOS.
+        """
         return LMNextToken(self)
 
     def mask_dist(self, mask: Any) -> LMTokenMask:
@@ -178,6 +191,7 @@ class LMContext:
         Sampling or observing it narrows this context's mask to `mask` (True)
         or to its complement (False), so `next_token()` then draws accordingly.
         A bool array is used as is, not copied: treat masks as read-only.
+        Like `next_token()`, it raises RuntimeError on a context that has `ended`.
         """
         return LMTokenMask(self, as_mask(mask, self.lm.vocab_size))
 
@@ -215,6 +229,7 @@ class LMNextToken(Distribution):
 
     async def sample(self) -> tuple[Any, float]:
         ctx = self.ctx
+        ctx._check_open()
         await ctx.ensure_logprobs()
         if ctx._allowed_log_mass() == -math.inf:
             # A dead particle (its mask has no mass): any token, with weight 0.
@@ -229,6 +244,7 @@ class LMNextToken(Distribution):
     async def log_prob(self, x: Any) -> float:
         ctx = self.ctx
         token_id = _token_id(ctx.lm, x)
+        ctx._check_open()
         await ctx.ensure_logprobs()
         log_p = ctx._token_log_prob(token_id)
         ctx._push(token_id)
@@ -240,6 +256,7 @@ class LMTokenMask(_MaskEvent):
 
     async def _masses(self) -> tuple[np.ndarray, np.ndarray, float, float]:
         ctx = self.ctx
+        ctx._check_open()
         await ctx.ensure_logprobs()
         allowed = ctx._mask
         yes = self.mask if allowed is None else allowed & self.mask

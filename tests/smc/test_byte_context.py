@@ -101,3 +101,23 @@ async def test_regex_model_outputs_match_and_evidence_is_exact_on_average():
         estimates.append(math.exp(result.log_ml))
     se = np.std(estimates, ddof=1) / math.sqrt(len(estimates))
     assert abs(np.mean(estimates) - z) <= 4 * se + 1e-12 * z
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda ctx: ctx.next_byte().sample(),
+        lambda ctx: ctx.next_byte().log_prob(ord("1")),
+        lambda ctx: ctx.mask_dist(b"12").sample(),
+        lambda ctx: ctx.mask_dist(b"12").log_prob(True),
+    ],
+    ids=["sample", "observe", "mask-sample", "mask-observe"],
+)
+async def test_nothing_follows_eos_one_clear_error_and_the_context_is_unchanged(draw):
+    ctx = await make_context(toy_lm())
+    for b in (ord("1"), ord("2"), ByteLMContext.EOS):
+        await ctx.next_byte().log_prob(b)
+    assert ctx.ended
+    with pytest.raises(RuntimeError, match=r"ended with EOS.*2 bytes"):
+        await draw(ctx)
+    assert bytes(ctx.generated) == b"12" and ctx.ended and not ctx.dead

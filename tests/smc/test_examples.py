@@ -96,3 +96,14 @@ async def test_backend_is_usable_after_an_interrupted_run(tiny):
     frame = after.to_pandas()
     assert list(frame["contents"]) == [str(p) for p in after]
     assert frame["weight"].sum() == pytest.approx(1.0)
+
+
+async def test_examples_stop_at_eos_on_a_toy_lm_where_eos_is_frequent():
+    # Nothing may be drawn after EOS (LMContext raises): each example must finish there.
+    vocab = [b"ab", b"c", b"e", b" ", b"\n", b"<eos>"]
+    lm = ToyLM(vocab, logprobs_fn=lambda ctx: [0.0] * 5 + [1.5], eos=b"<eos>")
+    for model in (Lipogram(lm, prompt="ab", max_tokens=8), ShortLine(lm, prompt="ab")):
+        for run in (smc_standard(model, 8, seed=0), smc_steer(model, 4, 2, seed=0)):
+            result = await run
+            ended = [p for p in result if p.context.ended]
+            assert ended and all(p.finished for p in result)

@@ -177,3 +177,48 @@ async def test_masked_smc_evidence_is_unbiased_for_a_context_dependent_lm():
     se = np.std(estimates, ddof=1) / math.sqrt(len(estimates))
     assert se > 0
     assert abs(np.mean(estimates) - z) <= 4 * se
+
+
+async def _ended_context():
+    ctx = LMContext(toy(), "a")
+    await ctx.next_token().log_prob(1)
+    await ctx.next_token().log_prob(8)  # EOS
+    assert ctx.ended and ctx.token_count == 2
+    return ctx
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda ctx: ctx.next_token().sample(),
+        lambda ctx: ctx.next_token().log_prob(0),
+        lambda ctx: ctx.mask_dist({0, 1}).sample(),
+        lambda ctx: ctx.mask_dist({0, 1}).log_prob(True),
+    ],
+    ids=["sample", "observe", "mask-sample", "mask-observe"],
+)
+async def test_nothing_follows_eos_one_clear_error_and_the_context_is_unchanged(draw):
+    ctx = await _ended_context()
+    before = list(ctx.tokens)
+    with pytest.raises(RuntimeError, match=r"ended with EOS.*2 tokens"):
+        await draw(ctx)
+    assert ctx.tokens == before and ctx.ended and ctx._mask is None
+
+
+class NoFinishAtEos(Model):
+    """Forgets to finish when the text ends: its next step would draw past EOS."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.ctx = LMContext(lm, "a")
+
+    async def step(self):
+        await self.sample(self.ctx.next_token())
+        if self.ctx.token_count == 4:
+            self.finish()
+
+
+async def test_a_model_that_steps_past_eos_gets_the_error_from_smc():
+    lm = toy(temp_logits=[-math.inf] * 8 + [0.0])  # EOS at once, every time
+    with pytest.raises(RuntimeError, match="ended with EOS"):
+        await smc_standard(NoFinishAtEos(lm), 3, seed=0)
