@@ -178,10 +178,16 @@ class ByteBeamState(StatefulByteLM):
         return keep, [e for e in cands if id(e) not in kept]
 
     async def _evaluate(self, states: list[LazyTrieState]) -> int:
+        """Materialize `states` concurrently; the number of LM calls this call made.
+
+        States another caller is already computing (particles sharing this
+        beam) are awaited, not counted again.
+        """
         todo = [s for s in states if not s.materialized]
-        if todo:
-            await asyncio.gather(*(s.materialize() for s in todo))
-        return len(todo)
+        if not todo:
+            return 0
+        made = await asyncio.gather(*(s._materialize_counted() for s in todo))
+        return sum(made)
 
     # -- the two operations ----------------------------------------------------------------
 

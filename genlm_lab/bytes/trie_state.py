@@ -222,10 +222,17 @@ class LazyTrieState:
         share one computation. A caller that is cancelled does not cancel it
         for the others: they then compute it themselves.
         """
+        await self._materialize_counted()
+        return self
+
+    async def _materialize_counted(self) -> bool:
+        """Materialize; True iff this call made the LM call (not just awaited another's)."""
+        computed = False
         while self._mass is None:
             pending = self._pending
             if pending is None:
                 await self._compute()
+                computed = True
                 continue
             try:
                 await asyncio.shield(pending)
@@ -233,7 +240,7 @@ class LazyTrieState:
                 task = asyncio.current_task()
                 if not pending.cancelled() or (task is not None and task.cancelling()):
                     raise  # this caller was cancelled, not the shared computation
-        return self
+        return computed
 
     async def _compute(self) -> None:
         pending = self._pending = asyncio.get_running_loop().create_future()

@@ -87,3 +87,22 @@ def test_branching_from_one_beam_keeps_separate_histories():
     assert [s.byte for s in left.history] == [None, ord("a"), ord("a")]
     assert [s.byte for s in right.history] == [None, ord("a"), ord("b")]
     assert len(beam.history) == 2
+
+
+def test_concurrent_logp_next_on_one_beam_records_each_lm_call_once():
+    """Particles sharing a beam ask for logp_next together; the calls run once and count once."""
+
+    async def go():
+        lm = ToyLM(VOCAB, seed=4, eos=b"$")
+        beam = await ByteBeamState.initial(lm, BeamParams(K=3))
+        for b in b"ab":
+            beam = await (beam << b)
+        before = lm.stats["queries"]
+        first, *rest = await asyncio.gather(*(beam.logp_next() for _ in range(4)))
+        for probs in rest:
+            assert [probs[b] for b in range(256)] == [first[b] for b in range(256)]
+        return lm.stats["queries"] - before, beam.last_step.lm_calls_next
+
+    queries, recorded = asyncio.run(go())
+    assert queries > 0
+    assert recorded == queries
