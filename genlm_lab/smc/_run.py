@@ -59,6 +59,18 @@ def is_alive(particle: Any) -> bool:
     return not particle.done_stepping() and particle.weight > -math.inf
 
 
+def untwist_finished(particles: Sequence[Any]) -> None:
+    """Remove the twist of every particle that is done: it has no next step to remove it.
+
+    `finish()` untwists, but a particle may also end through `done_stepping()`
+    or `finished = True`, or twist after finishing; its twist must not stay
+    in the final weights (and so in `log_ml`).
+    """
+    for p in particles:
+        if p.done_stepping():
+            p.untwist()
+
+
 def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
     """`particles[i]` for each index: the first use of a particle reuses it, later ones copy."""
     used: set[int] = set()

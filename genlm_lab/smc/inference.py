@@ -24,6 +24,7 @@ from genlm_lab.smc._run import (
     clone_all,
     gather_all,
     is_alive,
+    untwist_finished,
     weights_of,
 )
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
@@ -133,6 +134,7 @@ async def _smc(
                 for p in particles:
                     p.untwist()
                 await gather_all(p.step() for p in particles if is_alive(p))
+                untwist_finished(particles)
                 weights = checked_weights(particles, run.steps + 1)
                 if np.all(weights == -math.inf):
                     return await run.stop_all_dead(particles, before)

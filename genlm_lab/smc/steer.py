@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import make_rng, using_rng
-from genlm_lab.smc._run import Run, check_n, checked_weights, gather_all, is_alive, weights_of
+from genlm_lab.smc._run import (
+    Run,
+    check_n,
+    checked_weights,
+    gather_all,
+    is_alive,
+    untwist_finished,
+    weights_of,
+)
 from genlm_lab.smc.result import SMCResult
 from genlm_lab.util import logsumexp
 
@@ -115,6 +123,7 @@ async def smc_steer(
             while any(is_alive(p) for p in particles):
                 candidates, before = _expand(particles, before_parents, beam)
                 await gather_all(p.step() for p in candidates if is_alive(p))
+                untwist_finished(candidates)
                 weights = checked_weights(candidates, run.steps + 1)
                 if np.all(weights == -math.inf):
                     return await run.stop_all_dead(candidates, before)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from genlm_lab.smc import (
+    Bernoulli,
     Model,
     SMCRecord,
     importance_sampling,
@@ -300,3 +301,48 @@ async def test_cancelling_a_run_leaves_no_coroutine_unawaited(run, ticks):
     assert Sleeps.made
     states = {inspect.getcoroutinestate(c) for c in Sleeps.made}
     assert states == {inspect.CORO_CLOSED}
+
+
+class TwistsLastStep(Model):
+    """Twists in its only step and ends through `done_stepping`, not `finish()`.
+
+    Nothing is conditioned, so the exact evidence is 1 and every weight 0.
+    """
+
+    def __init__(self, finish_by: str) -> None:
+        super().__init__()
+        self.finish_by, self.t = finish_by, 0
+
+    def done_stepping(self) -> bool:
+        return self.t >= 1 if self.finish_by == "done_stepping" else self.finished
+
+    async def step(self):
+        self.t += 1
+        self.twist(2.0 if await self.sample(Bernoulli(0.5)) else -2.0)
+        if self.finish_by == "flag":
+            self.finished = True
+        elif self.finish_by == "twist_after_finish":
+            self.finish()
+            self.twist(1.0)
+
+
+@pytest.mark.parametrize("finish_by", ["done_stepping", "flag", "twist_after_finish"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m: smc_standard(m, 6, seed=0),
+        lambda m: importance_sampling(m, 6, seed=0),
+        lambda m: smc_steer(m, 3, 2, seed=0),
+    ],
+)
+async def test_a_twist_on_the_last_step_is_removed_from_the_final_weights(run, finish_by):
+    # A twist is divided back out "before the next step"; a particle that ends
+    # without finish() has no next step, and its twist stayed in log_ml.
+    result = await run(TwistsLastStep(finish_by))
+    assert result.log_weights == pytest.approx(np.zeros(len(result)))
+    assert result.log_ml == pytest.approx(0.0)
+    assert result.record.steps[-1]["log_weights"] == pytest.approx(
+        np.zeros(len(result.record.steps[-1]["log_weights"]))
+    )
+    assert result.record.final["log_ml"] == pytest.approx(0.0)
+    assert all(p.twist_amount == 0 for p in result)
