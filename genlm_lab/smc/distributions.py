@@ -282,8 +282,8 @@ class Transformer(Distribution):
     """
 
     def __init__(self, lm: Any, prompt: str | Sequence[int], temp: float = 1.0) -> None:
-        if not temp > 0:
-            raise ValueError(f"temperature must be > 0, got {temp}")
+        if not temp > 0 or not math.isfinite(temp):
+            raise ValueError(f"temperature must be a finite number > 0, got {temp}")
         if isinstance(prompt, str):
             prompt = lm.tokenizer.encode(prompt)
         self.lm = lm

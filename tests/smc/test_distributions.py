@@ -126,3 +126,10 @@ async def test_log_categorical_reads_integral_values_of_any_int_type():
 def test_bad_logits_raise_one_value_error_naming_the_problem(logits, match):
     with pytest.raises(ValueError, match=match):
         LogCategorical(logits)
+
+
+@pytest.mark.parametrize("temp", [math.inf, math.nan, -1.0])
+async def test_transformer_refuses_a_temperature_that_is_not_finite_and_positive(temp):
+    # temp=inf divided every log-prob to 0: a silent uniform distribution.
+    with pytest.raises(ValueError, match="temperature"):
+        Transformer(ToyLM([b"a", b"b"]), [0], temp=temp)
