@@ -15,18 +15,40 @@ Both kinds of entry sit in their own LRU list. Using a KV node touches its
 whole chain, so a base is always more recent than the segments built on it and
 eviction from the cold end never strands a segment (a node still used as a
 base is skipped anyway).
+
+The cache is thread-safe: every public method runs under one re-entrant lock,
+because the event loop reads it (`get_logprobs`) while a forward in another
+thread (`next_token_logprobs_sync`, an executor) writes it. A `KVHandle` holds
+the segments it found, so a handle stays usable after a concurrent `clear_kv`
+or eviction; a segment stored on a base dropped meanwhile is not kept.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import torch
 
 #: How many trie nodes a KV lookup searches below the point where a query
 #: leaves the cached paths, for a segment it can slice the prefix from.
 _DESCENDANT_SEARCH = 64
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run a `TokenTrieCache` method under the cache's lock."""
+
+    @functools.wraps(method)
+    def wrapper(self: TokenTrieCache, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class _Node:
@@ -57,21 +79,21 @@ class _Node:
 class KVHandle:
     """The cached keys and values of a prefix: a chain of segments to concatenate.
 
+    The segments are collected when the handle is made (under the cache's
+    lock), so the handle stays valid if the cache drops them afterwards.
+
     Attributes:
         length: number of prefix tokens covered.
         node: the KV node whose chain covers them (sliced to `length`).
     """
 
-    __slots__ = ("length", "node")
+    __slots__ = ("length", "node", "_pieces")
 
     def __init__(self, node: _Node | None, length: int) -> None:
         self.node = node
         self.length = length
-
-    def pieces(self) -> list[torch.Tensor]:
-        """Segments in order, each (layers, 2, heads, n, head_dim), covering `length` tokens."""
         out = []
-        node, upto = self.node, self.length
+        upto = length
         while upto > 0 and node is not None:
             start = node.kv_start
             if start < upto:
@@ -80,11 +102,15 @@ class KVHandle:
                 upto = start
             node = node.kv_base
         out.reverse()
-        return out
+        self._pieces = out
+
+    def pieces(self) -> list[torch.Tensor]:
+        """Segments in order, each (layers, 2, heads, n, head_dim), covering `length` tokens."""
+        return list(self._pieces)
 
 
 class TokenTrieCache:
-    """Prefix-tree cache of log-probs and KV segments for one model.
+    """Prefix-tree cache of log-probs and KV segments for one model (thread-safe).
 
     Args:
         max_kv_tokens: most token positions whose keys and values are kept
@@ -106,6 +132,9 @@ class TokenTrieCache:
         self._lp_lru: OrderedDict[_Node, None] = OrderedDict()
         self.kv_tokens = 0
         self.evictions = 0
+        # One re-entrant lock around every public method: the event loop and
+        # forward threads use the cache at once (see the module docstring).
+        self._lock = threading.RLock()
 
     # -- lookups ---------------------------------------------------------------
 
@@ -122,6 +151,7 @@ class TokenTrieCache:
             depth += 1
         return node, depth
 
+    @_locked
     def get_logprobs(self, adapter: Hashable, ids: Sequence[int]) -> torch.Tensor | None:
         """The stored log-probs after exactly `ids`, or None."""
         node, depth = self._walk(adapter, ids)
@@ -130,6 +160,7 @@ class TokenTrieCache:
         self._lp_lru.move_to_end(node)
         return node.logprobs
 
+    @_locked
     def longest_kv(self, adapter: Hashable, ids: Sequence[int], limit: int) -> KVHandle:
         """Cached keys and values for the longest prefix of `ids` up to `limit` tokens.
 
@@ -183,6 +214,7 @@ class TokenTrieCache:
             node = child
         return node
 
+    @_locked
     def put_logprobs(self, adapter: Hashable, ids: Sequence[int], logprobs: torch.Tensor) -> None:
         """Store the log-probs after `ids` (evicting the oldest beyond the bound)."""
         if self.max_logprobs == 0:
@@ -197,6 +229,7 @@ class TokenTrieCache:
             self.evictions += 1
             self._prune(old)
 
+    @_locked
     def put_kv(
         self,
         adapter: Hashable,
@@ -220,6 +253,8 @@ class TokenTrieCache:
             raise ValueError(f"KV segment of {n} tokens does not cover ids[{base.length}:]")
         if n > self.max_kv_tokens:
             return
+        if base.length > 0 and (base.node is None or base.node not in self._kv_lru):
+            return  # its base was dropped (cleared by another thread): no chain to extend
         node = self._node_for(adapter, ids)
         if node.kv is not None:
             self._touch_chain(node)
@@ -240,6 +275,7 @@ class TokenTrieCache:
             self._kv_lru.move_to_end(node)
             node = node.kv_base
 
+    @_locked
     def evict(self) -> None:
         """Drop the least recently used KV segments until within `max_kv_tokens`."""
         while self.kv_tokens > self.max_kv_tokens:
@@ -262,6 +298,7 @@ class TokenTrieCache:
         """Remove empty leaves upwards so that the trie stays as small as its data."""
         while (
             node.parent is not None
+            and node.parent.children.get(node.token) is node  # not detached already
             and not node.children
             and node.kv is None
             and node.logprobs is None
@@ -272,6 +309,7 @@ class TokenTrieCache:
 
     # -- clearing --------------------------------------------------------------
 
+    @_locked
     def clear(self, adapter: Hashable | type[Ellipsis] = ...) -> None:
         """Forget everything (or everything cached under one adapter)."""
         if adapter is ...:
@@ -287,6 +325,7 @@ class TokenTrieCache:
                 del lru[node]
         self.kv_tokens = sum(n.kv.shape[-2] for n in self._kv_lru)
 
+    @_locked
     def clear_kv(self) -> None:
         """Forget every KV segment but keep the log-probs."""
         for node in list(self._kv_lru):

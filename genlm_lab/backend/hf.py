@@ -94,7 +94,10 @@ class AsyncTransformer(_BatchedLM):
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self._kv_enabled = max_cache_tokens > 0
         self._workspace = KVWorkspace()
-        self._forward_lock = threading.Lock()  # one forward at a time uses the workspace
+        # One forward at a time uses the workspace, and no adapter is loaded or
+        # switched during a forward (whose results go under the adapter it read).
+        # Re-entrant: `add_new_lora` holds it while it calls `_activate`.
+        self._forward_lock = threading.RLock()
 
     @classmethod
     def from_name(
@@ -161,20 +164,21 @@ class AsyncTransformer(_BatchedLM):
                 backend is left as it was (a replaced adapter stays in place).
         """
         self._batcher.flush()
-        if lora_name in self._loras:
-            # Prove that the new adapter loads before giving up the old one.
-            self._load_adapter(lora_path, _STAGING_ADAPTER, lora_name)
-            self.model.delete_adapter(_STAGING_ADAPTER)
-            self.model.delete_adapter(lora_name)
-            del self._loras[lora_name]
-        self._cache.clear(lora_name)
-        try:
-            self._load_adapter(lora_path, lora_name, lora_name)
-            self._loras[lora_name] = str(lora_path)
-        finally:
-            if self._adapter is not None and self._adapter not in self._loras:
-                self._adapter = None  # it was replaced and the reload failed: base model
-            self._activate(self._adapter)
+        with self._forward_lock:  # not while another thread's forward runs
+            if lora_name in self._loras:
+                # Prove that the new adapter loads before giving up the old one.
+                self._load_adapter(lora_path, _STAGING_ADAPTER, lora_name)
+                self.model.delete_adapter(_STAGING_ADAPTER)
+                self.model.delete_adapter(lora_name)
+                del self._loras[lora_name]
+            self._cache.clear(lora_name)
+            try:
+                self._load_adapter(lora_path, lora_name, lora_name)
+                self._loras[lora_name] = str(lora_path)
+            finally:
+                if self._adapter is not None and self._adapter not in self._loras:
+                    self._adapter = None  # it was replaced and the reload failed: base model
+                self._activate(self._adapter)
 
     def _load_adapter(self, lora_path: str, name: str, label: str) -> None:
         """`model.load_adapter` that fails with one ValueError and leaves no half-loaded adapter."""
@@ -191,13 +195,14 @@ class AsyncTransformer(_BatchedLM):
             ) from e
 
     def _activate(self, name: str | None) -> None:
-        if self._loras:
-            if name is None:
-                self.model.disable_adapters()
-            else:
-                self.model.set_adapter(name)
-                self.model.enable_adapters()
-        self._adapter = name
+        with self._forward_lock:  # a forward in another thread finishes first
+            if self._loras:
+                if name is None:
+                    self.model.disable_adapters()
+                else:
+                    self.model.set_adapter(name)
+                    self.model.enable_adapters()
+            self._adapter = name
 
     # -- batch computation --------------------------------------------------------
 

@@ -130,3 +130,102 @@ def test_clear_kv_keeps_logprobs():
     assert cache.kv_tokens == 0 and cache.n_kv_segments == 0
     assert cache.longest_kv(None, [1, 2], 2).length == 0
     assert cache.get_logprobs(None, (1, 2)) is not None
+
+
+def test_clear_kv_of_a_chain_without_logprobs_forgets_every_segment():
+    # Pruning the deeper segment first detached its base too; pruning the base
+    # again raised KeyError and left the cache half-cleared.
+    cache = TokenTrieCache(max_kv_tokens=100, max_logprobs=0)
+    store(cache, [1, 2])
+    store(cache, [1, 2, 3])
+    cache.clear_kv()
+    assert cache.kv_tokens == 0 and len(cache) == 0 and cache._roots[None].children == {}
+    store(cache, [1, 2, 4])
+    assert torch.equal(rebuilt(cache.longest_kv(None, [1, 2, 4], 3)), truth([1, 2, 4]))
+
+
+def test_a_handle_stays_valid_when_its_segments_are_dropped():
+    cache = TokenTrieCache(max_kv_tokens=100, max_logprobs=10)
+    store(cache, [1, 2])
+    store(cache, [1, 2, 3, 4])
+    handle = cache.longest_kv(None, [1, 2, 3, 4, 5], 5)
+    cache.clear_kv()  # e.g. from another thread, while a forward holds the handle
+    assert torch.equal(rebuilt(handle), truth([1, 2, 3, 4]))
+
+
+def test_a_segment_whose_base_was_dropped_is_not_stored():
+    for drop in (TokenTrieCache.clear_kv, lambda c: c.clear(None)):
+        cache = TokenTrieCache(max_kv_tokens=100, max_logprobs=10)
+        store(cache, [1, 2])
+        base = cache.longest_kv(None, [1, 2, 3], 2)
+        drop(cache)
+        cache.put_kv(None, [1, 2, 3], base, as_segment(truth([1, 2, 3])[2:]))
+        assert cache.kv_tokens == 0 and cache.n_kv_segments == 0
+        assert cache.longest_kv(None, [1, 2, 3], 3).length == 0
+        store(cache, [1, 2, 3])
+        assert torch.equal(rebuilt(cache.longest_kv(None, [1, 2, 3], 3)), truth([1, 2, 3]))
+
+
+def _attached(cache, node):
+    while node.parent is not None:
+        if node.parent.children.get(node.token) is not node:
+            return False
+        node = node.parent
+    return node in cache._roots.values()
+
+
+def check_invariants(cache):
+    """Sizes, bounds and links of a cache at rest."""
+    kv_nodes = list(cache._kv_lru)
+    assert cache.kv_tokens == sum(n.kv.shape[-2] for n in kv_nodes) <= cache.max_kv_tokens
+    assert cache.n_logprobs <= cache.max_logprobs
+    for node in kv_nodes:
+        assert node.kv is not None and _attached(cache, node)
+        assert node.kv_base is None or node.kv_base in cache._kv_lru
+        assert node.kv_users == sum(n.kv_base is node for n in kv_nodes)
+    for node in cache._lp_lru:
+        assert node.logprobs is not None and _attached(cache, node)
+
+
+def test_concurrent_threads_keep_the_cache_consistent_and_exact():
+    import random
+    import sys
+    import threading
+
+    cache = TokenTrieCache(max_kv_tokens=40, max_logprobs=8)
+    errors = []
+
+    def worker(seed):
+        rng = random.Random(seed)
+        try:
+            for step in range(2000):
+                ids = [rng.randrange(3) for _ in range(rng.randint(1, 7))]
+                adapter = rng.choice([None, "a"])
+                op = rng.random()
+                if op < 0.35:
+                    store(cache, ids, adapter)
+                elif op < 0.6:
+                    cache.put_logprobs(adapter, tuple(ids), truth(ids)[-3:].clone())
+                elif op < 0.8:
+                    hit = cache.get_logprobs(adapter, tuple(ids))
+                    assert hit is None or torch.equal(hit, truth(ids)[-3:])
+                else:
+                    handle = cache.longest_kv(adapter, ids, len(ids))
+                    assert torch.equal(rebuilt(handle), truth(ids)[: handle.length])
+                if step % 97 == seed:
+                    rng.choice([cache.clear_kv, cache.clear, lambda: cache.clear("a")])()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, to hit the interleavings
+    try:
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    check_invariants(cache)

@@ -131,6 +131,18 @@ def test_clear_kv_cache_forgets_keys_and_values_only(lm):
     assert lm.stats["kv_tokens_reused"] == 0
 
 
+def test_clear_kv_cache_after_extending_a_prompt_without_logprob_cache(make_lm):
+    # clear_kv pruned a prompt node twice (KeyError) and left the cache half-cleared
+    lm = make_lm(max_cache_logprobs=0)
+    prompt = [lm.bos_token_id, 5, 6]
+    lm.cache_kv(prompt)
+    lm.cache_kv(prompt + [7, 8])
+    lm.clear_kv_cache()
+    assert lm.cache.kv_tokens == 0 and len(lm.cache) == 0
+    ctx = prompt + [7, 8, 9]
+    close(lm.next_token_logprobs_sync(ctx), lm.next_token_logprobs_uncached(ctx), 1e-4)
+
+
 async def test_logprobs_are_normalised(lm):
     results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in random_contexts(lm, 8)))
     for lp in results:

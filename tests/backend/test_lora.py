@@ -134,3 +134,37 @@ async def test_a_failed_adapter_load_leaves_the_backend_as_it_was(lm, merged, ad
     lm.add_new_lora(adapters["b"], "a")
     lm.set_lora(lora_name="a")
     close(await lm.next_token_logprobs(CONTEXTS[0]), merged("b", CONTEXTS[0]))
+
+
+def test_switching_adapter_waits_for_a_forward_running_in_another_thread(lm, merged):
+    # A switch in the middle of another thread's forward ran it under the new
+    # adapter and cached the result under the old one.
+    import threading
+
+    real_forward = lm.model.forward
+    started, release = threading.Event(), threading.Event()
+
+    def held_forward(*args, **kwargs):
+        started.set()
+        release.wait(10)
+        return real_forward(*args, **kwargs)
+
+    lm.model.forward = held_forward
+    results = {}
+    worker = threading.Thread(
+        target=lambda: results.setdefault("base", lm.next_token_logprobs_sync(CONTEXTS[0]))
+    )
+    worker.start()
+    assert started.wait(10)
+    switch = threading.Thread(target=lambda: lm.set_lora(lora_name="a"))
+    switch.start()
+    switch.join(0.2)  # the switch would be done by now if it did not wait
+    release.set()
+    worker.join(10)
+    switch.join(10)
+    del lm.model.forward
+    close(results["base"], merged(None, CONTEXTS[0]))
+    assert lm.active_lora == "a"
+    close(lm.next_token_logprobs_sync(CONTEXTS[0]), merged("a", CONTEXTS[0]))
+    lm.clear_lora()
+    close(lm.next_token_logprobs_sync(CONTEXTS[0]), merged(None, CONTEXTS[0]))
