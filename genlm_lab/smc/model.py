@@ -8,6 +8,7 @@ distributions and changes its log-weight with `observe`, `condition`,
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
 import math
@@ -15,6 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["Model", "SubModel", "submodel"]
+
+# The parent of each running submodel (by id), per asyncio task: particles step
+# in tasks of their own, so one SubModel instance can run in several at once.
+_PARENTS: contextvars.ContextVar[dict[int, Model] | None] = contextvars.ContextVar(
+    "genlm_lab_submodel_parents", default=None
+)
 
 
 class Model:
@@ -165,20 +172,30 @@ class SubModel:
     """A reusable piece of a program, run inside a parent particle with `await parent.call(sub)`.
 
     Its `sample`, `observe`, `score`, ... act on the parent's weight.
-    Subclasses define `async def forward(self)`.
+    Subclasses define `async def forward(self)`. One instance may be called
+    by several particles at once: `parent` is the caller in each of them.
     """
 
     def __init__(self) -> None:
-        self.parent: Model | None = None
+        self.parent = None
+
+    @property
+    def parent(self) -> Model | None:
+        """The particle that this call of the submodel weights (None outside a call)."""
+        running = (_PARENTS.get() or {}).get(id(self))
+        return running if running is not None else self.__dict__.get("_parent")
+
+    @parent.setter
+    def parent(self, value: Model | None) -> None:
+        self.__dict__["_parent"] = value
 
     async def run_with_parent(self, parent: Model) -> Any:
         """Run `forward` with `parent` as the particle that is weighted."""
-        previous = getattr(self, "parent", None)
-        self.parent = parent
+        token = _PARENTS.set({**(_PARENTS.get() or {}), id(self): parent})
         try:
             return await self.forward()
         finally:
-            self.parent = previous
+            _PARENTS.reset(token)
 
     async def forward(self) -> Any:
         """The body of the submodel; subclasses define it."""

@@ -1,12 +1,13 @@
 """Model API: weights, twists, cloning, proposals and submodels."""
 
+import asyncio
 import copy
 import math
 
 import numpy as np
 import pytest
 
-from genlm_lab.smc import Bernoulli, LogCategorical, Model, SubModel, submodel
+from genlm_lab.smc import Bernoulli, LogCategorical, Model, SubModel, smc_standard, submodel
 from genlm_lab.smc._random import using_rng
 
 
@@ -146,3 +147,32 @@ async def test_submodel_outside_a_model_says_how_to_call_it():
 async def test_step_must_be_defined():
     with pytest.raises(NotImplementedError, match="step"):
         await Model().step()
+
+
+class ScoresAfterAwait(SubModel):
+    """Awaits (as an LM request would) before it weights its parent."""
+
+    async def forward(self):
+        await asyncio.sleep(0)
+        self.score(1.0)
+        return self.parent
+
+
+SHARED = ScoresAfterAwait()  # one instance, called by every particle
+
+
+class CallsShared(Model):
+    async def step(self):
+        assert await self.call(SHARED) is self
+        self.finish()
+
+
+async def test_one_submodel_instance_called_by_concurrent_particles_weights_each_caller():
+    # self.parent was one attribute: a second particle's call overwrote it while the
+    # first awaited, so the first particle's score went to the second (or nowhere).
+    a, b = Empty(), Empty()
+    assert await asyncio.gather(a.call(SHARED), b.call(SHARED)) == [a, b]
+    assert a.weight == b.weight == 1.0
+    assert SHARED.parent is None
+    result = await smc_standard(CallsShared(), 4, seed=0)
+    assert result.log_weights.tolist() == [1.0] * 4
