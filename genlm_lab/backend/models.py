@@ -16,7 +16,9 @@ Names understood by `load_hf_model` / `load_tokenizer`:
 * a hub id whose files are already in the local HF cache.
 
 The cache root is `platformdirs.user_cache_dir("genlm_lab")`, or the
-`GENLM_LAB_CACHE_DIR` environment variable where set.
+`GENLM_LAB_CACHE_DIR` environment variable where set. A converted copy that
+turns out damaged when loaded (garbled weights, config or tokenizer) is
+rebuilt once from the GGUF, with a warning naming what failed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import os
 import shutil
 import socket
 import tempfile
+import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -213,6 +216,48 @@ def _ensure_default_converted() -> Path:
     return target
 
 
+def _rebuild_damaged_default(error: Exception) -> bool:
+    """Replace a converted default copy that failed to load by a fresh conversion.
+
+    Returns:
+        False (and changes nothing) where the GGUF to rebuild from is not installed.
+    """
+    gguf = default_model_path()
+    if gguf is None:
+        return False
+    target = _converted_dir()
+    warnings.warn(
+        f"the converted copy of {DEFAULT_MODEL!r} in {str(target)!r} is damaged "
+        f"({type(error).__name__}: {error}); rebuilding it from {str(gguf)!r} (~15 s)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    if target.exists():
+        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-damaged-", dir=target.parent))
+        try:
+            os.rename(target, trash / "old")
+        except OSError:
+            pass  # another process moved it first
+        shutil.rmtree(trash, ignore_errors=True)
+    _convert_default(target)
+    return True
+
+
+def _with_default_rebuilt(name: str, load: Callable[[], Any]) -> Any:
+    """`load()`; if the converted default copy it reads is damaged, rebuild it once and retry."""
+    try:
+        return load()
+    except Exception as e:
+        if (
+            name not in (DEFAULT_MODEL, TINY_RANDOM)
+            or isinstance(e, ModelNotFoundError)
+            or not _is_load_error(e)
+            or not _rebuild_damaged_default(e)
+        ):
+            raise
+    return load()
+
+
 def _hub_reachable(timeout: float = 2.0) -> bool:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
@@ -298,7 +343,9 @@ def load_tokenizer(name: str) -> Any:
     """
     name = resolve_model_name(name)
     if name in (DEFAULT_MODEL, TINY_RANDOM):
-        return _cached_tokenizer(str(_ensure_default_converted()))
+        return _with_default_rebuilt(
+            name, lambda: _cached_tokenizer(str(_ensure_default_converted()))
+        )
     return _cached_tokenizer(str(local_model_dir(name)))
 
 
@@ -388,10 +435,13 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
     directory = local_model_dir(name)
     from transformers import AutoModelForCausalLM
 
-    try:
+    def load() -> tuple[Any, Any]:
         with _quiet_progress():
             model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype)
-        tokenizer = load_tokenizer(name if name == DEFAULT_MODEL else str(directory))
+        return model, _cached_tokenizer(str(directory))  # what load_tokenizer(name) reads
+
+    try:
+        model, tokenizer = _with_default_rebuilt(name, load)
     except Exception as e:
         if isinstance(e, ModelNotFoundError) or not _is_load_error(e):
             raise

