@@ -53,7 +53,8 @@ class Model:
         """Names of attributes that `step` never changes: shared, not copied, between particles.
 
         Override to share large read-only things (masks, tables, the LM) and make
-        cloning cheap. The default shares nothing.
+        cloning cheap; a shared value stays shared wherever else the particle
+        refers to it. The default shares nothing.
         """
         return set()
 
@@ -62,7 +63,20 @@ class Model:
         memo[id(self)] = clone
         shared = self.immutable_properties()
         for key, value in self.__dict__.items():
-            setattr(clone, key, value if key in shared else copy.deepcopy(value, memo))
+            if key in shared:  # shared wherever the particle refers to it, not only here
+                memo[id(value)] = value
+        for key, value in self.__dict__.items():
+            if key in shared:
+                setattr(clone, key, value)
+                continue
+            try:
+                setattr(clone, key, copy.deepcopy(value, memo))
+            except Exception as error:  # e.g. "cannot pickle '_thread.RLock' object"
+                raise TypeError(
+                    f"cannot copy attribute {key!r} of {type(self).__name__} into a new "
+                    f"particle ({error}); if `step` never changes it, list it in "
+                    "immutable_properties() so that particles share it"
+                ) from error
         return clone
 
     # ----------------------------------------------------------- weights

@@ -176,3 +176,40 @@ async def test_one_submodel_instance_called_by_concurrent_particles_weights_each
     assert SHARED.parent is None
     result = await smc_standard(CallsShared(), 4, seed=0)
     assert result.log_weights.tolist() == [1.0] * 4
+
+
+class SharedAndAliased(Shared):
+    """Refers to its shared table a second time, inside a copied attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.view = {"rows": self.table}
+
+
+def test_a_shared_property_stays_shared_where_other_attributes_refer_to_it():
+    # Copying `view` copied the table it holds: clone.view["rows"] was no longer
+    # clone.table, and an uncopyable shared object (an LM) made cloning fail.
+    m = SharedAndAliased()
+    c = copy.deepcopy(m)
+    assert c.view["rows"] is c.table is m.table
+    assert c.state is not m.state
+
+
+class _Uncopyable:
+    def __deepcopy__(self, memo):
+        raise TypeError("cannot pickle '_thread.RLock' object")
+
+
+class HoldsAnLM(Model):
+    def __init__(self):
+        super().__init__()
+        self.flips = []
+        self.backend = _Uncopyable()
+
+    async def step(self):
+        self.finish()
+
+
+async def test_an_attribute_that_cannot_be_copied_is_named_with_the_remedy():
+    with pytest.raises(TypeError, match=r"'backend'.*RLock.*immutable_properties"):
+        await smc_standard(HoldsAnLM(), 2, seed=0)
