@@ -196,11 +196,18 @@ class Run:
         await self.observers.step(entry)
         return entry
 
-    async def stop_all_dead(self, particles: Sequence[Any], before: np.ndarray) -> SMCResult:
-        """Record the last step, warn that every weight is zero and end the run."""
-        await self.emit(particles, before, None)
+    async def stop_all_dead(self, particles: Sequence[Any], before: np.ndarray | None) -> SMCResult:
+        """Record the last step, warn that every weight is zero and end the run.
+
+        `before` is None when the particles died in `start()`: no step to record.
+        """
+        if before is None:
+            when = "in start(), before the first step"
+        else:
+            await self.emit(particles, before, None)
+            when = f"after step {self.steps}"
         warnings.warn(
-            f"every particle has weight zero (log-weight -inf) after step {self.steps}: "
+            f"every particle has weight zero (log-weight -inf) {when}: "
             "the run stops with log_ml = -inf. Check the model's conditions and observations.",
             RuntimeWarning,
             stacklevel=3,

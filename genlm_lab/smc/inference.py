@@ -129,7 +129,8 @@ async def _smc(
             particles = [copy.deepcopy(model) for _ in range(n)]
             before = weights_of(particles)
             await gather_all(p.start() for p in particles)
-            checked_weights(particles, 0)
+            if np.all(checked_weights(particles, 0) == -math.inf):
+                return await run.stop_all_dead(particles, None)
             while any(is_alive(p) for p in particles):
                 for p in particles:
                     p.untwist()

@@ -119,7 +119,8 @@ async def smc_steer(
             particles = [copy.deepcopy(model) for _ in range(n)]
             before_parents = weights_of(particles)
             await gather_all(p.start() for p in particles)
-            checked_weights(particles, 0)
+            if np.all(checked_weights(particles, 0) == -math.inf):
+                return await run.stop_all_dead(particles, None)
             while any(is_alive(p) for p in particles):
                 candidates, before = _expand(particles, before_parents, beam)
                 await gather_all(p.step() for p in candidates if is_alive(p))

@@ -346,3 +346,29 @@ async def test_a_twist_on_the_last_step_is_removed_from_the_final_weights(run, f
     )
     assert result.record.final["log_ml"] == pytest.approx(0.0)
     assert all(p.twist_amount == 0 for p in result)
+
+
+class DiesInStart(Model):
+    async def start(self):
+        self.condition(False)
+
+    async def step(self):
+        raise AssertionError("a particle of weight zero must not step")
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m: smc_standard(m, 3, seed=0),
+        lambda m: importance_sampling(m, 3, seed=0),
+        lambda m: smc_steer(m, 3, 2, seed=0),
+    ],
+)
+async def test_all_particles_dead_in_start_is_reported_as_all_dead(run):
+    # It ended silently with status "finished" (and log_ml -inf), unlike a run
+    # whose particles all die in a step.
+    with pytest.warns(RuntimeWarning, match="every particle has weight zero.*before the first"):
+        result = await run(DiesInStart())
+    assert result.log_ml == -math.inf
+    assert result.record.final["status"] == "all_dead"
+    assert result.record.final["n_steps"] == 0 and result.record.steps == []
