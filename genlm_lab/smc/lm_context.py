@@ -22,10 +22,22 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.smc._random import get_rng
-from genlm_lab.smc.distributions import Distribution, _MaskEvent, _token_id, sample_weighted
+from genlm_lab.smc.distributions import (
+    Distribution,
+    _MaskEvent,
+    _token_id,
+    sample_index,
+    sample_weighted,
+)
 from genlm_lab.smc.masks import as_mask, token_masks
 
 __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
+
+# Below this mass (relative to the top token) float32 probabilities are
+# subnormal or zero (exp(-103) underflows): such masses and draws are taken
+# from the float64 log-probs instead. Rare, so off the hot path.
+_FLOAT32_TINY = 1e-30
+_LOG_FLOAT32_TINY = math.log(_FLOAT32_TINY)
 
 
 def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
@@ -235,8 +247,12 @@ class LMNextToken(Distribution):
             # A dead particle (its mask has no mass): any token, with weight 0.
             token_id, log_p = int(np.argmax(ctx._raw)), -math.inf
         else:
-            probs = ctx._probs if ctx._mask is None else ctx._probs * ctx._mask
-            token_id = sample_weighted(probs, get_rng())
+            if ctx._mask is None:
+                token_id = sample_weighted(ctx._probs, get_rng())
+            elif ctx._allowed_log_mass() < _LOG_FLOAT32_TINY:
+                token_id = sample_index(np.where(ctx._mask, ctx._raw, -np.inf), get_rng())
+            else:
+                token_id = sample_weighted(ctx._probs * ctx._mask, get_rng())
             log_p = ctx._token_log_prob(token_id)
         ctx._push(token_id)
         return ctx.lm.byte_vocab[token_id], log_p
@@ -264,4 +280,11 @@ class LMTokenMask(_MaskEvent):
         probs = ctx._probs
         m_yes = float(np.dot(probs, yes))  # BLAS: ~40x faster than a masked sum
         m_no = float(np.dot(probs, no))
-        return yes, no, m_yes, m_no
+        return yes, no, self._exact(m_yes, yes), self._exact(m_no, no)
+
+    def _exact(self, mass: float, where: np.ndarray) -> float:
+        """`mass`, or the float64 sum where float32 probabilities underflow."""
+        if mass >= _FLOAT32_TINY:
+            return mass
+        ctx = self.ctx
+        return float(np.exp(ctx._raw[where].astype(np.float64) - ctx._shift).sum())

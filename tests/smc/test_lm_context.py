@@ -222,3 +222,25 @@ async def test_a_model_that_steps_past_eos_gets_the_error_from_smc():
     lm = toy(temp_logits=[-math.inf] * 8 + [0.0])  # EOS at once, every time
     with pytest.raises(RuntimeError, match="ended with EOS"):
         await smc_standard(NoFinishAtEos(lm), 3, seed=0)
+
+
+async def test_a_mask_of_tiny_but_positive_probability_is_not_read_as_zero():
+    # exp(log-prob - max) underflows in float32 below about -103 nats: such a
+    # mask had mass 0 and killed the particle although its probability is > 0.
+    logits = [0.0, -150.0, -151.0, 0.0, 0.0, 0.0, 0.0, 0.0, -math.inf]
+    lm = toy(temp_logits=logits)
+    ctx = LMContext(lm, "a")
+    raw = lm.next_token_logprobs_sync(ctx.tokens).double().numpy()
+    inside = raw[[1, 2]]
+    want = np.logaddexp.reduce(inside) - np.logaddexp.reduce(raw[np.isfinite(raw)])
+    assert await ctx.mask_dist({1, 2}).log_prob(True) == pytest.approx(want, rel=1e-6)
+    p1 = math.exp(inside[0] - np.logaddexp.reduce(inside))
+    assert np.exp(ctx.next_token_logprobs[[1, 2]]) == pytest.approx([p1, 1 - p1], rel=1e-5)
+    counts = {1: 0, 2: 0}
+    with using_rng(np.random.default_rng(0)):
+        for _ in range(400):
+            clone = copy.deepcopy(ctx)
+            token, log_p = await clone.next_token().sample()
+            assert log_p == pytest.approx(ctx.next_token_logprobs[token.token_id])
+            counts[token.token_id] += 1
+    assert counts[1] / 400 == pytest.approx(p1, abs=0.08)
