@@ -148,6 +148,17 @@ class _BatchedLM(AsyncLM):
     def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
         """Make an adapter known under a name, without activating it."""
 
+    def _check_lora_name(self, lora_name: str) -> None:
+        """One ValueError for a name no adapter can have (None keys the base model's cache)."""
+        if not isinstance(lora_name, str) or not lora_name or lora_name in self._reserved_names:
+            raise ValueError(
+                f"lora_name must be a non-empty str other than {sorted(self._reserved_names)}, "
+                f"got {lora_name!r}"
+            )
+
+    #: Adapter names used internally by the backend.
+    _reserved_names: frozenset[str] = frozenset()
+
     @abstractmethod
     def _activate(self, name: str | None) -> None:
         """Point the model at adapter `name` (None: the base model) and record it."""

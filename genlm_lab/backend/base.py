@@ -22,18 +22,30 @@ def new_stats() -> dict[str, int]:
 
 
 def check_sampling_args(max_tokens: int, temperature: float) -> None:
-    """Raise a ValueError unless `max_tokens` is an int >= 0 and `temperature` a number > 0.
+    """Raise a ValueError unless `max_tokens` is an int >= 0 and `temperature` a finite number > 0.
 
-    NaN, a bool or a str would otherwise fail later, inside torch's sampler.
+    NaN, infinity, a bool or a str would otherwise fail later, inside torch's sampler.
     """
     if isinstance(temperature, bool) or not isinstance(temperature, Real):
         raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
-    if math.isnan(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
     if isinstance(max_tokens, bool) or not hasattr(max_tokens, "__index__"):
         raise ValueError(f"max_tokens must be an int >= 0, got {max_tokens!r}")
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+
+
+def _stop_ids(eos_token_ids: Any) -> set[int]:
+    """The stop ids of `sample` as a set; one ValueError for anything but a collection of ints."""
+    try:
+        stop = set(eos_token_ids)
+    except TypeError:
+        raise ValueError(
+            f"eos_token_ids must be a list of token ids, got {eos_token_ids!r} "
+            f"(for one id write [{eos_token_ids!r}])"
+        ) from None
+    return stop
 
 
 class AsyncLM(ABC):
@@ -206,7 +218,7 @@ class AsyncLM(ABC):
             when the context reaches `max_context_length`.
         """
         check_sampling_args(max_tokens, temperature)
-        stop = set(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
+        stop = _stop_ids(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
         generator = torch.Generator()
         if seed is not None:
             generator.manual_seed(seed)
@@ -218,8 +230,9 @@ class AsyncLM(ABC):
             max_tokens = min(max_tokens, limit + 1 - len(context))
         generated: list[int] = []
         for _ in range(max_tokens):
-            logprobs = await self.next_token_logprobs(context)
-            probs = torch.softmax(logprobs.double().cpu() / temperature, dim=-1)
+            logprobs = (await self.next_token_logprobs(context)).double().cpu()
+            # Shifted so that the likeliest token stays at 0 however small the temperature.
+            probs = torch.softmax((logprobs - logprobs.max()) / temperature, dim=-1)
             token = int(torch.multinomial(probs, 1, generator=generator).item())
             generated.append(token)
             context.append(token)

@@ -153,6 +153,8 @@ class AsyncTransformer(_BatchedLM):
 
     # -- LoRA ----------------------------------------------------------------------
 
+    _reserved_names = frozenset({_STAGING_ADAPTER})
+
     def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
         """Load a LoRA adapter (via peft) under a name, without activating it.
 
@@ -160,9 +162,11 @@ class AsyncTransformer(_BatchedLM):
         name in use replaces it and forgets what was cached under that name.
 
         Raises:
-            ValueError: if the adapter cannot be loaded from `lora_path`; the
-                backend is left as it was (a replaced adapter stays in place).
+            ValueError: if the adapter cannot be loaded from `lora_path` (the
+                backend is left as it was: a replaced adapter stays in place), or
+                if `lora_name` is not a non-empty str.
         """
+        self._check_lora_name(lora_name)
         self._batcher.flush()
         with self._forward_lock:  # not while another thread's forward runs
             if lora_name in self._loras:
@@ -217,6 +221,7 @@ class AsyncTransformer(_BatchedLM):
     @torch.inference_mode()
     def _forward_locked(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         adapter = self._adapter
+        evictions = self._cache.evictions
         if self._kv_enabled:
             handles = [self._cache.longest_kv(adapter, ids, len(ids) - 1) for ids in rows]
         else:
@@ -264,5 +269,5 @@ class AsyncTransformer(_BatchedLM):
                 for ids, h, seg in zip(rows, handles, segments, strict=True):
                     self._cache.put_kv(adapter, ids, h, seg, evict=False)
                 self._cache.evict()
-        self.stats["evictions"] = self._cache.evictions
+        self.stats["evictions"] += self._cache.evictions - evictions  # counts from reset_stats
         return results

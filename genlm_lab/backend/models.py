@@ -408,6 +408,20 @@ def _is_load_error(e: Exception) -> bool:
     return isinstance(e, (OSError, ValueError, RuntimeError, EOFError))
 
 
+def _torch_dtype(dtype: Any) -> Any:
+    """A torch dtype from itself or its name (`"bfloat16"`, `"torch.float16"`)."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    found = getattr(torch, dtype.removeprefix("torch."), None) if isinstance(dtype, str) else None
+    if not isinstance(found, torch.dtype):
+        raise ValueError(
+            f"dtype must be a torch dtype or its name (e.g. 'float32', 'bfloat16'), got {dtype!r}"
+        )
+    return found
+
+
 def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer by name, offline-first.
 
@@ -415,7 +429,8 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
         name: `"smollm2-135m"` / `"default"`, `"tiny-random"`, a local HF model
             directory, or a hub id present in the local HF cache.
         device: torch device; None picks CUDA where available, else CPU.
-        dtype: torch dtype of the weights; None means float32.
+        dtype: torch dtype of the weights, or its name (`"bfloat16"`); None
+            means float32.
 
     Returns:
         `(model, tokenizer)`, the model in eval mode on `device`.
@@ -423,12 +438,13 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
     Raises:
         ModelNotFoundError: if the name resolves to no weights on this machine
             (the message says what to install).
+        ValueError: if `dtype` names no torch dtype.
     """
     import torch
 
     name = resolve_model_name(name)
     device = device or _default_device()
-    dtype = dtype or torch.float32
+    dtype = _torch_dtype(dtype) if dtype is not None else torch.float32
     if name == TINY_RANDOM:
         model, tokenizer = _build_tiny_random()
         return model.to(device=device, dtype=dtype), tokenizer

@@ -212,6 +212,8 @@ def test_integer_arrays_and_tensors_are_valid_contexts():
     "kwargs",
     [
         {"temperature": float("nan")},  # torch's 'probability tensor contains nan' before
+        {"temperature": float("inf")},  # -inf / inf: NaN for every forbidden token
+        {"eos_token_ids": 4},  # TypeError: 'int' object is not iterable
         {"temperature": "1"},
         {"temperature": True},
         {"max_tokens": 2.5},
@@ -222,8 +224,15 @@ def test_integer_arrays_and_tensors_are_valid_contexts():
 def test_bad_sampling_arguments_are_one_clear_value_error(kwargs):
     lm = toy()
     args = {"max_tokens": 3, "temperature": 1.0, **kwargs}
-    with pytest.raises(ValueError, match="temperature|max_tokens"):
+    with pytest.raises(ValueError, match="temperature|max_tokens|eos_token_ids"):
         asyncio.run(lm.sample([0], **args))
+
+
+async def test_a_tiny_temperature_samples_the_likeliest_token():
+    # every log-prob / 1e-310 overflowed to -inf: torch's 'probability tensor contains nan'
+    lm = ToyLM([b"a", b"b", b"c"], logprobs_fn=lambda ctx: [-1.0, -0.5, -math.inf])
+    best = int(lm.next_token_logprobs_sync([]).argmax())
+    assert await lm.sample([], max_tokens=4, temperature=1e-310, seed=0) == [best] * 4
 
 
 def test_sample_stops_at_max_context_length_and_keeps_its_tokens():

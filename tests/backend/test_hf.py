@@ -107,6 +107,17 @@ async def test_lru_eviction_keeps_results_exact(make_lm):
         close(got, lm.next_token_logprobs_uncached(b), 1e-4)
 
 
+def test_evictions_count_from_reset_stats_like_every_counter(make_lm):
+    lm = make_lm(max_cache_tokens=8, max_cache_logprobs=2)
+    for i in range(5):
+        lm.next_token_logprobs_sync([lm.bos_token_id, 10 + i, 7, 8])
+    assert lm.stats["evictions"] == lm.cache.evictions > 0
+    lm.reset_stats()
+    before = lm.cache.evictions
+    lm.next_token_logprobs_sync([lm.bos_token_id, 99, 7, 8])
+    assert lm.stats["evictions"] == lm.cache.evictions - before > 0
+
+
 async def test_exact_cache_hit_runs_no_forward_and_clear_cache_recomputes(lm):
     ctx = [lm.bos_token_id, 5, 6, 7]
     first = await lm.next_token_logprobs(ctx)

@@ -168,3 +168,15 @@ def test_switching_adapter_waits_for_a_forward_running_in_another_thread(lm, mer
     close(lm.next_token_logprobs_sync(CONTEXTS[0]), merged("a", CONTEXTS[0]))
     lm.clear_lora()
     close(lm.next_token_logprobs_sync(CONTEXTS[0]), merged(None, CONTEXTS[0]))
+
+
+@pytest.mark.parametrize("name", [None, "", 3, "__genlm_lab_staging__"])
+async def test_a_name_no_adapter_can_have_is_one_value_error(name, lm, adapters, merged):
+    # None loaded an adapter under the base model's cache key (and wiped that
+    # cache); the internal staging name could be loaded but never replaced
+    await lm.next_token_logprobs(CONTEXTS[0])
+    with pytest.raises(ValueError, match="lora_name must be a non-empty str"):
+        lm.add_new_lora(adapters["a"], name)
+    assert sorted(lm._loras) == ["a", "b"] and lm.active_lora is None
+    assert lm.cache.get_logprobs(None, tuple(CONTEXTS[0])) is not None
+    close(await lm.next_token_logprobs(CONTEXTS[1]), merged(None, CONTEXTS[1]))

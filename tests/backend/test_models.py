@@ -78,6 +78,22 @@ def test_dtype_argument_is_honoured(tiny_random_hf):
     assert model.dtype == torch.bfloat16
 
 
+@pytest.mark.parametrize("name", ["tiny-random", "local"])
+def test_dtype_may_be_given_by_name_for_every_model(name, tiny_random_hf, tmp_path):
+    # a name worked for directories (from_pretrained takes it) but was a TypeError
+    # from torch's .to() for tiny-random
+    if name == "local":
+        tiny_random_hf[0].save_pretrained(tmp_path)
+        tiny_random_hf[1].save_pretrained(tmp_path)
+        name = str(tmp_path)
+    for dtype in ("bfloat16", "torch.float16"):
+        model, _ = load_hf_model(name, device="cpu", dtype=dtype)
+        assert model.dtype == getattr(torch, dtype.removeprefix("torch."))
+    for bad in ("bfloat17", "Tensor", 16):
+        with pytest.raises(ValueError, match="dtype must be a torch dtype"):
+            load_hf_model(name, device="cpu", dtype=bad)
+
+
 @pytest.mark.parametrize(
     "name", ["", "   ", "not a valid/hub id!!", "./no/such/dir", "/no/such/dir"]
 )
