@@ -243,11 +243,15 @@ class SMCRecord:
         return out
 
     def to_pandas(self) -> Any:
-        """One row per (step, particle): contents, log-weight, increment, finished."""
+        """One row per (step, particle): contents, log-weight, increment, finished, ancestor.
+
+        "ancestor" is the particle of the previous step that this one continues
+        (its row's "particle"; see `parents()`), None at the first step.
+        """
         import pandas as pd
 
         rows = []
-        for entry in self.steps:
+        for entry, parents in zip(self.steps, self.parents(), strict=True):
             for i, text in enumerate(entry["contents"]):
                 rows.append(
                     {
@@ -257,12 +261,13 @@ class SMCRecord:
                         "log_weight": entry["log_weights"][i],
                         "weight_increment": entry["weight_increments"][i],
                         "finished": entry["finished"][i],
-                        "ancestor": None
-                        if entry.get("ancestors") is None
-                        else entry["ancestors"][i],
+                        "ancestor": None if parents is None else parents[i],
                     }
                 )
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        if rows:  # ints, and None (not NaN, which would make every index a float)
+            frame["ancestor"] = pd.Series([r["ancestor"] for r in rows], dtype=object)
+        return frame
 
     def __len__(self) -> int:
         return len(self.steps)

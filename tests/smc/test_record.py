@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genlm_lab.backend import ToyLM
-from genlm_lab.smc import CollectingObserver, LMContext, Model, SMCRecord, smc_standard, smc_steer
+from genlm_lab.smc import (
+    Bernoulli,
+    CollectingObserver,
+    LMContext,
+    Model,
+    SMCRecord,
+    smc_standard,
+    smc_steer,
+)
 from genlm_lab.smc.examples import Coins, GeometricWalk
 
 floats = st.one_of(st.floats(allow_nan=False), st.just(-math.inf))
@@ -196,3 +204,44 @@ async def test_an_interrupted_run_tells_its_observers_how_it_ended(algorithm, er
     assert [e["step"] for e in collected.entries] == [1, 2, 3]
     assert collected.record is not None and collected.record.final["status"] == "interrupted"
     assert not later.finished  # an async on_finish cannot be awaited while the run unwinds
+
+
+class Flips(Model):
+    """One flip per step, heads favoured by the weight; its text grows by one letter a step."""
+
+    def __init__(self):
+        super().__init__()
+        self.flips = ""
+
+    async def step(self):
+        heads = await self.sample(Bernoulli(0.5))
+        self.flips += "H" if heads else "T"
+        self.score(2.0 if heads else 0.0)
+        if len(self.flips) == 4:
+            self.finish()
+
+    def __str__(self):
+        return self.flips
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda: smc_standard(Flips(), 6, ess_threshold=1.0, seed=3),
+        lambda: smc_steer(Flips(), 3, 3, seed=3),
+    ],
+)
+async def test_to_pandas_gives_each_particle_the_row_it_continues(run):
+    # For smc_steer, whose candidates outnumber `ancestors`, to_pandas raised IndexError;
+    # each row's "ancestor" now names the particle of the previous step it continues.
+    record = (await run()).record
+    assert sum(e["resampled"] for e in record.steps) >= 2
+    frame = record.to_pandas()
+    assert len(frame) == sum(len(e["contents"]) for e in record.steps)
+    for t, entry in enumerate(record.steps):
+        rows = frame[frame.step == entry["step"]]
+        for i, (text, parent) in enumerate(zip(rows.contents, rows.ancestor, strict=True)):
+            if t == 0:
+                assert parent is None and len(text) == 1
+            else:
+                assert text[:-1] == record.steps[t - 1]["contents"][int(parent)], (t, i)
