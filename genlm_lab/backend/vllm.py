@@ -16,7 +16,7 @@ import torch
 from genlm_lab.backend._batched import _BatchedLM
 from genlm_lab.backend._batcher import AutoBatcher
 from genlm_lab.backend._cache import TokenTrieCache
-from genlm_lab.backend.base import check_sampling_args
+from genlm_lab.backend.base import _stop_ids, check_sampling_args
 
 _INSTALL_HINT = "vLLM is not installed: pip install genlm-lab[vllm] (needs a CUDA GPU)"
 
@@ -90,6 +90,8 @@ class AsyncVirtualLM(_BatchedLM):
         model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
         self.max_context_length = getattr(model_config, "max_model_len", None)
         self._lora_request: Any = None
+        self._lora_ids: dict[str, int] = {}  # vLLM's int id of each adapter name
+        self._used_lora_ids: set[int] = set()  # never reused: vLLM may still hold one
         self._sampler = AutoBatcher(self._run_samples, batch_size, timeout)
         self._sample_keys = itertools.count()  # every sample is its own request
         self._batchers.append(self._sampler)  # batch_size, timeout and resets apply to it
@@ -166,8 +168,10 @@ class AsyncVirtualLM(_BatchedLM):
         """
         check_sampling_args(max_tokens, temperature)
         ids = self.validate_context(prompt_token_ids)
+        stop = list(_stop_ids(self.eos_token_ids if eos_token_ids is None else eos_token_ids))
+        if max_tokens == 0:
+            return []  # vLLM's SamplingParams refuses max_tokens=0
         vllm = _import_vllm()
-        stop = list(self.eos_token_ids if eos_token_ids is None else eos_token_ids)
         params = vllm.SamplingParams(
             max_tokens=max_tokens,
             temperature=temperature,
@@ -199,10 +203,27 @@ class AsyncVirtualLM(_BatchedLM):
     # -- LoRA ------------------------------------------------------------------------
 
     def add_new_lora(self, lora_path: str, lora_name: str = "lora_1") -> None:
-        """Register a LoRA adapter (the engine needs `enable_lora=True` in engine_opts)."""
+        """Register a LoRA adapter (the engine needs `enable_lora=True` in engine_opts).
+
+        Registering a new adapter under a name in use replaces it (the active
+        one included) and forgets what was cached under that name. The
+        replacement gets a new vLLM id: vLLM keeps loaded adapters by id.
+
+        Raises:
+            ValueError: if `lora_name` is not a non-empty str.
+        """
+        self._check_lora_name(lora_name)
         self._batcher.flush()
+        lora_id, n = lora_int_id(lora_name), 0
+        while lora_id in self._used_lora_ids:  # a replacement, or a hash collision
+            n += 1
+            lora_id = lora_int_id(f"{lora_name}\x00{n}")
+        self._used_lora_ids.add(lora_id)
         self._loras[lora_name] = str(lora_path)
+        self._lora_ids[lora_name] = lora_id
         self._cache.clear(lora_name)
+        if self._adapter == lora_name:
+            self._activate(lora_name)  # the replacement serves from now on
 
     def _activate(self, name: str | None) -> None:
         if name is None:
@@ -211,5 +232,5 @@ class AsyncVirtualLM(_BatchedLM):
             _import_vllm()  # one clear ImportError where vLLM is missing
             from vllm.lora.request import LoRARequest
 
-            self._lora_request = LoRARequest(name, lora_int_id(name), self._loras[name])
+            self._lora_request = LoRARequest(name, self._lora_ids[name], self._loras[name])
         self._adapter = name

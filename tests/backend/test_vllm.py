@@ -26,6 +26,8 @@ class Logprob:
 
 class SamplingParams:
     def __init__(self, **kwargs):
+        if kwargs.get("max_tokens", 1) < 1:  # as vLLM's own check
+            raise ValueError(f"max_tokens must be at least 1, got {kwargs['max_tokens']}.")
         self.__dict__.update(kwargs)
 
 
@@ -221,6 +223,63 @@ async def test_reset_async_queries_cancels_queued_samples(lm):
     assert await lm.sample([0, 2], 2, seed=1) == draw(
         [0, 2], SamplingParams(max_tokens=2, temperature=1.0, seed=1, stop_token_ids=[1])
     )
+
+
+class AdapterKeepingEngine(FakeEngine):
+    """Like vLLM: an adapter is loaded once per int id, and that id keeps its first path."""
+
+    def __init__(self):
+        super().__init__()
+        self.loaded = {}
+
+    def generate(self, prompts, sampling_params, lora_request=None, use_tqdm=True):
+        if lora_request is not None:
+            path = self.loaded.setdefault(lora_request.lora_int_id, lora_request.lora_path)
+            lora_request = served(path)
+        return super().generate(prompts, sampling_params, lora_request, use_tqdm)
+
+
+def served(path):
+    """The stand-in adapter of a path: its reference seed comes from the path."""
+    return LoRARequest(path, lora_int_id(path), path)
+
+
+async def test_replacing_an_adapter_serves_the_new_one_even_when_active(fake_vllm):
+    # The replacement kept the name's id, under which vLLM keeps serving the
+    # adapter it loaded first; the active request also kept the old path.
+    lm = AsyncVirtualLM(AdapterKeepingEngine(), timeout=60.0, byte_vocab=VOCAB)
+    lm.set_lora("/adapters/v1", "x")
+    ctx = [0, 5]
+    torch.testing.assert_close(
+        await lm.next_token_logprobs(ctx), reference(ctx, served("/adapters/v1"))
+    )
+    for version in ("v2", "v1", "v3"):  # back to an earlier path too: a fresh id again
+        lm.add_new_lora(f"/adapters/{version}", "x")
+        assert lm.active_lora == "x"
+        want = reference(ctx, served(f"/adapters/{version}"))
+        torch.testing.assert_close(await lm.next_token_logprobs(ctx), want)
+        params = SamplingParams(max_tokens=3, temperature=1.0, seed=2, stop_token_ids=[1])
+        assert await lm.sample(ctx, 3, seed=2) == draw(ctx, params, served(f"/adapters/{version}"))
+    lm.add_new_lora("/adapters/y", "y")
+    lm.set_lora(lora_name="y")
+    torch.testing.assert_close(
+        await lm.next_token_logprobs(ctx), reference(ctx, served("/adapters/y"))
+    )
+
+
+def test_bad_adapter_names_are_one_value_error(lm):
+    for name in (None, "", 7):
+        with pytest.raises(ValueError, match="lora_name must be a non-empty str"):
+            lm.add_new_lora("/adapters/x", name)
+    assert lm._loras == {}
+
+
+async def test_sample_of_zero_tokens_is_empty_without_the_engine(lm):
+    # vLLM's SamplingParams refuses max_tokens=0, which the AsyncLM contract allows
+    assert await lm.sample([0, 2], 0) == []
+    assert lm.llm_engine.calls == []
+    with pytest.raises(ValueError, match="eos_token_ids"):
+        await lm.sample([0, 2], 3, eos_token_ids=1)
 
 
 def test_unknown_adapter_raises_value_error(lm):
