@@ -82,6 +82,27 @@ def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
     return out
 
 
+def call_all(particles: Iterable[Any], method: str) -> list[Awaitable[Any]]:
+    """`particle.method()` of each particle, to await together.
+
+    Raises:
+        TypeError: naming the method if one returns no awaitable (a plain `def`).
+    """
+    out: list[Any] = []
+    for p in particles:
+        result = getattr(p, method)()
+        if not inspect.isawaitable(result):
+            for a in out:  # never awaited now: close them, without a warning
+                if inspect.iscoroutine(a):
+                    a.close()
+            raise TypeError(
+                f"{type(p).__name__}.{method}() returned {result!r}, not an awaitable: "
+                f"define it with `async def {method}(self)`"
+            )
+        out.append(result)
+    return out
+
+
 class _Interrupt(Exception):
     """Carries a KeyboardInterrupt / SystemExit out of a particle's task.
 

@@ -19,6 +19,7 @@ import numpy as np
 from genlm_lab.smc._random import make_rng, using_rng
 from genlm_lab.smc._run import (
     Run,
+    call_all,
     check_n,
     checked_weights,
     clone_all,
@@ -128,13 +129,13 @@ async def _smc(
         try:
             particles = [copy.deepcopy(model) for _ in range(n)]
             before = weights_of(particles)
-            await gather_all(p.start() for p in particles)
+            await gather_all(call_all(particles, "start"))
             if np.all(checked_weights(particles, 0) == -math.inf):
                 return await run.stop_all_dead(particles, None)
             while any(is_alive(p) for p in particles):
                 for p in particles:
                     p.untwist()
-                await gather_all(p.step() for p in particles if is_alive(p))
+                await gather_all(call_all([p for p in particles if is_alive(p)], "step"))
                 untwist_finished(particles)
                 weights = checked_weights(particles, run.steps + 1)
                 if np.all(weights == -math.inf):

@@ -21,6 +21,7 @@ import numpy as np
 from genlm_lab.smc._random import make_rng, using_rng
 from genlm_lab.smc._run import (
     Run,
+    call_all,
     check_n,
     checked_weights,
     gather_all,
@@ -118,12 +119,12 @@ async def smc_steer(
         try:
             particles = [copy.deepcopy(model) for _ in range(n)]
             before_parents = weights_of(particles)
-            await gather_all(p.start() for p in particles)
+            await gather_all(call_all(particles, "start"))
             if np.all(checked_weights(particles, 0) == -math.inf):
                 return await run.stop_all_dead(particles, None)
             while any(is_alive(p) for p in particles):
                 candidates, before = _expand(particles, before_parents, beam)
-                await gather_all(p.step() for p in candidates if is_alive(p))
+                await gather_all(call_all([p for p in candidates if is_alive(p)], "step"))
                 untwist_finished(candidates)
                 weights = checked_weights(candidates, run.steps + 1)
                 if np.all(weights == -math.inf):

@@ -372,3 +372,28 @@ async def test_all_particles_dead_in_start_is_reported_as_all_dead(run):
     assert result.log_ml == -math.inf
     assert result.record.final["status"] == "all_dead"
     assert result.record.final["n_steps"] == 0 and result.record.steps == []
+
+
+class SyncStep(Model):
+    def step(self):  # forgot `async`
+        self.finish()
+
+
+class SyncStart(Model):
+    def start(self):
+        pass
+
+    async def step(self):
+        self.finish()
+
+
+@pytest.mark.parametrize("model", [SyncStep, SyncStart])
+@pytest.mark.parametrize(
+    "run", [lambda m: smc_standard(m, 2, seed=0), lambda m: smc_steer(m, 2, 2, seed=0)]
+)
+async def test_a_step_or_start_that_is_not_async_is_named(run, model):
+    # It failed with "object NoneType can't be used in 'await' expression".
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no coroutine is left unawaited
+        with pytest.raises(TypeError, match=rf"{model.__name__}\.(step|start)\(\).*async def"):
+            await run(model())
