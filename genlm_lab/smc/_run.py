@@ -167,6 +167,18 @@ def _backends(particles: Sequence[Any]) -> list[Any]:
     return list(found.values())
 
 
+def _contents(particles: Sequence[Any]) -> list[str]:
+    """`string_for_serialization()` of each particle; TypeError naming one that is not text."""
+    out = [p.string_for_serialization() for p in particles]
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"particle {i}: {type(particles[i]).__name__}.string_for_serialization() "
+                f"returned {type(text).__name__} ({text!r:.60}); it must return str"
+            )
+    return out
+
+
 class Run:
     """One inference run: its record, record file, observers and random generator."""
 
@@ -202,7 +214,7 @@ class Run:
         entry = {
             "run_id": self.record.run_id,
             "step": self.steps,
-            "contents": [p.string_for_serialization() for p in particles],
+            "contents": _contents(particles),
             "log_weights": weights.tolist(),
             "weight_increments": increments.tolist(),
             "finished": [bool(p.done_stepping()) for p in particles],

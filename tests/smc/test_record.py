@@ -245,3 +245,18 @@ async def test_to_pandas_gives_each_particle_the_row_it_continues(run):
                 assert parent is None and len(text) == 1
             else:
                 assert text[:-1] == record.steps[t - 1]["contents"][int(parent)], (t, i)
+
+
+class BytesContents(Model):
+    async def step(self):
+        self.finish()
+
+    def string_for_serialization(self):
+        return b"raw bytes"  # not text
+
+
+async def test_contents_that_are_not_text_are_refused_when_recorded(tmp_path):
+    # The record took them; json_file writing (or to_json later) then failed with
+    # "Object of type bytes is not JSON serializable", naming no particle.
+    with pytest.raises(TypeError, match=r"particle 0.*string_for_serialization.*bytes"):
+        await smc_standard(BytesContents(), 2, seed=0)
