@@ -14,12 +14,16 @@ Identical keys queued together are computed once. Each caller awaits its own
 future, so cancelling one caller never cancels another; a request whose
 callers were all cancelled is dropped before the batch runs. An exception
 raised by `process` reaches every caller of that batch, never the event loop.
+
+Each event loop has its own queue, so loops in several threads (each thread's
+`asyncio.run`) can share one batcher; `process` then runs in their threads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import threading
 from collections.abc import Callable, Hashable, Sequence
 from numbers import Real
 from typing import Any
@@ -31,6 +35,37 @@ class _Entry:
     def __init__(self, payload: Any, future: asyncio.Future) -> None:
         self.payload = payload
         self.futures = [future]
+
+
+class _LoopQueue:
+    """The queued requests of one event loop, and the handles that will flush them."""
+
+    __slots__ = ("loop", "entries", "timer", "turn", "arrivals", "arrivals_seen")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.entries: dict[Hashable, _Entry] = {}
+        self.timer: asyncio.TimerHandle | None = None
+        self.turn: asyncio.Handle | None = None
+        self.arrivals = 0
+        self.arrivals_seen = 0
+
+    def cancel_handles(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.turn is not None:
+            self.turn.cancel()
+            self.turn = None
+
+    def other_thread_runs_it(self) -> bool:
+        """Whether the loop runs now, in another thread (touch it only thread-safely)."""
+        if not self.loop.is_running():
+            return False
+        try:
+            return asyncio.get_running_loop() is not self.loop
+        except RuntimeError:
+            return True
 
 
 class AutoBatcher:
@@ -55,12 +90,8 @@ class AutoBatcher:
         self.batch_size = batch_size
         self.timeout = timeout
         self.on_batch = on_batch
-        self._queue: dict[Hashable, _Entry] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._turn: asyncio.Handle | None = None
-        self._arrivals = 0
-        self._arrivals_seen = 0
+        self._queues: dict[asyncio.AbstractEventLoop, _LoopQueue] = {}
+        self._queues_lock = threading.Lock()  # adding and dropping queues, not the hot path
 
     @property
     def batch_size(self) -> int:
@@ -87,8 +118,8 @@ class AutoBatcher:
 
     @property
     def pending(self) -> int:
-        """Distinct requests waiting for the next batch."""
-        return len(self._queue)
+        """Distinct requests waiting for their next batch (summed over event loops)."""
+        return sum(len(q.entries) for q in list(self._queues.values()))
 
     async def submit(self, key: Hashable, payload: Any) -> Any:
         """Queue a request and wait for its result.
@@ -98,47 +129,59 @@ class AutoBatcher:
             payload: what `process` receives for this request.
         """
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._forget_loop()
-            self._loop = loop
+        q = self._queues.get(loop)
+        if q is None:
+            q = self._new_queue(loop)
         future = loop.create_future()
-        entry = self._queue.get(key)
+        entry = q.entries.get(key)
         if entry is None:
-            self._queue[key] = _Entry(payload, future)
+            q.entries[key] = _Entry(payload, future)
         else:
             entry.futures.append(future)
-        self._arrivals += 1
-        if len(self._queue) >= self.batch_size:
-            self.flush()
+        q.arrivals += 1
+        if len(q.entries) >= self.batch_size:
+            self._flush_queue(q)
         else:
-            if self._turn is None:
-                self._arrivals_seen = self._arrivals
-                self._turn = loop.call_soon(self._on_turn)
-            if self._timer is None:
-                self._timer = loop.call_later(self.timeout, self.flush)
+            if q.turn is None:
+                q.arrivals_seen = q.arrivals
+                q.turn = loop.call_soon(self._on_turn, q)
+            if q.timer is None:
+                q.timer = loop.call_later(self.timeout, self._flush_queue, q)
         return await future
 
-    def _on_turn(self) -> None:
-        self._turn = None
-        if self._arrivals != self._arrivals_seen and self._loop is not None:
-            # Callers arrived during the last turn: more may be on their way.
-            self._arrivals_seen = self._arrivals
-            self._turn = self._loop.call_soon(self._on_turn)
-        else:
-            self.flush()
+    def _new_queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
+        """A queue for a loop new to this batcher; those of closed loops are dropped."""
+        with self._queues_lock:
+            for old in [old for old in self._queues if old.is_closed()]:
+                # Its requests can never be served; their futures die with the loop.
+                del self._queues[old]
+            q = self._queues[loop] = _LoopQueue(loop)
+        return q
 
-    def _cancel_handles(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._turn is not None:
-            self._turn.cancel()
-            self._turn = None
+    def _on_turn(self, q: _LoopQueue) -> None:
+        q.turn = None
+        if q.arrivals != q.arrivals_seen:
+            # Callers arrived during the last turn: more may be on their way.
+            q.arrivals_seen = q.arrivals
+            q.turn = q.loop.call_soon(self._on_turn, q)
+        else:
+            self._flush_queue(q)
 
     def flush(self) -> None:
-        """Run every queued request now, in one `process` call."""
-        self._cancel_handles()
-        queue, self._queue = self._queue, {}
+        """Run every queued request now, in one `process` call per event loop.
+
+        The requests of a loop running in another thread are run there, soon.
+        """
+        for q in list(self._queues.values()):
+            if q.other_thread_runs_it():
+                q.loop.call_soon_threadsafe(self._flush_queue, q)
+            elif q.entries:
+                self._flush_queue(q)
+
+    def _flush_queue(self, q: _LoopQueue) -> None:
+        """Run one loop's queued requests now, in one `process` call."""
+        q.cancel_handles()
+        queue, q.entries = q.entries, {}
         entries = []
         for entry in queue.values():
             entry.futures = [f for f in entry.futures if not f.done()]
@@ -173,17 +216,19 @@ class AutoBatcher:
 
     def reset(self) -> None:
         """Drop queued requests; their callers get `asyncio.CancelledError`."""
-        self._cancel_handles()
-        queue, self._queue = self._queue, {}
+        for q in list(self._queues.values()):
+            if q.loop.is_closed():
+                q.entries = {}
+            elif q.other_thread_runs_it():
+                q.loop.call_soon_threadsafe(self._reset_queue, q)
+            else:
+                self._reset_queue(q)
+
+    @staticmethod
+    def _reset_queue(q: _LoopQueue) -> None:
+        q.cancel_handles()
+        queue, q.entries = q.entries, {}
         for entry in queue.values():
             for f in entry.futures:
-                if not f.done() and not f.get_loop().is_closed():
+                if not f.done():
                     f.cancel()
-
-    def _forget_loop(self) -> None:
-        """A new event loop took over: requests of the old one can never be served."""
-        if self._loop is not None and not self._loop.is_closed():
-            self.reset()
-        else:
-            self._timer = self._turn = None
-            self._queue = {}

@@ -187,3 +187,32 @@ def test_numpy_ints_and_infinite_timeout_are_accepted():
 
     b = AutoBatcher(lambda xs: xs, batch_size=np.int64(3), timeout=float("inf"))
     assert b.batch_size == 3 and type(b.batch_size) is int
+
+
+def test_event_loops_in_two_threads_each_get_their_own_results():
+    # A caller from a second loop (another thread's asyncio.run) cancelled every
+    # request still queued by the first, live loop.
+    import threading
+
+    rec = Recorder()
+    b = AutoBatcher(rec, batch_size=100, timeout=NEVER)
+    other_done = threading.Event()
+    results = {}
+
+    def other_thread():
+        results["other"] = asyncio.run(b.submit(2, 2))
+        other_done.set()
+
+    async def first():
+        queued = asyncio.ensure_future(b.submit(3, 3))
+        await asyncio.sleep(0)  # queued; its batch goes on the next turn of this loop
+        assert b.pending == 1
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        assert other_done.wait(10)  # this loop is blocked meanwhile: 3 is still queued
+        thread.join()
+        return await queued
+
+    assert asyncio.run(first()) == 9
+    assert results["other"] == 4
+    assert sorted(map(sorted, rec.batches)) == [[2], [3]]
