@@ -26,6 +26,20 @@ def check_n(name: str, value: Any) -> int:
     return int(value)
 
 
+def check_model(model: Any) -> None:
+    """TypeError, with the fix, for a model class or a model whose base was not initialised."""
+    if isinstance(model, type):
+        raise TypeError(
+            f"got the class {model.__name__}, not a model: pass an instance, e.g. "
+            f"{model.__name__}(...)"
+        )
+    if not hasattr(model, "weight"):
+        raise TypeError(
+            f"{type(model).__name__} has no weight: its __init__ must call "
+            "super().__init__() (Model.__init__ sets weight, finished and twist_amount)"
+        )
+
+
 def weights_of(particles: Sequence[Any]) -> np.ndarray:
     """The particles' log-weights as a float64 array."""
     return np.array([float(p.weight) for p in particles], dtype=np.float64)
@@ -191,6 +205,7 @@ class Run:
         json_file: str | os.PathLike | None,
         observers: Any,
     ) -> None:
+        check_model(model)
         self.record = SMCRecord(
             n_particles=n_particles,
             algorithm=algorithm,

@@ -397,3 +397,32 @@ async def test_a_step_or_start_that_is_not_async_is_named(run, model):
         warnings.simplefilter("error")  # and no coroutine is left unawaited
         with pytest.raises(TypeError, match=rf"{model.__name__}\.(step|start)\(\).*async def"):
             await run(model())
+
+
+class ForgetsSuperInit(Model):
+    def __init__(self):
+        self.flips = []
+
+    async def step(self):
+        self.finish()
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [
+        (ForgetsSuperInit(), r"ForgetsSuperInit.*super\(\).__init__\(\)"),
+        (Coins, r"the class Coins.*instance.*Coins\("),
+    ],
+)
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m: smc_standard(m, 2, seed=0),
+        lambda m: importance_sampling(m, 2, seed=0),
+        lambda m: smc_steer(m, 2, 2, seed=0),
+    ],
+)
+async def test_a_model_that_is_not_set_up_is_named_with_the_fix(run, model, match):
+    # Both failed with "AttributeError: ... has no attribute 'weight'".
+    with pytest.raises(TypeError, match=match):
+        await run(model)
