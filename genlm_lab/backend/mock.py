@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from genlm_lab.backend.toy import _UnbatchedLM, seeded_logits
+from genlm_lab.backend.toy import _check_byte_vocab, _UnbatchedLM, seeded_logits
 from genlm_lab.tokenization import Token
 
 
@@ -45,7 +45,11 @@ class MockAsyncLM(_UnbatchedLM):
             bos = getattr(tokenizer, "bos_token_id", None)
             if eos_token_ids is None and getattr(tokenizer, "eos_token_id", None) is not None:
                 eos_token_ids = [tokenizer.eos_token_id]
-        vocab = [t if isinstance(t, Token) else Token(i, t) for i, t in enumerate(byte_vocab)]
+        else:
+            byte_vocab = _check_byte_vocab(byte_vocab)  # Tokens are bytes too
+        vocab = [
+            t if isinstance(t, Token) else Token(i, bytes(t)) for i, t in enumerate(byte_vocab)
+        ]
         self.seed = seed
         super().__init__(tokenizer, vocab, str_vocab, bos, eos_token_ids or ())
 

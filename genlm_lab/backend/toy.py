@@ -13,6 +13,27 @@ from genlm_lab.backend.base import AsyncLM
 from genlm_lab.tokenization import Token
 
 
+def _check_byte_vocab(vocab: object) -> list[bytes]:
+    """The vocabulary as a list of bytes; one ValueError for anything but a list of byte strings."""
+    if isinstance(vocab, (str, bytes, bytearray)):
+        raise ValueError(
+            f"vocab must be a list of byte strings, one per token, got one "
+            f"{type(vocab).__name__} (e.g. write [b'a', b'b'], not b'ab')"
+        )
+    try:
+        vocab = list(vocab)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(
+            f"vocab must be a list of byte strings, got {type(vocab).__name__}"
+        ) from None
+    for token_id, v in enumerate(vocab):
+        if not isinstance(v, (bytes, bytearray)):
+            raise ValueError(
+                f"vocab entry {token_id} is {type(v).__name__} ({v!r}); expected bytes"
+            )
+    return vocab
+
+
 def seeded_logits(seed: int, context: Sequence[int], size: int, scale: float = 2.0) -> np.ndarray:
     """Deterministic pseudo-random logits for a context: same inputs, same output."""
     digest = hashlib.blake2b(
@@ -126,17 +147,7 @@ class ToyLM(_UnbatchedLM):
         bos: bytes | None = None,
         eos: bytes | None = None,
     ) -> None:
-        if isinstance(vocab, (str, bytes, bytearray)):
-            raise ValueError(
-                f"vocab must be a list of byte strings, one per token, got one "
-                f"{type(vocab).__name__} (e.g. write [b'a', b'b'], not b'ab')"
-            )
-        for token_id, v in enumerate(vocab):
-            if not isinstance(v, (bytes, bytearray)):
-                raise ValueError(
-                    f"vocab entry {token_id} is {type(v).__name__} ({v!r}); expected bytes"
-                )
-        vocab = [bytes(v) for v in vocab]
+        vocab = [bytes(v) for v in _check_byte_vocab(vocab)]
         if not vocab:
             raise ValueError("ToyLM needs a non-empty vocabulary")
         bos_id = self._find(vocab, bos, "bos")

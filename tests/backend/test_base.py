@@ -260,3 +260,17 @@ def test_toy_vocab_that_is_not_a_list_of_bytes_is_rejected(vocab):
     # b"ab" was taken as two tokens of 97 and 98 zero bytes before
     with pytest.raises(ValueError, match="vocab"):
         ToyLM(vocab)
+
+
+@pytest.mark.parametrize("vocab", [b"ab", "ab", ["a", "b"], [b"a", 3]])
+def test_mock_vocab_that_is_not_a_list_of_bytes_is_rejected(vocab):
+    # a TypeError from deep inside Token that named no vocab entry before
+    with pytest.raises(ValueError, match="vocab"):
+        MockAsyncLM(byte_vocab=vocab)
+
+
+def test_a_vocab_given_as_an_iterator_is_read_once_and_whole():
+    # ToyLM's check consumed the iterator, leaving an empty vocabulary
+    for make in (ToyLM, lambda v: MockAsyncLM(byte_vocab=v)):
+        lm = make(iter(VOCAB))
+        assert [bytes(t) for t in lm.byte_vocab] == VOCAB
