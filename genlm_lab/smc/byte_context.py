@@ -131,8 +131,10 @@ class ByteLMContext:
         """Log-probs of the 258 slots under the mask, renormalised (-inf outside)."""
         if self._log_probs is None:
             raise RuntimeError("the next-byte distribution is not fetched: await ensure_logprobs()")
-        if self._mask is None:
-            return self._log_probs
+        if self._mask is None:  # shared with this context's copies: a read-only view
+            view = self._log_probs.view()
+            view.flags.writeable = False
+            return view
         if self._log_mass == -math.inf:
             return np.full(_SLOTS, -np.inf)
         return np.where(self._mask, self._log_probs - self._log_mass, -np.inf)

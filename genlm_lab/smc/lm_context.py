@@ -40,6 +40,13 @@ _FLOAT32_TINY = 1e-30
 _LOG_FLOAT32_TINY = math.log(_FLOAT32_TINY)
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A view of `a` that cannot be written (`a` itself is left as it is)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
     """Token ids of a prompt (text via `lm.tokenizer.encode`), with BOS where the LM needs one."""
     if isinstance(prompt, str):
@@ -145,10 +152,13 @@ class LMContext:
 
     @property
     def model_mask(self) -> np.ndarray:
-        """Boolean array of the token ids not yet ruled out as the next token."""
+        """Boolean array of the token ids not yet ruled out as the next token.
+
+        Read-only: the mask is shared with this context's copies.
+        """
         if self._mask is None:
             return np.ones(self.lm.vocab_size, dtype=bool)
-        return self._mask
+        return _read_only(self._mask)
 
     @property
     def next_token_logprobs(self) -> np.ndarray:

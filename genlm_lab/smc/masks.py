@@ -82,7 +82,10 @@ def as_mask(mask: Any, vocab_size: int) -> np.ndarray:
 
 
 class TokenMasks:
-    """Common masks of one LM's vocabulary, computed once.
+    """Common masks of one LM's vocabulary, computed once (read-only arrays).
+
+    Combine them into new arrays (`masks.ALL_TOKENS & ~masks.EOS`); writing
+    into one raises, as it would change the mask for every user of this LM.
 
     Attributes:
         ALL_TOKENS: every token id.
@@ -124,6 +127,9 @@ class TokenMasks:
         self.token_lengths[self.SPECIAL] = 0
         self._vocab = vocab
         self._normal = normal
+        for value in vars(self).values():  # cached per LM and shared: never edited in place
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
 
     @staticmethod
     def _where(vocab: list[bytes], keep: Any) -> np.ndarray:

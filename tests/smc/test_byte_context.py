@@ -1,5 +1,6 @@
 """ByteLMContext on a toy LM: byte probabilities summed over tokenizations, regex models."""
 
+import copy
 import math
 
 import numpy as np
@@ -121,3 +122,12 @@ async def test_nothing_follows_eos_one_clear_error_and_the_context_is_unchanged(
     with pytest.raises(RuntimeError, match=r"ended with EOS.*2 bytes"):
         await draw(ctx)
     assert bytes(ctx.generated) == b"12" and ctx.ended and not ctx.dead
+
+
+async def test_next_byte_logprobs_shared_by_copies_cannot_be_changed_in_place():
+    ctx = await make_context(toy_lm())
+    await ctx.ensure_logprobs()
+    clone = copy.deepcopy(ctx)
+    with pytest.raises(ValueError, match="read-only"):
+        ctx.next_byte_logprobs[ord("1")] = 0.0
+    assert clone.next_byte_logprobs[ord("1")] < 0.0

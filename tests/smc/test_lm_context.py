@@ -244,3 +244,22 @@ async def test_a_mask_of_tiny_but_positive_probability_is_not_read_as_zero():
             assert log_p == pytest.approx(ctx.next_token_logprobs[token.token_id])
             counts[token.token_id] += 1
     assert counts[1] / 400 == pytest.approx(p1, abs=0.08)
+
+
+async def test_shared_masks_cannot_be_changed_in_place():
+    # token_masks(lm) is cached per LM and a context's mask is shared by its copies
+    # (and may be a model's shared mask): `m.ALL_TOKENS[eos] = False` changed every
+    # later model's ALL_TOKENS, and editing `ctx.model_mask` every particle's mask.
+    lm = toy()
+    m = token_masks(lm)
+    for name in ("ALL_TOKENS", "EOS", "SPECIAL", "PUNCTUATION", "token_lengths"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(m, name)[0] = 0
+    mine = m.ALL_TOKENS & ~m.EOS  # derived masks are the caller's own
+    mine[0] = False
+    ctx = LMContext(lm, "a")
+    await ctx.mask_dist(mine).log_prob(True)
+    clone = copy.deepcopy(ctx)
+    with pytest.raises(ValueError, match="read-only"):
+        ctx.model_mask[1] = False
+    assert mine.flags.writeable and mine[1] and clone.model_mask[1]
