@@ -85,8 +85,13 @@ class AsyncLM(ABC):
         self.str_vocab = (
             list(str_vocab)
             if str_vocab is not None
-            else [bytes(t).decode("utf-8", errors="replace") for t in byte_vocab]
+            else [bytes(t).decode("utf-8", errors="replace") for t in self.byte_vocab]
         )
+        if len(self.str_vocab) != len(self.byte_vocab):
+            raise ValueError(
+                f"str_vocab has {len(self.str_vocab)} tokens but byte_vocab has "
+                f"{len(self.byte_vocab)}: pass one text per token id"
+            )
         self.bos_token_id = bos_token_id
         self.eos_token_ids = list(eos_token_ids)
         self.stats = new_stats()

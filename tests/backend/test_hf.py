@@ -304,6 +304,12 @@ async def test_kv_reuse_disabled_still_gives_the_same_results(make_lm):
         close(got, lm.next_token_logprobs_uncached(c + [5]), 1e-5)
 
 
+def test_str_vocab_of_another_length_than_byte_vocab_is_rejected(tiny_random_hf, vocab):
+    # it was taken as is, and str_vocab[token_id] failed later, far from the cause
+    with pytest.raises(ValueError, match="str_vocab has 10 tokens"):
+        AsyncTransformer(*tiny_random_hf, byte_vocab=vocab[0], str_vocab=vocab[1][:10])
+
+
 def test_float_batch_size_is_rejected_at_construction(make_lm):
     with pytest.raises(ValueError, match="batch_size"):
         make_lm(batch_size=2.5)
