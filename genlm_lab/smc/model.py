@@ -171,7 +171,7 @@ class Model:
 
     async def call(self, submodel: SubModel) -> Any:
         """Run a `SubModel` inside this particle and return its result."""
-        return await submodel.run_with_parent(self)
+        return await _checked_submodel(submodel).run_with_parent(self)
 
     # ----------------------------------------------------------- display
     def __str__(self) -> str:
@@ -248,7 +248,23 @@ class SubModel:
 
     async def call(self, submodel: SubModel) -> Any:
         """Run another `SubModel` inside the same parent particle."""
-        return await submodel.run_with_parent(self._require_parent())
+        return await _checked_submodel(submodel).run_with_parent(self._require_parent())
+
+
+def _checked_submodel(submodel: Any) -> SubModel:
+    """`submodel`, or TypeError saying what `call` takes instead."""
+    if isinstance(submodel, type):
+        raise TypeError(
+            f"call() takes a submodel instance, got the class {submodel.__name__}: "
+            f"write `await self.call({submodel.__name__}(...))` with its arguments"
+        )
+    if not callable(getattr(submodel, "run_with_parent", None)):
+        raise TypeError(
+            f"call() takes a SubModel instance, got {type(submodel).__name__} {submodel!r:.60}, "
+            "not a SubModel; decorate an async function with @submodel, then "
+            "`await self.call(f(...))`"
+        )
+    return submodel
 
 
 def submodel(f: Callable[..., Awaitable[Any]]) -> type[SubModel]:

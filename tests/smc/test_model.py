@@ -213,3 +213,32 @@ class HoldsAnLM(Model):
 async def test_an_attribute_that_cannot_be_copied_is_named_with_the_remedy():
     with pytest.raises(TypeError, match=r"'backend'.*RLock.*immutable_properties"):
         await smc_standard(HoldsAnLM(), 2, seed=0)
+
+
+async def _plain(self):
+    return 1
+
+
+@pytest.mark.parametrize(
+    ("sub", "match"),
+    [
+        (observe_twice, r"the class observe_twice.*observe_twice\(\.\.\.\)"),
+        (_plain(None), r"coroutine.*not a SubModel.*@submodel"),
+    ],
+    ids=["class", "coroutine"],
+)
+@pytest.mark.parametrize("via", ["model", "submodel"])
+async def test_calling_something_that_is_not_a_submodel_says_what_to_pass(sub, match, via):
+    # They failed with "missing 1 required positional argument: 'parent'" or
+    # "'coroutine' object has no attribute 'run_with_parent'".
+    m = Empty()
+    caller = m if via == "model" else Double(0.0)
+    with pytest.raises(TypeError, match=match):
+        if via == "model":
+            await m.call(sub)
+        else:
+            caller.parent = m
+            await caller.call(sub)
+    if asyncio.iscoroutine(sub):
+        sub.close()
+    assert m.weight == 0.0
