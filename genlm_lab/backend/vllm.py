@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,6 +91,9 @@ class AsyncVirtualLM(_BatchedLM):
         model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
         self.max_context_length = getattr(model_config, "max_model_len", None)
         self._lora_request: Any = None
+        # `LLM.generate` is not re-entrant: one call at a time, from any thread, and
+        # no adapter switch during one (its results go under the adapter it read).
+        self._engine_lock = threading.RLock()
         self._lora_ids: dict[str, int] = {}  # vLLM's int id of each adapter name
         self._used_lora_ids: set[int] = set()  # never reused: vLLM may still hold one
         self._sampler = AutoBatcher(self._run_samples, batch_size, timeout)
@@ -129,19 +133,20 @@ class AsyncVirtualLM(_BatchedLM):
 
     def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         """One `generate` call: one token per context, with every token's log-prob."""
-        adapter = self._adapter
         vllm = _import_vllm()
         params = vllm.SamplingParams(
             max_tokens=1, n=1, temperature=1.0, logprobs=-1, detokenize=False, ignore_eos=True
         )
         prompts = [{"prompt_token_ids": list(ids)} for ids in rows]
-        outputs = self.llm_engine.generate(
-            prompts, sampling_params=params, lora_request=self._lora_request, use_tqdm=False
-        )
-        self._count_forward(len(rows), sum(len(ids) for ids in rows))
-        results = [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
-        for ids, lp in zip(rows, results, strict=True):
-            self._cache.put_logprobs(adapter, ids, lp)
+        with self._engine_lock:
+            adapter = self._adapter
+            outputs = self.llm_engine.generate(
+                prompts, sampling_params=params, lora_request=self._lora_request, use_tqdm=False
+            )
+            self._count_forward(len(rows), sum(len(ids) for ids in rows))
+            results = [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
+            for ids, lp in zip(rows, results, strict=True):
+                self._cache.put_logprobs(adapter, ids, lp)
         return results
 
     def _dense(self, logprobs: dict[int, Any]) -> torch.Tensor:
@@ -190,12 +195,13 @@ class AsyncVirtualLM(_BatchedLM):
             groups.setdefault(id(lora), []).append(i)
         for members in groups.values():
             lora = payloads[members[0]][2]
-            outputs = self.llm_engine.generate(
-                [{"prompt_token_ids": list(payloads[i][0])} for i in members],
-                sampling_params=[payloads[i][1] for i in members],
-                lora_request=lora,
-                use_tqdm=False,
-            )
+            with self._engine_lock:
+                outputs = self.llm_engine.generate(
+                    [{"prompt_token_ids": list(payloads[i][0])} for i in members],
+                    sampling_params=[payloads[i][1] for i in members],
+                    lora_request=lora,
+                    use_tqdm=False,
+                )
             for i, out in zip(members, outputs, strict=True):
                 results[i] = list(out.outputs[0].token_ids)
         return results  # type: ignore[return-value]
@@ -214,23 +220,24 @@ class AsyncVirtualLM(_BatchedLM):
         """
         self._check_lora_name(lora_name)
         self._batcher.flush()
-        lora_id, n = lora_int_id(lora_name), 0
-        while lora_id in self._used_lora_ids:  # a replacement, or a hash collision
-            n += 1
-            lora_id = lora_int_id(f"{lora_name}\x00{n}")
-        self._used_lora_ids.add(lora_id)
-        self._loras[lora_name] = str(lora_path)
-        self._lora_ids[lora_name] = lora_id
-        self._cache.clear(lora_name)
-        if self._adapter == lora_name:
-            self._activate(lora_name)  # the replacement serves from now on
+        with self._engine_lock:  # no generate of the old adapter caches after the clear
+            lora_id, n = lora_int_id(lora_name), 0
+            while lora_id in self._used_lora_ids:  # a replacement, or a hash collision
+                n += 1
+                lora_id = lora_int_id(f"{lora_name}\x00{n}")
+            self._used_lora_ids.add(lora_id)
+            self._loras[lora_name] = str(lora_path)
+            self._lora_ids[lora_name] = lora_id
+            self._cache.clear(lora_name)
+            if self._adapter == lora_name:
+                self._activate(lora_name)  # the replacement serves from now on
 
     def _activate(self, name: str | None) -> None:
-        if name is None:
-            self._lora_request = None
-        else:
+        request = None
+        if name is not None:
             _import_vllm()  # one clear ImportError where vLLM is missing
             from vllm.lora.request import LoRARequest
 
-            self._lora_request = LoRARequest(name, self._lora_ids[name], self._loras[name])
-        self._adapter = name
+            request = LoRARequest(name, self._lora_ids[name], self._loras[name])
+        with self._engine_lock:  # a generate in another thread finishes first
+            self._lora_request, self._adapter = request, name

@@ -357,3 +357,60 @@ def test_switching_adapter_without_vllm_is_the_clear_import_error():
     with pytest.raises(ImportError, match=r"pip install genlm-lab\[vllm\]"):
         lm.set_lora("/adapters/x", "x")
     assert lm.active_lora is None
+
+
+class OneCallAtATimeEngine(FakeEngine):
+    """Fails where two threads are inside `generate` at once (vLLM's LLM is not re-entrant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside = 0
+
+    def generate(self, *args, **kwargs):
+        import time
+
+        self.inside += 1
+        try:
+            assert self.inside == 1, "two generate calls at once"
+            time.sleep(0.005)
+            return super().generate(*args, **kwargs)
+        finally:
+            self.inside -= 1
+
+
+def test_threads_never_call_the_engine_at_once_nor_switch_adapter_during_a_call(fake_vllm):
+    import threading
+
+    lm = AsyncVirtualLM(OneCallAtATimeEngine(), byte_vocab=VOCAB)
+    lm.add_new_lora("/adapters/x", "x")
+    x = LoRARequest("x", lora_int_id("x"), "/adapters/x")
+    errors, checked = [], []
+
+    def query(seed):
+        try:
+            for i in range(10):
+                ctx = [0, seed, i]
+                got = lm.next_token_logprobs_sync(ctx)
+                # whichever adapter served it, the result is that adapter's
+                want = [reference(ctx), reference(ctx, x)]
+                assert any(torch.allclose(got, w) for w in want)
+                checked.append(ctx)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def switch():
+        for i in range(20):
+            lm.set_lora(lora_name="x") if i % 2 == 0 else lm.clear_lora()
+
+    threads = [threading.Thread(target=query, args=(s,)) for s in range(3)]
+    threads.append(threading.Thread(target=switch))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(checked) == 30
+    for ctx in checked:  # nothing cached under one adapter came from the other
+        for adapter, want in ((None, reference(ctx)), ("x", reference(ctx, x))):
+            hit = lm.cache.get_logprobs(adapter, tuple(ctx))
+            assert hit is None or torch.allclose(hit, want)
