@@ -40,6 +40,13 @@ def check_model(model: Any) -> None:
         )
 
 
+def seed_param(seed: Any) -> int | None:
+    """The seed as the record keeps it: an int seed (numpy ints too), else None."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return int(seed)
+    return None
+
+
 def weights_of(particles: Sequence[Any]) -> np.ndarray:
     """The particles' log-weights as a float64 array."""
     return np.array([float(p.weight) for p in particles], dtype=np.float64)

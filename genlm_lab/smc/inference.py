@@ -25,6 +25,7 @@ from genlm_lab.smc._run import (
     clone_all,
     gather_all,
     is_alive,
+    seed_param,
     untwist_finished,
     weights_of,
 )
@@ -78,7 +79,7 @@ async def smc_standard(
     params = {
         "ess_threshold": ess_threshold,
         "resampling_method": resampling_method,
-        "seed": seed if isinstance(seed, int) else None,
+        "seed": seed_param(seed),
     }
     return await _smc(
         "smc_standard",
@@ -105,7 +106,7 @@ async def importance_sampling(
     `log_ml` is then the log of the plain importance-sampling estimate of Z.
     """
     n = check_n("n_particles", n_particles)
-    params = {"seed": seed if isinstance(seed, int) else None}
+    params = {"seed": seed_param(seed)}
     return await _smc(
         "importance_sampling", model, n, 0.0, "multinomial", json_file, observers, seed, params
     )

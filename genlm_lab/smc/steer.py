@@ -26,6 +26,7 @@ from genlm_lab.smc._run import (
     checked_weights,
     gather_all,
     is_alive,
+    seed_param,
     untwist_finished,
     weights_of,
 )
@@ -112,7 +113,7 @@ async def smc_steer(
     n = check_n("n_particles", n_particles)
     beam = check_n("n_beam", n_beam)
     rng = make_rng(seed)
-    params = {"n_beam": beam, "seed": seed if isinstance(seed, int) else None}
+    params = {"n_beam": beam, "seed": seed_param(seed)}
     run = Run("smc_steer", model, n, params, json_file, observers)
     particles: list[Any] = []
     with using_rng(rng):

@@ -4,6 +4,7 @@ import asyncio
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -260,3 +261,17 @@ async def test_contents_that_are_not_text_are_refused_when_recorded(tmp_path):
     # "Object of type bytes is not JSON serializable", naming no particle.
     with pytest.raises(TypeError, match=r"particle 0.*string_for_serialization.*bytes"):
         await smc_standard(BytesContents(), 2, seed=0)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda seed: smc_standard(Flips(), 2, seed=seed),
+        lambda seed: smc_steer(Flips(), 2, 2, seed=seed),
+    ],
+)
+async def test_a_numpy_integer_seed_is_recorded(run):
+    # Only Python ints were recorded: seed=np.int64(7) left params["seed"] = None.
+    record = (await run(np.int64(7))).record
+    assert record.params["seed"] == 7 and type(record.params["seed"]) is int
+    assert SMCRecord.from_json(record.to_json()) == record
