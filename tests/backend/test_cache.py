@@ -69,6 +69,10 @@ def test_lru_eviction_keeps_within_bound_and_results_exact(stored, bound):
     # Every segment that remains still chains down to depth 0.
     for node in list(cache._kv_lru):
         assert node.kv_base is None or node.kv_base.kv is not None
+    check_invariants(cache)
+    cache.clear_kv()
+    check_invariants(cache)
+    assert cache.kv_tokens == 0
 
 
 def test_abandoned_branch_is_evicted_before_the_live_one():
