@@ -71,7 +71,7 @@ class Model:
                 continue
             try:
                 setattr(clone, key, copy.deepcopy(value, memo))
-            except Exception as error:  # e.g. "cannot pickle '_thread.RLock' object"
+            except TypeError as error:  # e.g. "cannot pickle '_thread.RLock' object"
                 raise TypeError(
                     f"cannot copy attribute {key!r} of {type(self).__name__} into a new "
                     f"particle ({error}); if `step` never changes it, list it in "
