@@ -70,6 +70,15 @@ class AsyncLM(ABC):
     #: Longest context the model accepts, or None for no limit.
     max_context_length: int | None = None
 
+    def __deepcopy__(self, memo: dict) -> AsyncLM:
+        """The LM itself: weights, caches and batcher are one service that copies share.
+
+        SMC clones each particle's program with `copy.deepcopy`; a program that
+        keeps its LM in an attribute must share it, not copy the weights (or fail
+        on the LM's locks).
+        """
+        return self
+
     def __init__(
         self,
         tokenizer: Any,

@@ -274,3 +274,14 @@ def test_a_vocab_given_as_an_iterator_is_read_once_and_whole():
     for make in (ToyLM, lambda v: MockAsyncLM(byte_vocab=v)):
         lm = make(iter(VOCAB))
         assert [bytes(t) for t in lm.byte_vocab] == VOCAB
+
+
+@pytest.mark.parametrize("make", [toy, lambda: MockAsyncLM(byte_vocab=VOCAB)])
+def test_deepcopy_of_an_lm_is_the_lm_itself(make):
+    import copy
+
+    lm = make()
+    holder = {"lm": lm, "tokens": [1, 2]}
+    copied = copy.deepcopy(holder)
+    assert copied["lm"] is lm
+    assert copied["tokens"] == holder["tokens"] and copied["tokens"] is not holder["tokens"]

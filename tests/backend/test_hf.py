@@ -340,3 +340,10 @@ async def test_bfloat16_weights_batch_and_cache_like_float32(vocab):
     for c, got in zip(extended, results, strict=True):
         assert got.dtype == torch.float32  # log-probs come back in float32 whatever the weights
         close(got, lm.next_token_logprobs_uncached(c), 2e-2)
+
+
+def test_a_transformer_is_shared_not_copied_by_deepcopy(lm):
+    """Programs keep their LM in attributes; SMC deep-copies programs (the LM holds locks)."""
+    import copy
+
+    assert copy.deepcopy([lm])[0] is lm

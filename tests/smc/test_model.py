@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from genlm_lab.smc import Bernoulli, LogCategorical, Model, SubModel, smc_standard, submodel
+from genlm_lab.backend import ToyLM
+from genlm_lab.smc import (
+    Bernoulli,
+    LMContext,
+    LogCategorical,
+    Model,
+    SubModel,
+    smc_standard,
+    submodel,
+)
 from genlm_lab.smc._random import using_rng
 
 
@@ -242,3 +251,26 @@ async def test_calling_something_that_is_not_a_submodel_says_what_to_pass(sub, m
     if asyncio.iscoroutine(sub):
         sub.close()
     assert m.weight == 0.0
+
+
+class KeepsItsLM(Model):
+    """A program that keeps its LM in a plain attribute (not in immutable_properties)."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+        self.context = None
+
+    async def start(self):
+        self.context = LMContext(self.lm, [])
+
+    async def step(self):
+        await self.sample(self.context.next_token())
+        if self.context.ended or self.context.token_count >= 3:
+            self.finish()
+
+
+async def test_a_program_keeping_its_lm_in_an_attribute_shares_it_across_particles():
+    lm = ToyLM([b"a", b"b", b"<eos>"], seed=3, eos=b"<eos>")
+    result = await smc_standard(KeepsItsLM(lm), 4, seed=0)
+    assert all(p.lm is lm for p in result)
