@@ -112,7 +112,7 @@ class TokenMasks:
         self.CONTAINS_WHITESPACE = self._where(vocab, lambda v: any(b in _WHITESPACE for b in v))
         self.CONTAINS_WHITESPACE &= normal
         self.STARTS_NEW_WORD = self._where(
-            vocab, lambda v: len(v) > 1 and v[:1] == b" " and v[1:2].decode("latin-1").isalnum()
+            vocab, lambda v: len(v) > 1 and v[:1] == b" " and _text(v[1:])[:1].isalnum()
         )
         self.CONTINUES_CURRENT_WORD = normal & self._where(
             vocab, lambda v: len(v) > 0 and all(c == "'" or c.isalpha() for c in _text(v))

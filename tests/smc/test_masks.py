@@ -46,3 +46,15 @@ def test_ids_bools_and_tokens_name_the_same_set(given):
 def test_anything_else_is_one_value_error(bad):
     with pytest.raises(ValueError, match="mask"):
         as_mask(bad, N)
+
+
+def test_starts_new_word_reads_the_character_after_the_space_as_text():
+    """Like hfppl's str check: " €" and " —" start no word; " é", " 7" and " word" do."""
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.smc import token_masks
+
+    vocab = [" word", " é", " 7", " €", " —", " ", "x", " \xa0x"]
+    lm = ToyLM([t.encode() for t in vocab], seed=0)
+    starts = token_masks(lm).STARTS_NEW_WORD
+    expected = [len(t) > 1 and t[0] == " " and t[1].isalnum() for t in vocab]
+    assert starts.tolist() == expected
