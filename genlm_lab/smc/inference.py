@@ -55,7 +55,8 @@ async def smc_standard(
         model: the `Model` to copy into particles (left unchanged).
         n_particles: number of particles.
         ess_threshold: resampling threshold as a fraction of n_particles
-            (0 never resamples, 1 resamples after every step).
+            (0 never resamples; 1 resamples after every step whose weights
+            are not all equal, since resampling needs ESS strictly below it).
         resampling_method: "multinomial", "stratified", "systematic" or "residual".
         json_file: if given, the `SMCRecord` is written there step by step (JSON lines).
         observers: objects with `on_step(entry)` (and optionally `on_finish(record)`).
