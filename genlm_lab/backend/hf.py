@@ -129,7 +129,8 @@ class AsyncTransformer(_BatchedLM):
         self.stats["batches"] += 1
         self.stats["tokens_computed"] += len(ids)
         x = torch.tensor([ids], device=self.device)
-        logits = self.model(x, use_cache=False).logits[0, -1]
+        with self._forward_lock:  # an adapter switch in another thread waits for it
+            logits = self.model(x, use_cache=False).logits[0, -1]
         return self._normalise(logits[None])[0]
 
     @torch.inference_mode()

@@ -136,9 +136,11 @@ async def test_a_failed_adapter_load_leaves_the_backend_as_it_was(lm, merged, ad
     close(await lm.next_token_logprobs(CONTEXTS[0]), merged("b", CONTEXTS[0]))
 
 
-def test_switching_adapter_waits_for_a_forward_running_in_another_thread(lm, merged):
+@pytest.mark.parametrize("call", ["next_token_logprobs_sync", "next_token_logprobs_uncached"])
+def test_switching_adapter_waits_for_a_forward_running_in_another_thread(lm, merged, call):
     # A switch in the middle of another thread's forward ran it under the new
-    # adapter and cached the result under the old one.
+    # adapter and cached the result under the old one (or, uncached, returned
+    # the new adapter's log-probs to a caller who asked under the old one).
     import threading
 
     real_forward = lm.model.forward
@@ -152,7 +154,7 @@ def test_switching_adapter_waits_for_a_forward_running_in_another_thread(lm, mer
     lm.model.forward = held_forward
     results = {}
     worker = threading.Thread(
-        target=lambda: results.setdefault("base", lm.next_token_logprobs_sync(CONTEXTS[0]))
+        target=lambda: results.setdefault("base", getattr(lm, call)(CONTEXTS[0]))
     )
     worker.start()
     assert started.wait(10)
