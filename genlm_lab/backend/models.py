@@ -422,6 +422,25 @@ def _torch_dtype(dtype: Any) -> Any:
     return found
 
 
+def _torch_device(device: Any) -> Any:
+    """`device` as a torch.device, checked before any weights are read.
+
+    Raises:
+        ValueError: if it names no torch device, or CUDA where torch has none.
+    """
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device {device!r} is not a torch device ({e})") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device {device!r}: this torch ({torch.__version__}) has no CUDA device; use 'cpu'"
+        )
+    return parsed
+
+
 def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer by name, offline-first.
 
@@ -438,12 +457,12 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
     Raises:
         ModelNotFoundError: if the name resolves to no weights on this machine
             (the message says what to install).
-        ValueError: if `dtype` names no torch dtype.
+        ValueError: if `dtype` names no torch dtype, or `device` no usable device.
     """
     import torch
 
     name = resolve_model_name(name)
-    device = device or _default_device()
+    device = _torch_device(device or _default_device())
     dtype = _torch_dtype(dtype) if dtype is not None else torch.float32
     if name == TINY_RANDOM:
         model, tokenizer = _build_tiny_random()

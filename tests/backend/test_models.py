@@ -353,3 +353,22 @@ def test_a_copy_still_damaged_after_the_rebuild_is_one_clear_error(
         with pytest.raises(ModelNotFoundError, match="could not load model 'smollm2-135m'"):
             load_hf_model("default", device="cpu")
     assert len(calls) == 2  # the damaged copy, and one rebuild: no loop
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cpu:-3", 3.5])
+def test_a_device_torch_cannot_parse_is_one_value_error(device):
+    from genlm_lab.backend.models import load_hf_model
+
+    with pytest.raises(ValueError, match=r"device .* is not a torch device"):
+        load_hf_model("tiny-random", device=device)
+
+
+def test_cuda_without_cuda_is_one_value_error_naming_the_device():
+    import torch
+
+    from genlm_lab.backend.models import load_hf_model
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match=r"device 'cuda:0'.*no CUDA device"):
+        load_hf_model("tiny-random", device="cuda:0")
