@@ -72,6 +72,8 @@ class ByteLMContext:
 
     Attributes:
         beam: the `ByteBeamState` after the bytes so far.
+        lm: the `AsyncLM` under the beam (shared by copies; what an
+            interrupted run resets).
         generated: the bytes drawn or observed after the prompt.
         ended: whether EOS was drawn.
     """
@@ -82,6 +84,7 @@ class ByteLMContext:
         if not isinstance(beam, ByteBeamState):
             raise ValueError(f"ByteLMContext needs a ByteBeamState, got {type(beam).__name__}")
         self.beam = beam
+        self.lm = beam.states[0].lm_state.model if beam.states else None
         self.prompt = bytes(prompt)
         self.generated = bytearray()
         self.ended = False

@@ -275,3 +275,26 @@ async def test_a_numpy_integer_seed_is_recorded(run):
     record = (await run(np.int64(7))).record
     assert record.params["seed"] == 7 and type(record.params["seed"]) is int
     assert SMCRecord.from_json(record.to_json()) == record
+
+
+class InterruptedBytes(Model):
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    async def step(self):
+        await self.sample(self.ctx.next_byte())
+        if len(self.ctx.generated) == 2:
+            raise KeyboardInterrupt
+
+
+async def test_interrupting_a_byte_level_run_resets_the_lm_under_its_beam():
+    from genlm_lab.bytes import BeamParams
+    from genlm_lab.smc import ByteLMContext
+
+    lm = CountingToyLM([b"a", b"b", b"ab"], seed=2)
+    ctx = await ByteLMContext.create(lm, b"a", BeamParams(K=4))
+    assert ctx.lm is lm
+    with pytest.raises(KeyboardInterrupt):
+        await smc_standard(InterruptedBytes(ctx), 3, seed=0)
+    assert lm.resets == 1
