@@ -272,22 +272,35 @@ class TokenCategorical(Distribution):
         return self.lm.byte_vocab[index], float(self.log_probs[index])
 
 
+def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
+    """Token ids of a prompt (text via `lm.tokenizer.encode`), with BOS where the LM needs one."""
+    if isinstance(prompt, str):
+        ids = list(lm.tokenizer.encode(prompt))
+    else:
+        ids = [int(getattr(t, "token_id", t)) for t in prompt]
+    if not ids and not getattr(lm, "allows_empty_context", True):
+        if lm.bos_token_id is None:
+            raise ValueError("the prompt is empty and this LM needs at least one token of context")
+        ids = [lm.bos_token_id]
+    return list(lm.validate_context(ids))
+
+
 class Transformer(Distribution):
     """The next token of `lm` after a fixed context, at temperature `temp` (no state).
 
     Args:
         lm: an `AsyncLM`.
-        prompt: the context, as text (tokenised with `lm.tokenizer`) or token ids.
+        prompt: the context, as text (tokenised with `lm.tokenizer`), token ids
+            or `Token`s; an empty prompt gets BOS where the LM needs one, as in
+            `LMContext`.
         temp: divides the log-probs before renormalising (> 0).
     """
 
     def __init__(self, lm: Any, prompt: str | Sequence[int], temp: float = 1.0) -> None:
         if not temp > 0 or not math.isfinite(temp):
             raise ValueError(f"temperature must be a finite number > 0, got {temp}")
-        if isinstance(prompt, str):
-            prompt = lm.tokenizer.encode(prompt)
         self.lm = lm
-        self.prompt = list(lm.validate_context(prompt))
+        self.prompt = encode_prompt(lm, prompt)
         self.temp = float(temp)
 
     async def _log_probs(self) -> np.ndarray:

@@ -26,6 +26,7 @@ from genlm_lab.smc.distributions import (
     Distribution,
     _MaskEvent,
     _token_id,
+    encode_prompt,
     sample_index,
     sample_weighted,
 )
@@ -45,19 +46,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     view = a.view()
     view.flags.writeable = False
     return view
-
-
-def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
-    """Token ids of a prompt (text via `lm.tokenizer.encode`), with BOS where the LM needs one."""
-    if isinstance(prompt, str):
-        ids = list(lm.tokenizer.encode(prompt))
-    else:
-        ids = [int(getattr(t, "token_id", t)) for t in prompt]
-    if not ids and not getattr(lm, "allows_empty_context", True):
-        if lm.bos_token_id is None:
-            raise ValueError("the prompt is empty and this LM needs at least one token of context")
-        ids = [lm.bos_token_id]
-    return list(lm.validate_context(ids))
 
 
 class LMContext:

@@ -133,3 +133,16 @@ async def test_transformer_refuses_a_temperature_that_is_not_finite_and_positive
     # temp=inf divided every log-prob to 0: a silent uniform distribution.
     with pytest.raises(ValueError, match="temperature"):
         Transformer(ToyLM([b"a", b"b"]), [0], temp=temp)
+
+
+def test_transformer_reads_prompts_like_lm_context():
+    """Text, ids and Tokens name the same context; an empty prompt gets BOS where needed."""
+    from genlm_lab.backend import load_model_by_name
+    from genlm_lab.smc import LMContext
+
+    lm = load_model_by_name("tiny-random", backend="hf")
+    ids = list(lm.tokenizer.encode("hello world"))
+    tokens = [lm.byte_vocab[i] for i in ids]
+    for prompt in ("hello world", ids, tokens, []):
+        assert Transformer(lm, prompt).prompt == LMContext(lm, prompt).tokens
+    assert Transformer(lm, []).prompt == [lm.bos_token_id]
