@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genlm_lab.smc import as_mask
 from genlm_lab.tokenization import Token
@@ -58,3 +60,16 @@ def test_starts_new_word_reads_the_character_after_the_space_as_text():
     starts = token_masks(lm).STARTS_NEW_WORD
     expected = [len(t) > 1 and t[0] == " " and t[1].isalnum() for t in vocab]
     assert starts.tolist() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    vocab=st.lists(st.binary(min_size=1, max_size=4), min_size=1, max_size=12, unique=True),
+    forbidden=st.binary(max_size=3),
+)
+def test_without_bytes_keeps_exactly_the_tokens_free_of_every_forbidden_byte(vocab, forbidden):
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.smc import token_masks
+
+    kept = token_masks(ToyLM(vocab, seed=0)).without_bytes(forbidden, keep_special=False)
+    assert kept.tolist() == [not (set(v) & set(forbidden)) for v in vocab]
