@@ -52,6 +52,22 @@ def blank_answer(source: str) -> str:
     return _BLOCK.sub(_blank, source)
 
 
+def _check_markers(source: str, n_blocks: int, where: str) -> None:
+    """Refuse a cell whose BEGIN / END lines do not pair up into `n_blocks` blocks.
+
+    An unterminated or nested block is not matched by `_BLOCK`, so its answer
+    would stay in the blank copy.
+    """
+    lines = [line.strip() for line in source.splitlines()]
+    begins = sum(line.startswith(BEGIN) for line in lines)
+    ends = sum(line.startswith(END) for line in lines)
+    if begins != n_blocks or ends != n_blocks:
+        raise ValueError(
+            f"{where}: {begins} '{BEGIN}' and {ends} '{END}' lines do not pair up into "
+            "blocks; close every answer block (no nesting) before resetting"
+        )
+
+
 def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
     """Blank the answers of a workshop notebook and clear its outputs.
 
@@ -63,14 +79,22 @@ def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
         The number of answer blocks blanked.
 
     Raises:
-        ValueError: if the notebook holds no answer block (wrong file?).
+        ValueError: if the file is not a notebook, holds no answer block (wrong
+            file?), or a cell's markers do not pair up (an answer would stay in
+            the copy); nothing is written then.
     """
-    nb = nbformat.read(str(path), as_version=4)
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except (OSError, ValueError):
+        raise
+    except Exception as err:  # valid JSON that is no notebook: jsonschema / AttributeError
+        raise ValueError(f"{path} is not a Jupyter notebook: {err}") from None
     count = 0
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         n = len(_BLOCK.findall(cell.source))
+        _check_markers(cell.source, n, f"{path}, cell {index}")
         if n:
             cell.source = blank_answer(cell.source)
             count += n

@@ -56,3 +56,34 @@ def test_reset_exercises_refuses_a_notebook_without_answers(tmp_path):
     nbformat.write(nb, path)
     with pytest.raises(ValueError, match="no '# BEGIN ANSWER'"):
         reset_exercises(path)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        f"{BEGIN}\nsecret = 42\n",  # never closed
+        f"{BEGIN}\n{BEGIN}\nx = 1\n{END}\nsecret = 42\n{END}",  # nested
+        f"x = 1\n{END}\nsecret = 42",  # END without BEGIN
+    ],
+)
+def test_reset_exercises_refuses_markers_that_do_not_pair_up(tmp_path, source):
+    # an unmatched block was left as it was: its answer stayed in the "blank" copy
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 1\n{END}"),
+        nbformat.v4.new_code_cell(source),
+    ]
+    path, out = tmp_path / "workshop.ipynb", tmp_path / "blank.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match="cell 1.*do not pair up"):
+        reset_exercises(path, out)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["{}", "[1]", '{"cells": 3}'])
+def test_reset_exercises_on_json_that_is_no_notebook_is_a_value_error(tmp_path, text):
+    # jsonschema's ValidationError / AttributeError escaped before (a traceback in the CLI)
+    path = tmp_path / "data.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="not a Jupyter notebook"):
+        reset_exercises(path)
