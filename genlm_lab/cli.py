@@ -104,8 +104,11 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def _cmd_lab(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else notebooks_dir()
-    if folder is None or not folder.is_dir():
-        print("genlm-lab: no notebooks folder found; pass one with --dir", file=sys.stderr)
+    if folder is None:
+        print("genlm-lab lab: no notebooks folder found; pass one with --dir", file=sys.stderr)
+        return 2
+    if not folder.is_dir():
+        print(f"genlm-lab lab: --dir {str(folder)!r} is not a folder", file=sys.stderr)
         return 2
     first = folder / "00_quickstart.ipynb"
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
@@ -119,8 +122,13 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from genlm_lab.widgets.report import write_report
 
-    out = Path(args.output or Path(args.record).with_suffix(".html"))
-    write_report(args.record, out)
+    record = Path(args.record)
+    if not record.name:
+        raise ValueError(f"record path {args.record!r} names no file")
+    out = Path(args.output) if args.output else record.with_suffix(".html")
+    if out.resolve() == record.resolve():
+        raise ValueError(f"the output {out} is the record itself: pass another path with -o")
+    write_report(record, out)
     print(f"wrote {out}")
     return 0
 

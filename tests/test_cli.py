@@ -52,3 +52,24 @@ def test_doctor_with_a_damaged_model_marker_reports_instead_of_crashing(tmp_path
     (target / "model.safetensors").write_bytes(b"")
     lines = doctor_lines(load_model=False)
     assert any("model cache" in line and "not yet converted" in line for line in lines)
+
+
+def test_report_never_overwrites_its_record(tmp_path, capsys):
+    # a record saved as run.html (or -o naming the record) was replaced by its own report
+    from genlm_lab.smc import SMCRecord
+
+    record = tmp_path / "run.html"
+    SMCRecord(n_particles=1, run_id="r").save(record)
+    before = record.read_text()
+    for argv in (["report", str(record)], ["report", str(record), "-o", str(record)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("genlm-lab report:") and "record itself" in err
+    assert record.read_text() == before
+
+
+def test_lab_with_a_missing_dir_names_it(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert main(["lab", "--dir", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and err.count("\n") == 1
