@@ -40,12 +40,17 @@ def as_record(record: Any) -> SMCRecord:
         except (KeyError, TypeError) as err:
             raise ValueError(f"{str(record)!r} is not an SMC record: missing {err}") from None
     if isinstance(record, str):
-        return SMCRecord.from_json(record)
+        try:
+            return SMCRecord.from_json(record)
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"JSON text is not an SMC record: missing or bad {err}") from None
     if isinstance(record, Mapping):
         try:
             return SMCRecord.from_dict(dict(record))
         except KeyError as err:
             raise ValueError(f"SMC record dict lacks the field {err}") from None
+        except TypeError as err:
+            raise ValueError(f"SMC record dict has a field of the wrong type: {err}") from None
     raise ValueError(
         f"expected an SMCRecord, its dict or JSON, or a path; got {type(record).__name__}"
     )

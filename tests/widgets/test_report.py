@@ -58,3 +58,16 @@ def test_json_that_is_not_an_object_is_named_as_such(tmp_path, text):
     bad.write_text(text)
     with pytest.raises(ValueError, match="not an SMC record: line 1 is a JSON"):
         write_report(bad, tmp_path / "out.html")
+
+
+@pytest.mark.parametrize(
+    ("record", "match"),
+    [
+        ('{"steps": [], "run_id": "r"}', "n_particles"),  # JSON text: a raw KeyError before
+        ('{"steps": [], "run_id": "r", "n_particles": null}', "wrong|bad"),
+        ({"steps": [], "run_id": "r", "n_particles": None}, "wrong type"),  # raw TypeError
+    ],
+)
+def test_record_text_or_dict_missing_a_field_is_a_value_error(record, match):
+    with pytest.raises(ValueError, match=match):
+        report_html(record)
