@@ -52,7 +52,9 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy / torch arrays and scalars
+        return jsonable(value.tolist())
+    if hasattr(value, "item") and callable(value.item):  # other scalar wrappers
         return jsonable(value.item())
     return value
 

@@ -59,3 +59,19 @@ def test_views_offer_static_html_next_to_the_widget_view():
     assert data["text/html"] == mon._repr_html_()
     assert data["text/html"].startswith("<div class='genlm-view genlm-monitor'><style>")
     assert "var(--jp-ui-font-color1" in data["text/html"]  # follows the JupyterLab theme
+
+
+def test_jsonable_reads_numpy_and_torch_arrays_as_lists():
+    # .item() was called on every array: ValueError for more than one element
+    import numpy as np
+    import torch
+
+    data = {
+        "w": np.array([0.5, -np.inf]),
+        "t": torch.tensor([[1.0, float("nan")]]),
+        "s": np.int64(3),
+    }
+    out = jsonable(data)
+    json.dumps(out, allow_nan=False)
+    assert out == {"w": [0.5, "-Infinity"], "t": [[1.0, "NaN"]], "s": 3}
+    assert type(out["s"]) is int
