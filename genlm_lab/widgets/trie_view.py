@@ -55,8 +55,10 @@ def trie_data(
                 f"weights of shape {arr.shape} do not fit this trie: expected one weight per "
                 f"token ({trie.n_tokens},) or per node ({trie.n_nodes},)"
             )
-        if np.isnan(arr).any() or (arr < 0).any():
-            raise ValueError("weights must be non-negative numbers (probabilities, not log-probs)")
+        if not np.isfinite(arr).all() or (arr < 0).any():
+            raise ValueError(
+                "weights must be finite non-negative numbers (probabilities, not log-probs)"
+            )
         ws = arr
     raw = subtrie_data(trie, ws, prefix, depth, top_k)
     total = raw["total"]
@@ -164,7 +166,7 @@ def _as_prefix(p: Any) -> bytes:
 
 def _as_int(name: str, value: Any) -> int:
     try:
-        if isinstance(value, bool):
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
             raise TypeError
         return int(value)
     except (TypeError, ValueError):
@@ -202,7 +204,7 @@ class TrieView(LiveView):
         self.trie, self.ws = trie, ws
         self._llm, self.context = _llm, _context
         self.prefix = _as_prefix(prefix)
-        self.depth, self.top_k = depth, top_k
+        self.depth, self.top_k = _as_int("depth", depth), _as_int("top_k", top_k)
         self._message = ""
         self._render()  # bad input raises here, before anything is shown
         self.on_msg(self._on_msg)

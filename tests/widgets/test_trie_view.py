@@ -116,3 +116,18 @@ def test_prefix_typed_in_the_browser_reads_escapes():
     assert tv._parse_prefix("a␣b\\n\\xff\\x4") == b"a b\n\xff\\x4"
     assert tv._parse_prefix("") == b""
     assert tv._parse_prefix("é") == "é".encode()
+
+
+def test_infinite_weights_are_refused(trie):
+    # an infinite weight passed the check and made every mass NaN
+    ws = np.ones(len(ODD_VOCAB))
+    ws[2] = np.inf
+    with pytest.raises(ValueError, match="finite non-negative"):
+        trie_data(trie, ws, draw=False)
+
+
+@pytest.mark.parametrize(("key", "value"), [("depth", "deep"), ("top_k", 2.5), ("depth", None)])
+def test_constructor_checks_depth_and_top_k_like_update(trie, key, value):
+    # the constructor passed them on unchecked: a TypeError from deep inside the trie
+    with pytest.raises(ValueError, match=f"{key} must be an int"):
+        TrieView(trie, _ws(), **{key: value})
