@@ -3,7 +3,8 @@
 Callers `await trie.weight_sum(ws)`; a background task drains every request
 queued so far, groups them by operation (and mode), runs one batched kernel
 call per group and hands each caller its row. Errors of a batched call reach
-every caller of that batch; the task keeps serving later requests.
+every caller of that batch; the task keeps serving later requests. Stopping
+the task answers the requests already queued (it never cancels them).
 """
 
 from __future__ import annotations
@@ -83,13 +84,15 @@ class RequestBatcher:
                     groups[key].append((payload, future))
                 for key, items in groups.items():
                     self._serve_group(key, items)
-        finally:  # stopped (cleanup, shutdown): no caller may wait forever
-            pending = [f for items in groups.values() for _, f in items]
+        finally:
+            # Stopped (cleanup, shutdown): answer what was already asked. Cancelling
+            # would raise CancelledError in callers that were never cancelled, and
+            # one trie serves many callers (every beam over a model shares one).
             while not queue.empty():
-                pending.append(queue.get_nowait()[2])
-            for f in pending:
-                if not f.done():
-                    f.cancel()
+                key, payload, future = queue.get_nowait()
+                groups.setdefault(key, []).append((payload, future))
+            for key, items in groups.items():
+                self._serve_group(key, items)
 
     def _serve_group(self, key: Hashable, items: list) -> None:
         live = [(p, f) for p, f in items if not f.done()]

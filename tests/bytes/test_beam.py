@@ -376,3 +376,20 @@ async def test_eos_without_configured_eos_tokens_says_so_and_makes_no_lm_call():
     with pytest.raises(EmptyBeamError, match="no EOS tokens are configured"):
         await (beam << 257)
     assert lm.stats["queries"] == queries  # no healing replay was tried
+
+
+async def test_cleanup_of_one_beam_leaves_another_beams_requests_alone():
+    # Beams over one model share one trie: stopping it for one beam cancelled the
+    # other's queued mass request (a CancelledError in a task nobody cancelled).
+    lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
+    params = BeamParams(K=5, eos_tokens=[EOS_TOKEN])
+    other = await ByteBeamState.initial(lm, params)
+    for ticks in range(4):
+        beam = await (await ByteBeamState.initial(lm, params) << ord("a"))
+        assert beam.trie is other.trie
+        task = asyncio.create_task(beam.logp_next())
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        await other.cleanup()
+        q = await asyncio.wait_for(task, 5)
+        assert q.total() == pytest.approx(1.0)

@@ -103,15 +103,22 @@ async def test_cleanup_stops_the_background_task():
     assert task.done() and trie._batcher._task is None
 
 
-async def test_cleanup_cancels_queued_requests_instead_of_leaving_them_waiting():
+async def test_cleanup_answers_queued_requests_instead_of_cancelling_or_leaving_them():
+    # One trie serves many callers (every beam over a model shares one): a caller
+    # stopping it must not cancel another caller's request, which was never cancelled.
     trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
-    trie.start()
-    await asyncio.sleep(0)  # the background task now waits for requests
-    callers = [asyncio.create_task(trie.weight_sum(np.ones(len(VOCAB)))) for _ in range(3)]
-    await asyncio.sleep(0)  # the callers queue their requests
-    await trie.cleanup()
-    results = await asyncio.wait_for(asyncio.gather(*callers, return_exceptions=True), 5)
-    assert all(isinstance(r, asyncio.CancelledError) for r in results)
+    ws = random_weights(3, len(VOCAB), 3)
+    for ticks in range(4):  # queued, grouped, or not yet picked up when cleanup comes
+        trie.start()
+        await asyncio.sleep(0)  # the background task now waits for requests
+        callers = [asyncio.create_task(trie.weight_sum(w)) for w in ws]
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        await trie.cleanup()
+        results = await asyncio.wait_for(asyncio.gather(*callers, return_exceptions=True), 5)
+        for w, r in zip(ws, results, strict=True):
+            assert isinstance(r, np.ndarray), (ticks, r)
+            np.testing.assert_allclose(r, trie.trie.weight_sum(w))
     # The trie serves again afterwards.
     assert (await trie.weight_sum(np.ones(len(VOCAB))))[0] == len(VOCAB)
     await trie.cleanup()
