@@ -42,7 +42,8 @@ def weight_histogram(record: Any, step: int = -1, bins: int = 20) -> Any:
     """Histogram of the normalised particle weights at one step (default: the last).
 
     Raises:
-        ValueError: if the record has no steps or `step` is out of range.
+        ValueError: if the record has no steps, `step` is out of range, or the
+            step has no particles or a NaN log weight (nothing to normalise).
     """
     from matplotlib.figure import Figure
 
@@ -53,6 +54,10 @@ def weight_histogram(record: Any, step: int = -1, bins: int = 20) -> Any:
         raise ValueError(f"step index {step} is outside the record's {len(entries)} steps")
     e = entries[step]
     w = normalize_log_weights(p["log_weight"] for p in e["particles"])
+    if not len(w):
+        raise ValueError(f"step {e['step']} has no particles: nothing to plot")
+    if np.isnan(w).any():
+        raise ValueError(f"step {e['step']} has a NaN log weight: its weights do not normalise")
     fig = Figure(figsize=(5, 3), layout="constrained")
     ax = fig.add_subplot()
     ax.hist(w, bins=bins, range=(0, max(float(np.max(w)), 1e-12)))

@@ -45,3 +45,23 @@ def test_weight_histogram_counts_every_particle():
     assert fig.axes[0].get_xlim()[1] >= w.max()
     with pytest.raises(ValueError, match="outside"):
         weight_histogram(_record(), step=5)
+
+
+@pytest.mark.parametrize(
+    ("contents", "log_weights", "match"),
+    [([], [], "step 2 has no particles"), (["a", "b"], [0.0, math.nan], "step 2 has a NaN")],
+)
+def test_weight_histogram_of_an_empty_or_nan_step_names_the_problem(contents, log_weights, match):
+    # numpy's "zero-size array" / matplotlib's "range of [0, nan]" escaped before
+    record = _record()
+    n = len(contents)
+    for entry in record.steps:
+        entry.update(
+            contents=contents,
+            log_weights=log_weights,
+            weight_increments=[0.0] * n,
+            finished=[False] * n,
+        )
+    record.n_particles = n
+    with pytest.raises(ValueError, match=match):
+        weight_histogram(record, step=1)
