@@ -31,6 +31,28 @@ def _check_optional_count(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
 
 
+def _check_eos_tokens(eos_tokens: Any) -> list:
+    """EOS tokens as a list of bytes (a `Token` kept as is) and int ids."""
+    if eos_tokens is None:
+        return []
+    if isinstance(eos_tokens, (bytes, bytearray, str, int)) or not hasattr(eos_tokens, "__iter__"):
+        raise ValueError(
+            f"eos_tokens must be a list of tokens (bytes, Token or id), got {eos_tokens!r}; "
+            f"write [{eos_tokens!r}] for one token"
+        )
+    out = []
+    for t in eos_tokens:
+        if isinstance(t, bytearray):
+            t = bytes(t)
+        elif not isinstance(t, bytes) and (isinstance(t, bool) or not hasattr(t, "__index__")):
+            raise ValueError(
+                f"EOS token {t!r} is a {type(t).__name__}; give bytes (e.g. b'<|im_end|>'), "
+                "a Token or an int token id"
+            )
+        out.append(t if isinstance(t, bytes) else int(t))
+    return out
+
+
 @dataclass
 class BeamParams:
     """Parameters of the byte-level beam.
@@ -76,7 +98,7 @@ class BeamParams:
                 raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
         _check_optional_count("heal_max_backoff", self.heal_max_backoff)
         _check_optional_count("heal_max_splits", self.heal_max_splits)
-        self.eos_tokens = list(self.eos_tokens) if self.eos_tokens else []
+        self.eos_tokens = _check_eos_tokens(self.eos_tokens)
 
     @property
     def log_prune_threshold(self) -> float:

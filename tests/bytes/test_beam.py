@@ -393,3 +393,31 @@ async def test_cleanup_of_one_beam_leaves_another_beams_requests_alone():
         await other.cleanup()
         q = await asyncio.wait_for(task, 5)
         assert q.total() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "eos, match",
+    [
+        (b"$", "a list of tokens"),  # list(b"$") == [36]: token id 36, silently
+        ("$", "a list of tokens"),
+        (["$"], "str"),
+        ([1.0], "float"),
+        ([True], "bool"),
+    ],
+)
+def test_eos_tokens_that_are_not_a_list_of_tokens_raise_naming_the_problem(eos, match):
+    with pytest.raises(ValueError, match=match):
+        BeamParams(K=2, eos_tokens=eos)
+
+
+async def test_eos_tokens_as_bytes_bytearray_token_or_id_are_the_same_eos():
+    from genlm_lab.tokenization import Token
+
+    # 40 tokens, so that a single byte string read as ids (b"$" -> [36]) is in range
+    vocab = [b"a", b"ab", b"b", EOS_TOKEN] + [bytes([0x41 + i]) for i in range(36)]
+    lm = ToyLM(vocab, seed=3, eos=EOS_TOKEN)
+    want = math.exp(float(lm.next_token_logprobs_sync(())[3]))
+    for eos in ([EOS_TOKEN], [bytearray(EOS_TOKEN)], [Token(3, EOS_TOKEN)], [3], (3,)):
+        beam = await ByteBeamState.initial(lm, BeamParams(K=3, eos_tokens=eos))
+        assert beam.trie.trie.eos_token_ids == [3]
+        assert (await beam.logp_next()).prob(257) == pytest.approx(want, rel=1e-6)
