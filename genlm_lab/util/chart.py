@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import math
+import numbers
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
@@ -88,7 +90,13 @@ class Chart(dict):
         return min(self, key=self.__getitem__)
 
     def top(self, k: int) -> Chart:
-        """The `k` entries with the largest values, largest first."""
+        """The `k` entries with the largest values, largest first (all of them if k > len).
+
+        Raises:
+            ValueError: if `k` is not an integer >= 0.
+        """
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"Chart.top(k) needs an integer k >= 0, got {k!r}")
         keys = sorted(self, key=self.__getitem__, reverse=True)[:k]
         return Chart(self.zero, [(key, self[key]) for key in keys])
 
@@ -123,9 +131,12 @@ class Chart(dict):
         return out
 
     def metric(self, other: dict) -> float:
-        """Largest absolute difference over the union of keys."""
+        """Largest absolute difference over the union of keys (NaN if any difference is NaN)."""
         other = other if isinstance(other, Chart) else Chart(self.zero, other)
-        return max((_gap(self[k], other[k]) for k in self.keys() | other.keys()), default=0)
+        gaps = [_gap(self[k], other[k]) for k in self.keys() | other.keys()]
+        if any(g != g for g in gaps):  # max() would keep or drop a NaN by key order
+            return math.nan
+        return max(gaps, default=0)
 
     def assert_equal(
         self, want: dict, *, domain: Iterable | None = None, tol: float = 1e-5

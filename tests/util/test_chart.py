@@ -102,3 +102,24 @@ def test_equal_infinities_do_not_differ():
 def test_extremes_of_an_empty_chart_name_the_chart(op):
     with pytest.raises(ValueError, match="empty chart"):
         getattr(Chart(), op)()
+
+
+@pytest.mark.parametrize("k", [-1, -3, 1.5, "2"])
+def test_top_refuses_a_k_that_is_not_a_count(k):
+    # top(-1) returned every entry but the smallest (a slice [:-1])
+    with pytest.raises(ValueError, match="k >= 0"):
+        Chart(0, {"a": 1, "b": 2, "c": 3}).top(k)
+
+
+def test_top_with_k_past_the_length_gives_everything_sorted():
+    chart = Chart(0, {"a": 1, "b": 3, "c": 2})
+    assert list(chart.top(10).items()) == [("b", 3), ("c", 2), ("a", 1)]
+    assert chart.top(0) == {}
+
+
+def test_metric_is_nan_whenever_a_difference_is_nan_whatever_the_key_order():
+    # max() over [4.0, nan] gave 4.0 (but nan over [nan, 4.0]): a NaN hid behind key order
+    for keys in ((0, 1), (1, 0)):
+        mine = Chart(0.0, {keys[0]: 1.0, keys[1]: math.nan})
+        other = {keys[0]: 5.0, keys[1]: 1.0}
+        assert math.isnan(mine.metric(other))
