@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 
 class Token(bytes):
     """The byte string of a token, carrying its token id.
@@ -24,8 +26,16 @@ class Token(bytes):
     def __new__(cls, token_id: int, byte_string: bytes) -> Token:
         if not isinstance(byte_string, (bytes, bytearray)):
             raise TypeError(f"Token byte_string must be bytes, got {type(byte_string).__name__}")
+        if isinstance(token_id, bool):
+            raise TypeError(f"Token token_id must be an int, got {token_id!r}")
+        try:
+            token_id = operator.index(token_id)  # ints, numpy and torch integers; not 1.5
+        except TypeError:
+            raise TypeError(
+                f"Token token_id must be an int, got {type(token_id).__name__} {token_id!r}"
+            ) from None
         self = super().__new__(cls, byte_string)
-        self.token_id = int(token_id)
+        self.token_id = token_id
         return self
 
     @property

@@ -2,6 +2,9 @@
 
 import pickle
 
+import numpy as np
+import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,3 +34,13 @@ def test_tokens_with_the_same_bytes_and_other_ids_stay_distinct():
 def test_pickle_round_trip(tok):
     back = pickle.loads(pickle.dumps(tok))
     assert back == tok and back.token_id == tok.token_id and type(back) is Token
+
+
+def test_token_id_must_be_an_integer():
+    # int() took 1.5 as id 1 and "7" as id 7; "x" gave int()'s own message
+    for bad in (1.5, "7", "x", None, True):
+        with pytest.raises(TypeError, match="token_id must be an int"):
+            Token(bad, b"a")
+    for good in (np.int64(4), torch.tensor(4), 4):
+        tok = Token(good, b"a")
+        assert tok.token_id == 4 and type(tok.token_id) is int
