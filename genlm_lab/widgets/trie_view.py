@@ -135,16 +135,22 @@ def trie_html(data: dict) -> str:
     return wrap("".join(parts), "trie")
 
 
+_NAMED_ESCAPES = {"\\n": b"\n", "\\t": b"\t", "\\r": b"\r"}
+
+
 def _parse_prefix(text: str) -> bytes:
-    """Prefix typed in the browser: text with optional \\xNN escapes, ␣ for space."""
+    """Prefix typed in the browser: text with optional \\xNN escapes, ␣ for space.
+
+    It reads back what `escape_bytes` shows in the labels (\\n, \\t, \\r too).
+    """
     out = bytearray()
     i = 0
     while i < len(text):
         if text.startswith("\\x", i) and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
             out.append(int(text[i + 2 : i + 4], 16))
             i += 4
-        elif text.startswith("\\n", i):
-            out += b"\n"
+        elif text[i : i + 2] in _NAMED_ESCAPES:
+            out += _NAMED_ESCAPES[text[i : i + 2]]
             i += 2
         else:
             out += text[i].replace("␣", " ").encode("utf-8")

@@ -1,7 +1,10 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from genlm_lab.trie import TokenCharacterTrie
+from genlm_lab.util import escape_bytes
 from genlm_lab.widgets import TrieView, trie_data, trie_html
 from genlm_lab.widgets import trie_view as tv
 
@@ -131,3 +134,9 @@ def test_constructor_checks_depth_and_top_k_like_update(trie, key, value):
     # the constructor passed them on unchecked: a TypeError from deep inside the trie
     with pytest.raises(ValueError, match=f"{key} must be an int"):
         TrieView(trie, _ws(), **{key: value})
+
+
+@given(st.binary(max_size=12).filter(lambda b: b"\\" not in b and "␣".encode() not in b))
+def test_prefix_typed_back_from_a_label_is_the_same_bytes(prefix):
+    # the prefix box shows escape_bytes labels; \t and \r came back as a backslash and a letter
+    assert tv._parse_prefix(escape_bytes(prefix, visible_space=True)) == prefix
