@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Hashable
 from functools import cached_property
 from typing import Any
 
@@ -31,19 +30,18 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
-def _is_eot_key(key: Hashable) -> bool:
-    return key is None or (isinstance(key, tuple) and len(key) > 0 and key[0] is None)
-
-
 def eot_edges(trie: Any, node: int) -> list[tuple[int, int]]:
     """The end-of-token edges leaving `node`, as (leaf node, token id) pairs.
 
-    A node has several when the vocabulary holds duplicate byte strings.
+    An edge ends a token when it leads to a leaf, whatever its key (the
+    trie's `eot_token`, or `(eot_token, id)` for duplicate byte strings).
     """
+    leaves = trie.leaf2token_id
     out = []
-    for key, leaf in trie.children[node].items():
-        if _is_eot_key(key):
-            out.append((leaf, int(trie.leaf2token_id[leaf])))
+    for leaf in trie.children[node].values():
+        token_id = leaves.get(leaf)
+        if token_id is not None:
+            out.append((leaf, int(token_id)))
     return out
 
 
@@ -205,9 +203,10 @@ class LazyTrieState:
         if total <= 0 or self.terminated:
             return LazyByteProbs(logps)
         eot = 0.0
+        leaves = self._t.leaf2token_id
         for key, child in self.actions().items():
             m = float(mass[child])
-            if _is_eot_key(key):
+            if child in leaves:  # an end-of-token edge, whatever the trie's eot_token
                 eot += m
             elif isinstance(key, int) and 0 <= key < N_SLOTS and m > 0:
                 logps[key] = math.log(m / total)

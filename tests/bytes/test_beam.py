@@ -421,3 +421,25 @@ async def test_eos_tokens_as_bytes_bytearray_token_or_id_are_the_same_eos():
         beam = await ByteBeamState.initial(lm, BeamParams(K=3, eos_tokens=eos))
         assert beam.trie.trie.eos_token_ids == [3]
         assert (await beam.logp_next()).prob(257) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("eot_token", [256, "EOT"])
+async def test_a_custom_eot_token_gives_the_same_beam_as_the_default(eot_token):
+    # The beam found end-of-token edges by the default key (None) only: with another
+    # key it never committed a token, so "a" then "b" read as one token "ab" only.
+    lm = ToyLM([b"a", b"ab", b"b", b"ba", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
+    params = BeamParams(K=10, eos_tokens=[EOS_TOKEN])
+    text = b"abab"
+
+    async def run(trie_opts):
+        beam = await ByteBeamState.initial(lm, params, trie_opts=trie_opts)
+        beam, logps = await read(beam, text)
+        return beam.logZ, logps, (await beam.logp_next()).ps
+
+    want = await run(None)
+    got = await run({"eot_token": eot_token})
+    prefix_prob, _ = make_oracle(lm, eos_ids=(5,))
+    assert got[0] == pytest.approx(log(prefix_prob((), text)), abs=1e-6)
+    assert got[0] == pytest.approx(want[0], abs=1e-9)
+    np.testing.assert_allclose(got[1], want[1], atol=1e-9)
+    np.testing.assert_allclose(got[2], want[2], atol=1e-9)
