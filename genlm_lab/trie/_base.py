@@ -277,9 +277,16 @@ class _TrieBase:
         return self._engine.run(ws, self.n_tokens, mode, op, batched=True)
 
     def find(self, prefix: bytes | str) -> int | None:
-        """The node spelling `prefix` (bytes, or str as UTF-8) by byte edges, or None."""
+        """The node spelling `prefix` (bytes, or str as UTF-8) by byte edges, or None.
+
+        Raises:
+            ValueError: if `prefix` is neither bytes nor text (an int is not
+                read as `bytes(n)`, n zero bytes).
+        """
         if isinstance(prefix, str):
             prefix = prefix.encode("utf-8")
+        elif not isinstance(prefix, (bytes, bytearray, memoryview)):
+            raise ValueError(f"prefix must be bytes or text, got {prefix!r}")
         node = self.root
         for b in bytes(prefix):
             node = self.children[node].get(b)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genlm_lab.tokenization import Token
-from genlm_lab.trie import TokenCharacterTrie
+from genlm_lab.trie import TokenCharacterTrie, subtrie_data
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -164,3 +164,14 @@ def test_find_takes_text_as_utf8():
     assert trie.find("ab") == trie.find(b"ab") is not None
     assert trie.find("é") == trie.find("é".encode()) is not None
     assert trie.find("z") is None
+
+
+@pytest.mark.parametrize("bad", [1, 97, True, None, 1.5])
+def test_find_refuses_a_non_prefix_instead_of_reading_it_as_zero_bytes(bad):
+    # find(1) looked up bytes(1) == b"\x00" (a token of every byte-level vocabulary)
+    trie = TokenCharacterTrie([b"\x00", b"\x00\x00", b"a"])
+    with pytest.raises(ValueError, match="prefix"):
+        trie.find(bad)
+    with pytest.raises(ValueError, match="prefix"):
+        subtrie_data(trie, prefix=bad)
+    assert trie.find(bytearray(b"a")) == trie.find(b"a") == trie.find("a") is not None
