@@ -33,27 +33,35 @@ def as_record(record: Any) -> SMCRecord:
     if isinstance(record, PathLike) or (
         isinstance(record, str) and not record.lstrip().startswith("{")
     ):
+        where = repr(str(record))
         try:
             return SMCRecord.load(record)
         except FileNotFoundError:
-            raise ValueError(f"SMC record file {str(record)!r} does not exist") from None
+            raise ValueError(f"SMC record file {where} does not exist") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{where} is not an SMC record: it is not UTF-8 text") from None
         except (KeyError, TypeError) as err:
-            raise ValueError(f"{str(record)!r} is not an SMC record: missing {err}") from None
+            raise ValueError(_not_a_record(where, err)) from None
     if isinstance(record, str):
         try:
             return SMCRecord.from_json(record)
         except (KeyError, TypeError) as err:
-            raise ValueError(f"JSON text is not an SMC record: missing or bad {err}") from None
+            raise ValueError(_not_a_record("JSON text", err)) from None
     if isinstance(record, Mapping):
         try:
             return SMCRecord.from_dict(dict(record))
-        except KeyError as err:
-            raise ValueError(f"SMC record dict lacks the field {err}") from None
-        except TypeError as err:
-            raise ValueError(f"SMC record dict has a field of the wrong type: {err}") from None
+        except (KeyError, TypeError) as err:
+            raise ValueError(_not_a_record("SMC record dict", err)) from None
     raise ValueError(
         f"expected an SMCRecord, its dict or JSON, or a path; got {type(record).__name__}"
     )
+
+
+def _not_a_record(where: str, err: Exception) -> str:
+    """The message for a record that `SMCRecord.from_dict` could not read."""
+    if isinstance(err, KeyError):  # a missing field, or a value no float reads (e.g. "abc")
+        return f"{where} is not an SMC record: a field is missing or malformed: {err}"
+    return f"{where} is not an SMC record: a field has the wrong type ({err})"
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
@@ -110,6 +118,13 @@ def check_entry(raw: Mapping, where: str = "step entry") -> int:
     return n
 
 
+def _step_number(raw: Mapping, where: str) -> int:
+    try:
+        return int(raw["step"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: step {raw['step']!r} is not an integer") from None
+
+
 def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
     """One step entry (as observers receive it) in the form the views draw.
 
@@ -136,7 +151,7 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
             {"text": display_text(text), "log_weight": lw, "increment": _float(inc), "state": state}
         )
     return {
-        "step": int(raw["step"]),
+        "step": _step_number(raw, where),
         "particles": parts,
         "ess": _float(raw.get("ess")),
         "log_ml": _float(raw.get("log_ml")),

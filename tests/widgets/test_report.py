@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -71,3 +72,31 @@ def test_json_that_is_not_an_object_is_named_as_such(tmp_path, text):
 def test_record_text_or_dict_missing_a_field_is_a_value_error(record, match):
     with pytest.raises(ValueError, match=match):
         report_html(record)
+
+
+def _lines(tmp_path, step_fields):
+    header = {"type": "header", "run_id": "r", "n_particles": 1}
+    step = {"type": "step", "step": 0, "contents": ["a"], "log_weights": [0.0]}
+    step.update({"weight_increments": [0.0], "finished": [False], **step_fields})
+    path = tmp_path / "rec.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in (header, step)) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"step": "x"}, r"step entry 0: step 'x' is not an integer"),  # int()'s message before
+        ({"weight_increments": [None]}, "wrong type"),  # "missing float() argument ..." before
+    ],
+)
+def test_a_malformed_record_file_names_the_problem(tmp_path, fields, match):
+    with pytest.raises(ValueError, match=match):
+        report_html(_lines(tmp_path, fields))
+
+
+def test_a_binary_file_is_named_as_not_a_record(tmp_path):
+    path = tmp_path / "image.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    with pytest.raises(ValueError, match=r"image\.png' is not an SMC record: it is not UTF-8"):
+        report_html(path)
