@@ -166,6 +166,11 @@ def beam_html(data: dict) -> str:
     return wrap("".join(parts), "beam")
 
 
+def _check_count(n: Any) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"step count must be an int >= 0, got {n!r}")
+
+
 class BeamView(LiveView):
     """A recorded beam (its `history`), stepped back and forth in the browser.
 
@@ -204,13 +209,23 @@ class BeamView(LiveView):
         return max(self._current, 0)
 
     def back(self, n: int = 1) -> None:
-        """Show the step `n` bytes earlier."""
+        """Show the step `n` bytes earlier.
+
+        Raises:
+            ValueError: if `n` is not an int >= 0 (the view is left as it was).
+        """
+        _check_count(n)
         self._current = max(0, self._current - n)
         self._error = ""
         self._refresh(final=True)
 
     async def step(self, n: int = 1) -> None:
-        """Show the step `n` bytes later (as far as recorded)."""
+        """Show the step `n` bytes later (as far as recorded).
+
+        Raises:
+            ValueError: if `n` is not an int >= 0 (the view is left as it was).
+        """
+        _check_count(n)
         self._current = min(len(self._steps) - 1, self._current + n)
         self._refresh(final=True)
 
@@ -237,7 +252,11 @@ class BeamView(LiveView):
             self._refresh(final=True)
             return
         if action == "back":
-            self.back(n)
+            try:
+                self.back(n)
+            except ValueError as err:
+                self._error = f"ValueError: {err}"
+                self._refresh(final=True)
             return
         coro = {"step": lambda: self.step(n), "run": self.run, "goto": lambda: self.goto(n)}.get(
             action
@@ -299,7 +318,12 @@ class BeamDebugger(BeamView):
         return self._beams[self._current] if self._beams else None
 
     async def step(self, n: int = 1) -> None:
-        """Read the next `n` bytes (reusing beams already computed)."""
+        """Read the next `n` bytes (reusing beams already computed).
+
+        Raises:
+            ValueError: if `n` is not an int >= 0 (the view is left as it was).
+        """
+        _check_count(n)
         async with self._lock:
             await self._ensure_initial()
             target = min(len(self.text), self._current + n)

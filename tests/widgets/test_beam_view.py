@@ -145,3 +145,30 @@ async def test_a_malformed_browser_message_is_shown_not_raised(odd_llm):
     view._on_msg(view, {"action": "back", "n": "two"}, [])
     data = view.view_data()
     assert "step count" in data["error"] and data["position"] == shown
+
+
+@pytest.mark.parametrize("make", ["view", "debugger"])
+@pytest.mark.parametrize(("action", "n"), [("back", -2), ("step", -2), ("step", 1.5)])
+async def test_a_negative_step_count_is_refused_and_changes_nothing(odd_llm, make, action, n):
+    # back(-2) moved past the last step (and step(-2) before the first), then raised
+    # from the redraw with the view's position already corrupted
+    if make == "view":
+        view = BeamView(await _beam(odd_llm, b"ab"))
+    else:
+        view = BeamDebugger(odd_llm, b"ab")
+        await view.step(1)
+    before = (view.position, view.view_data())
+    with pytest.raises(ValueError, match="step count must be an int >= 0"):
+        result = getattr(view, action)(n)
+        if action == "step":
+            await result
+    assert (view.position, view.view_data()) == before
+
+
+async def test_a_negative_back_from_the_browser_is_shown_not_raised(odd_llm):
+    view = BeamView(await _beam(odd_llm, b"ab"))
+    view.back(1)
+    shown = view.position
+    view._on_msg(view, {"action": "back", "n": -3}, [])
+    data = view.view_data()
+    assert "step count" in data["error"] and view.position == data["position"] == shown
