@@ -233,13 +233,12 @@ class ByteBeamState(StatefulByteLM):
 
     def _mixture(self) -> np.ndarray:
         """Unnormalised log-masses of the next slots over candidates and evaluated extensions."""
-        rows = []
-        for s in self.states:
-            lp = s.logp_next.ps + s.weight
-            lp[EOT] = -np.inf  # ending a token is not a byte; its mass is in the extensions
-            rows.append(lp)
+        rows = [s.logp_next.ps + s.weight for s in self.states]
         rows.extend(e.logp_next.ps + e.weight for e in self._ext or ())
         stacked = np.stack(rows)
+        # Ending a token is not a byte: a candidate's EOT mass is in its extensions
+        # (an extension's EOT would be an empty token, b"", never read as a byte).
+        stacked[:, EOT] = -np.inf
         top = np.max(stacked, axis=0)
         finite = np.isfinite(top)
         logps = np.full(stacked.shape[1], -np.inf)

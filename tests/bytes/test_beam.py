@@ -443,3 +443,16 @@ async def test_a_custom_eot_token_gives_the_same_beam_as_the_default(eot_token):
     assert got[0] == pytest.approx(want[0], abs=1e-9)
     np.testing.assert_allclose(got[1], want[1], atol=1e-9)
     np.testing.assert_allclose(got[2], want[2], atol=1e-9)
+
+
+async def test_an_empty_token_never_puts_mass_on_the_eot_slot():
+    # An extension at the root could end an empty token: its EOT mass reached the
+    # beam's distribution (slot 256, not a byte), and greedy stopped there early.
+    lm = ToyLM([b"", b"a", b"b"], logprobs_fn=lambda ctx: [2.0, 0.0, -1.0])
+    beam = await ByteBeamState.initial(lm, BeamParams(K=5))
+    for b in b"ab":
+        q = await beam.logp_next()
+        assert q.prob(256) == 0.0
+        assert q.total() == pytest.approx(1.0)
+        beam = await (beam.prune() << b)
+    assert len(await beam.greedy(b"", 4)) == 4
