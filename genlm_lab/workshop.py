@@ -13,6 +13,7 @@ checking cells (plain asserts with explanations) untouched.
 
 from __future__ import annotations
 
+import keyword
 import re
 from pathlib import Path
 
@@ -26,7 +27,11 @@ _BLOCK = re.compile(
     rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}[^\n]*\n(?P<body>.*?)^[ \t]*{re.escape(END)}[^\n]*$",
     re.MULTILINE | re.DOTALL,
 )
-_ASSIGN = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=(?!=)")
+_KEYWORD = "|".join(keyword.kwlist)  # `else: x = 1` is no annotation
+_ASSIGN = re.compile(
+    r"^(?P<lhs>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*"
+    rf"|(?!(?:{_KEYWORD})\b)[A-Za-z_][\w.]*\s*:\s*[^=]+?)\s*=(?!=)"  # or `x: int = 1`
+)
 
 
 def blank_answer(source: str) -> str:

@@ -87,3 +87,15 @@ def test_reset_exercises_on_json_that_is_no_notebook_is_a_value_error(tmp_path, 
     path.write_text(text)
     with pytest.raises(ValueError, match="not a Jupyter notebook"):
         reset_exercises(path)
+
+
+def test_blank_answer_keeps_annotated_assignments():
+    # `x: int = 1` matched no pattern: the name vanished and the checking cell hit a NameError
+    source = f"{BEGIN}\nx: int = 1\nys: dict[str, int] = {{}}\nelse: y = 2\nn: int\n{END}"
+    assert blank_answer(source).splitlines() == [
+        BEGIN,
+        PLACEHOLDER,
+        "x: int = ...",
+        "ys: dict[str, int] = ...",
+        END,
+    ]
