@@ -49,7 +49,9 @@ def trie_data(
             token starts with `prefix`.
     """
     if ws is not None:
-        arr = np.asarray(ws.detach().cpu() if hasattr(ws, "detach") else ws, dtype=np.float64)
+        if hasattr(ws, "detach"):  # torch: numpy reads no bfloat16, so widen in torch first
+            ws = ws.detach().cpu().double()
+        arr = np.asarray(ws, dtype=np.float64)
         if arr.ndim != 1 or len(arr) not in (trie.n_tokens, trie.n_nodes):
             raise ValueError(
                 f"weights of shape {arr.shape} do not fit this trie: expected one weight per "
@@ -307,4 +309,6 @@ def _next_token_probs(llm: Any, context: str) -> np.ndarray:
     if llm.bos_token_id is not None:
         ids = [llm.bos_token_id, *ids]
     logps = llm.next_token_logprobs_sync(ids)
-    return np.exp(np.asarray(logps.detach().cpu(), dtype=np.float64))
+    if hasattr(logps, "detach"):  # a bfloat16 model's log-probs: numpy cannot read them
+        logps = logps.detach().cpu().double()
+    return np.exp(np.asarray(logps, dtype=np.float64))

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -140,3 +141,13 @@ def test_constructor_checks_depth_and_top_k_like_update(trie, key, value):
 def test_prefix_typed_back_from_a_label_is_the_same_bytes(prefix):
     # the prefix box shows escape_bytes labels; \t and \r came back as a backslash and a letter
     assert tv._parse_prefix(escape_bytes(prefix, visible_space=True)) == prefix
+
+
+def test_bfloat16_torch_weights_are_read(trie):
+    # numpy cannot read a bfloat16 tensor: "Got unsupported ScalarType BFloat16"
+    ws = torch.tensor(_ws(), dtype=torch.bfloat16)
+    data = trie_data(trie, ws, b"", depth=10, top_k=50, draw=False)
+    want = ws.double().numpy()
+    for node in data["nodes"]:
+        if node["is_leaf"]:
+            assert node["prob"] == pytest.approx(want[node["token_id"]] / want.sum())
