@@ -72,6 +72,7 @@ class RequestBatcher:
     async def _serve(self) -> None:
         queue = self._queue
         assert queue is not None
+        loop = asyncio.get_running_loop()
         groups: dict[Hashable, list] = {}
         try:
             while True:
@@ -88,11 +89,13 @@ class RequestBatcher:
             # Stopped (cleanup, shutdown): answer what was already asked. Cancelling
             # would raise CancelledError in callers that were never cancelled, and
             # one trie serves many callers (every beam over a model shares one).
-            while not queue.empty():
-                key, payload, future = queue.get_nowait()
-                groups.setdefault(key, []).append((payload, future))
-            for key, items in groups.items():
-                self._serve_group(key, items)
+            # A loop already closed (the task garbage-collected) has no one to answer.
+            if not loop.is_closed():
+                while not queue.empty():
+                    key, payload, future = queue.get_nowait()
+                    groups.setdefault(key, []).append((payload, future))
+                for key, items in groups.items():
+                    self._serve_group(key, items)
 
     def _serve_group(self, key: Hashable, items: list) -> None:
         live = [(p, f) for p, f in items if not f.done()]
