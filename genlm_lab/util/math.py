@@ -8,9 +8,18 @@ from collections.abc import Iterable
 import numpy as np
 
 
+def _as_array(values: Iterable[float]) -> np.ndarray:
+    """float64 array of log-weights from a list, generator, numpy array or torch tensor."""
+    if hasattr(values, "detach"):  # torch: numpy reads no bfloat16, so widen in torch first
+        values = values.detach().cpu().double()
+    elif not isinstance(values, np.ndarray):
+        values = list(values)
+    return np.asarray(values, dtype=np.float64)
+
+
 def logsumexp(values: Iterable[float]) -> float:
     """log(sum(exp(v))) without overflow; -inf for an empty or all -inf input, NaN if any is NaN."""
-    arr = np.asarray(list(values), dtype=np.float64)
+    arr = _as_array(values)
     if arr.size == 0:
         return -math.inf
     top = arr.max()
@@ -23,7 +32,7 @@ def logsumexp(values: Iterable[float]) -> float:
 
 def logmeanexp(values: Iterable[float]) -> float:
     """log(mean(exp(v))): the log of an average of weights given in log space."""
-    arr = np.asarray(list(values), dtype=np.float64)
+    arr = _as_array(values)
     if arr.size == 0:
         return -math.inf
     return logsumexp(arr) - math.log(arr.size)
@@ -38,7 +47,7 @@ def normalize_log_weights(log_weights: Iterable[float]) -> np.ndarray:
     All -inf gives all zeros; +inf entries share the whole mass equally (the
     limit as they grow); any NaN gives all NaN.
     """
-    arr = np.asarray(list(log_weights), dtype=np.float64)
+    arr = _as_array(log_weights)
     if arr.size == 0:
         return arr
     top = arr.max()

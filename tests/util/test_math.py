@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,3 +57,13 @@ def test_plus_inf_log_weights_take_the_whole_mass_equally():
 def test_equal_weights_of_any_magnitude_share_the_mass_equally(x, n):
     # -1e300 + log(n) rounds back to -1e300: normalising by the log total gave n/n-ths
     np.testing.assert_allclose(normalize_log_weights([x] * n), [1.0 / n] * n, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_torch_tensors_of_any_float_dtype_are_read(dtype):
+    # a bfloat16 tensor raised "Got unsupported ScalarType BFloat16"
+    t = torch.tensor([0.0, -1.5, -math.inf, 2.0], dtype=dtype)
+    plain = [float(x) for x in t.tolist()]
+    assert logsumexp(t) == pytest.approx(logsumexp(plain))
+    assert logmeanexp(t) == pytest.approx(logmeanexp(plain))
+    assert np.allclose(normalize_log_weights(t), normalize_log_weights(plain))
