@@ -107,8 +107,16 @@ class Chart(dict):
         return self.top(len(self))
 
     def normalize(self) -> Chart:
-        """Values divided by their sum (unchanged when the sum is zero)."""
+        """Values divided by their sum (unchanged when the sum is zero).
+
+        Raises:
+            ValueError: if the sum is infinite or NaN (every value would read NaN or 0).
+        """
         total = self.sum()
+        if isinstance(total, float) and not math.isfinite(total):
+            raise ValueError(
+                f"Chart.normalize(): the values sum to {total}, which cannot be divided out"
+            )
         if total == 0:
             return self.copy()
         return Chart(self.zero, [(k, v / total) for k, v in self.items()])

@@ -123,3 +123,10 @@ def test_metric_is_nan_whenever_a_difference_is_nan_whatever_the_key_order():
         mine = Chart(0.0, {keys[0]: 1.0, keys[1]: math.nan})
         other = {keys[0]: 5.0, keys[1]: 1.0}
         assert math.isnan(mine.metric(other))
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_normalize_refuses_an_infinite_or_nan_total(bad):
+    # {a: inf, b: 2} normalised to {a: nan, b: 0.0} without a word
+    with pytest.raises(ValueError, match="sum to"):
+        Chart(0.0, {"a": bad, "b": 2.0}).normalize()
