@@ -48,20 +48,23 @@ class StatefulByteLM(ABC):
             state = await (state.prune() << b)
         return state
 
-    async def greedy(self, context: bytes, steps: int) -> bytes:
-        """`context` followed by `steps` most likely bytes (stops early at EOS)."""
+    async def greedy(self, context: bytes | str, steps: int) -> bytes:
+        """`context` (bytes, or text as UTF-8) then up to `steps` most likely bytes.
+
+        Stops early at EOS, which is not appended.
+        """
         return await self._generate(context, steps, lambda q: q.argmax())
 
     async def sample(
         self,
-        context: bytes,
+        context: bytes | str,
         steps: int,
         draw: Callable[[Chart], int] = sample_dict,
     ) -> bytes:
         """`context` followed by `steps` sampled bytes (stops early at EOS).
 
         Args:
-            context: bytes to condition on.
+            context: bytes (or text, UTF-8 encoded) to condition on.
             steps: the most bytes to generate.
             draw: picks a slot from a `Chart` of probabilities.
         """
@@ -69,12 +72,21 @@ class StatefulByteLM(ABC):
 
         return await self._generate(context, steps, lambda q: draw(q.map_values(math.exp)))
 
-    async def _generate(self, context: bytes, steps: int, pick: Callable[[Chart], int]) -> bytes:
-        if steps < 0:
-            raise ValueError(f"steps must be >= 0, got {steps}")
-        out = list(bytes(context))
+    async def _generate(
+        self, context: bytes | str, steps: int, pick: Callable[[Chart], int]
+    ) -> bytes:
+        if isinstance(steps, bool) or not hasattr(steps, "__index__") or int(steps) < 0:
+            raise ValueError(f"steps must be an int >= 0, got {steps!r}")
+        if isinstance(context, str):
+            context = context.encode("utf-8")  # as prefill reads text
+        try:
+            if isinstance(context, int):  # bytes(3) would be three zero bytes
+                raise TypeError
+            out = list(bytes(context))
+        except (TypeError, ValueError):
+            raise ValueError(f"context must be bytes or text, got {context!r}") from None
         state = await self.prefill(out)
-        for _ in range(steps):
+        for _ in range(int(steps)):
             q = (await state.logp_next()).materialize()
             b = int(pick(q))
             if b >= 256:

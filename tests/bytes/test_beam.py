@@ -456,3 +456,21 @@ async def test_an_empty_token_never_puts_mass_on_the_eot_slot():
         assert q.total() == pytest.approx(1.0)
         beam = await (beam.prune() << b)
     assert len(await beam.greedy(b"", 4)) == 4
+
+
+async def test_greedy_and_sample_take_text_like_prefill_and_check_steps():
+    lm = ToyLM([b"a", b"b", b"ab", b"ba"], seed=7)
+    beam = await ByteBeamState.initial(lm, BeamParams(K=4))
+    assert await beam.greedy("ab", 3) == await beam.greedy(b"ab", 3)
+    assert (await beam.sample("ab", 2)).startswith(b"ab")
+    for bad in (-1, 2.5, "3", None):
+        with pytest.raises(ValueError, match="steps"):
+            await beam.greedy(b"a", bad)
+    with pytest.raises(ValueError, match="context"):
+        await beam.greedy(7, 2)
+
+
+async def test_greedy_stops_at_eos_without_appending_it():
+    lm = ToyLM([b"a", b"b", EOS_TOKEN], logprobs_fn=lambda ctx: [0.0, -1.0, 5.0 * (len(ctx) >= 2)])
+    beam = await ByteBeamState.initial(lm, BeamParams(K=4, eos_tokens=[EOS_TOKEN]))
+    assert await beam.greedy(b"", 10) == b"aa"  # then EOS is the most likely slot
