@@ -26,6 +26,8 @@ from genlm_lab.trie._base import _TrieBase
 from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
 from genlm_lab.trie.async_trie import _AsyncTrie, check_request
 
+_EDGE_KEYS = frozenset([*range(256), EOS])
+
 
 class TrieMode(Enum):
     """How EOS tokens count in `weight_sum`."""
@@ -109,9 +111,15 @@ class TokenByteTrie(_TrieBase):
         kernel: str | None = None,
     ):
         words = as_byte_vocab(decode)
-        if isinstance(eot_token, (bytes, bytearray)) or (
-            isinstance(eot_token, int) and 0 <= eot_token <= 255 or eot_token == EOS
-        ):
+        try:
+            # `in` a set: anything equal to a byte or EOS (97.0, np.int64(97), True)
+            # would share its dict key, and one edge would overwrite the other.
+            collides = isinstance(eot_token, (bytes, bytearray)) or eot_token in _EDGE_KEYS
+        except TypeError:
+            raise ValueError(
+                f"eot_token {eot_token!r} must be hashable (it keys trie edges)"
+            ) from None
+        if collides:
             raise ValueError(
                 f"eot_token {eot_token!r} would collide with a byte or atomic edge; "
                 "use None (default) or a value such as 256"

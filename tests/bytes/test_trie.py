@@ -130,6 +130,11 @@ def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below(kernel):
         ({"device": "metal"}, "device 'metal'"),
         ({"kernel": "cuda"}, "kernel 'cuda' is unknown"),
         ({"eot_token": 65}, "eot_token 65 would collide"),
+        # equal (and hashing alike) to a byte edge: the EOT leaf was overwritten
+        ({"eot_token": np.int64(97)}, r"eot_token .*97\)? would collide"),
+        ({"eot_token": 97.0}, "eot_token 97.0 would collide"),
+        ({"eot_token": True}, "eot_token True would collide"),
+        ({"eot_token": ["x"]}, "eot_token .* hashable"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
