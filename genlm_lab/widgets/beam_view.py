@@ -73,13 +73,17 @@ def step_view(step: Any, index: int = 0) -> dict:
 
 
 def beam_data(
-    steps: Sequence[Any], text: bytes | None = None, current: int | None = None, error: str = ""
+    steps: Sequence[Any],
+    text: bytes | str | None = None,
+    current: int | None = None,
+    error: str = "",
 ) -> dict:
     """View data of a beam's history: the current step, logZ and LM calls over bytes.
 
     Args:
         steps: the `BeamStep`s (`beam.history`), position 0 first.
-        text: the bytes being read, to show what is consumed and what is left.
+        text: the bytes being read (str is UTF-8 encoded), to show what is
+            consumed and what is left.
         current: the step index shown (default: the last).
         error: a message to show (e.g. the beam emptied).
     """
@@ -92,6 +96,8 @@ def beam_data(
     cur = len(heads) - 1 if current is None else current
     if heads and not 0 <= cur < len(heads):
         raise ValueError(f"current step {cur} is outside 0..{len(heads) - 1}")
+    if isinstance(text, str):  # as BeamView takes it
+        text = text.encode("utf-8")
     text = b"" if text is None else bytes(text)
     return {
         "kind": "beam",

@@ -172,3 +172,10 @@ async def test_a_negative_back_from_the_browser_is_shown_not_raised(odd_llm):
     view._on_msg(view, {"action": "back", "n": -3}, [])
     data = view.view_data()
     assert "step count" in data["error"] and view.position == data["position"] == shown
+
+
+async def test_beam_data_takes_text_as_str_like_beam_view(odd_llm):
+    # bytes("ab") raised "string argument without an encoding"
+    beam = await _beam(odd_llm, b"ab")
+    assert beam_data(beam.history, "ab") == beam_data(beam.history, b"ab")
+    assert beam_data(beam.history, "ab") == BeamView(beam, "ab").view_data()
