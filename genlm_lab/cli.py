@@ -149,10 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--no-model", action="store_true", help="skip loading the model")
     doctor.set_defaults(func=_cmd_doctor)
 
-    lab = sub.add_parser("lab", help="start JupyterLab on the bundled notebooks")
+    lab = sub.add_parser(
+        "lab",
+        help="start JupyterLab on the bundled notebooks",
+        epilog="Any other argument (e.g. --port 8890 --no-browser) is passed on to jupyter lab.",
+    )
     lab.add_argument("--dir", help="notebook folder (default: the bundled notebooks/)")
-    lab.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to jupyter lab")
-    lab.set_defaults(func=_cmd_lab)
+    lab.set_defaults(func=_cmd_lab, extra=[])
 
     report = sub.add_parser("report", help="write a standalone HTML page of an SMC record")
     report.add_argument("record", help="an SMCRecord JSON file (smc_standard(..., json_file=...))")
@@ -170,7 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `genlm-lab` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # `lab` passes what it does not know on to jupyter lab (options included, in order);
+    # a REMAINDER positional refused any option there ("unrecognized arguments: --port").
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "lab":
+        args.extra = unknown[1:] if unknown[:1] == ["--"] else unknown
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, unreadable / unwritable files

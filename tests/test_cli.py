@@ -3,6 +3,9 @@
 import subprocess
 import sys
 
+import pytest
+
+from genlm_lab import cli
 from genlm_lab.cli import build_parser, doctor_lines, main
 
 
@@ -73,3 +76,22 @@ def test_lab_with_a_missing_dir_names_it(tmp_path, capsys):
     assert main(["lab", "--dir", str(missing)]) == 2
     err = capsys.readouterr().err
     assert str(missing) in err and err.count("\n") == 1
+
+
+def test_lab_passes_jupyter_options_on_in_order(tmp_path, monkeypatch):
+    # argparse refused them: "unrecognized arguments: --port"
+    calls = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    argv = ["lab", "--dir", str(tmp_path), "--port", "8890", "--no-browser"]
+    assert main(argv) == 0
+    assert calls[-1][-3:] == ["--port", "8890", "--no-browser"]
+    assert f"--notebook-dir={tmp_path}" in calls[-1]
+    assert main(["lab", "--dir", str(tmp_path), "--", "--port", "8890"]) == 0
+    assert calls[-1][-2:] == ["--port", "8890"] and "--" not in calls[-1]
+
+
+def test_other_commands_still_refuse_unknown_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["doctor", "--bogus"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
