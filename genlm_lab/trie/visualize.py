@@ -54,6 +54,17 @@ def _edge_label(trie: Any, kind: str, key: Any, child: int) -> str:
     return escape_bytes(bytes([key]), visible_space=True)
 
 
+def _count(name: str, value: Any, least: int) -> int | None:
+    """`value` as an int >= `least` (None stays None), or one ValueError naming it."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < least:
+        raise ValueError(f"{name} must be an int >= {least} or None, got {value!r}")
+    return int(value)
+
+
 def subtrie_data(
     trie: Any,
     ws: Any = None,
@@ -95,10 +106,8 @@ def subtrie_data(
     """
     if isinstance(prefix, str):
         prefix = prefix.encode("utf-8")
-    if depth is not None and depth < 0:
-        raise ValueError(f"depth must be >= 0 or None, got {depth}")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+    depth = _count("depth", depth, 0)
+    top_k = _count("top_k", top_k, 1)
     start = trie.find(prefix)
     if start is None:
         raise ValueError(f"no token starts with prefix {prefix!r}: it is not a node of the trie")

@@ -86,6 +86,10 @@ def test_byte_trie_marks_eot_eos_and_escapes_bytes():
         ({"prefix": b"zz"}, "no token starts with prefix b'zz'"),
         ({"depth": -1}, "depth"),
         ({"top_k": 0}, "top_k"),
+        ({"top_k": 1.5}, "top_k"),  # was a TypeError from slicing
+        ({"top_k": True}, "top_k"),
+        ({"depth": "2"}, "depth"),  # was a TypeError from comparing
+        ({"depth": 1.5}, "depth"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
