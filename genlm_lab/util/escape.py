@@ -67,7 +67,12 @@ def byte_label(byte: int | None) -> str:
 
     Args:
         byte: 0..255 for a byte, 256 for end of token, 257 (or None) for EOS.
+
+    Raises:
+        ValueError: for any other value.
     """
+    if byte is not None and (isinstance(byte, bool) or not 0 <= byte <= 257 or byte != int(byte)):
+        raise ValueError(f"byte slot {byte!r} is none of 0..255 (a byte), 256 (EOT), 257 (EOS)")
     if byte is None or byte == 257:
         return "EOS"
     if byte == 256:

@@ -1,5 +1,6 @@
 """Byte escaping: readable, reversible in meaning, and never injects markup."""
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,3 +37,10 @@ def test_byte_slot_labels():
     assert byte_label(257) == "EOS" and byte_label(None) == "EOS"
     assert byte_label(ord(" ")) == "␣"
     assert byte_label(0xFF) == "\\xff"
+
+
+@pytest.mark.parametrize("bad", [-1, 258, 1000, 2.5])
+def test_byte_slot_label_of_an_impossible_slot_names_it(bad):
+    # bytes([258]) said only "bytes must be in range(0, 256)"; 2.5 gave a TypeError
+    with pytest.raises(ValueError, match=f"byte slot {bad!r} is none of"):
+        byte_label(bad)
