@@ -147,15 +147,54 @@ class Chart(dict):
         return max(gaps, default=0)
 
     def assert_equal(
-        self, want: dict, *, domain: Iterable | None = None, tol: float = 1e-5
+        self,
+        want: dict,
+        *,
+        domain: Iterable | None = None,
+        tol: float = 1e-5,
+        verbose: bool = False,
+        throw: bool = True,
     ) -> None:
-        """Raise `AssertionError` naming every key whose values differ by more than tol."""
+        """Raise `AssertionError` naming every key whose values differ by more than tol.
+
+        Args:
+            want: the expected values (a mapping; missing keys read as `zero`).
+            domain: the keys to compare (default: the union of both charts' keys).
+            tol: the largest absolute difference that counts as equal.
+            verbose: print one line per key, marked ✓ or ✗.
+            throw: raise on a difference (False: only print, with verbose).
+
+        Raises:
+            ValueError: if both `verbose` and `throw` are False (nothing would be checked).
+        """
+        if not (verbose or throw):
+            raise ValueError("assert_equal(verbose=False, throw=False) would check nothing")
         want = want if isinstance(want, Chart) else Chart(self.zero, want)
         keys = self.keys() | want.keys() if domain is None else domain
-        bad = [(k, self[k], want[k]) for k in keys if not _gap(self[k], want[k]) <= tol]
-        if bad:
+        bad = []
+        for k in keys:
+            ok = _gap(self[k], want[k]) <= tol
+            if not ok:
+                bad.append((k, self[k], want[k]))
+            if verbose:
+                print(
+                    f"{'✓' if ok else '✗'} {k!r}: {self[k]}" + ("" if ok else f", want {want[k]}")
+                )
+        if bad and throw:
             lines = "\n".join(f"  {k!r}: got {g}, want {w}" for k, g, w in bad)
             raise AssertionError(f"{len(bad)} value(s) differ by more than {tol}:\n{lines}")
+
+    def compare(self, other: dict, *, domain: Iterable | None = None):
+        """A DataFrame with one row per key: `key`, `self`, `other` and their gap `metric`."""
+        import pandas as pd
+
+        other = other if isinstance(other, Chart) else Chart(self.zero, other)
+        keys = self.keys() | other.keys() if domain is None else domain
+        rows = [
+            {"key": k, "self": self[k], "other": other[k], "metric": _gap(self[k], other[k])}
+            for k in keys
+        ]
+        return pd.DataFrame(rows, columns=["key", "self", "other", "metric"])
 
     def to_dict(self) -> dict:
         return dict(self)

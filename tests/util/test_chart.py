@@ -130,3 +130,25 @@ def test_normalize_refuses_an_infinite_or_nan_total(bad):
     # {a: inf, b: 2} normalised to {a: nan, b: 0.0} without a word
     with pytest.raises(ValueError, match="sum to"):
         Chart(0.0, {"a": bad, "b": 2.0}).normalize()
+
+
+def test_assert_equal_takes_the_genlm_verbose_and_throw_options(capsys):
+    # the GenLM Chart signature (verbose=, throw=) was a TypeError here
+    got, want = Chart(0.0, {"a": 1.0, "b": 2.0}), {"a": 1.0, "b": 2.5}
+    got.assert_equal(want, verbose=True, throw=False)
+    lines = sorted(capsys.readouterr().out.splitlines())
+    assert lines == ["✓ 'a': 1.0", "✗ 'b': 2.0, want 2.5"]
+    with pytest.raises(AssertionError, match="'b': got 2.0, want 2.5"):
+        got.assert_equal(want, verbose=True)
+    with pytest.raises(ValueError, match="check nothing"):
+        got.assert_equal(want, verbose=False, throw=False)
+
+
+def test_compare_lists_every_key_with_its_gap():
+    mine = Chart(0.0, {"a": 1.0, "b": -math.inf})
+    table = mine.compare({"a": 1.5, "c": 2.0}).set_index("key")
+    assert sorted(table.index) == ["a", "b", "c"]
+    assert table.loc["a"].tolist() == [1.0, 1.5, 0.5]
+    assert table.loc["c"].tolist() == [0.0, 2.0, 2.0]
+    assert table.loc["b", "metric"] == math.inf
+    assert list(mine.compare({}, domain=["a"])["key"]) == ["a"]
