@@ -177,6 +177,19 @@ class ByteBeamState(StatefulByteLM):
         kept = {id(e) for e in keep}
         return keep, [e for e in cands if id(e) not in kept]
 
+    async def extend(self, logZ: float) -> list[LazyTrieState]:
+        """The candidates' token-committing extensions, materialized (seed API).
+
+        Those whose share of `logZ` plus all extension weights is at most
+        `prune_threshold` are left out. `logp_next` and `<<` do this themselves.
+        """
+        cands = [e for s in self.states for e in s.extensions()]
+        total = logsumexp([float(logZ)] + [e.weight for e in cands])
+        cut = self.params.log_prune_threshold
+        keep = [e for e in cands if e.weight - total > cut]
+        await self._evaluate(keep)
+        return keep
+
     async def _evaluate(self, states: list[LazyTrieState]) -> int:
         """Materialize `states` concurrently; the number of LM calls this call made.
 

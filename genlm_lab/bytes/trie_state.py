@@ -127,6 +127,13 @@ class LazyTrieState:
         """The edges leaving the current node (byte -> child, EOT keys -> leaves)."""
         return self._t.children[self.node]
 
+    def get_EOT(self) -> int | None:  # noqa: N802 - seed API name
+        """The leaf of the token ending at this node, or None (seed API).
+
+        With duplicate byte strings, the lowest token id's leaf (see `extensions`).
+        """
+        return self._t.children[self.node].get(self._t.eot_token)
+
     def with_mode(self, mode: TrieMode) -> LazyTrieState:
         """The same candidate, with tokens started from now on read in `mode`.
 

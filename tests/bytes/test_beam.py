@@ -474,3 +474,20 @@ async def test_greedy_stops_at_eos_without_appending_it():
     lm = ToyLM([b"a", b"b", EOS_TOKEN], logprobs_fn=lambda ctx: [0.0, -1.0, 5.0 * (len(ctx) >= 2)])
     beam = await ByteBeamState.initial(lm, BeamParams(K=4, eos_tokens=[EOS_TOKEN]))
     assert await beam.greedy(b"", 10) == b"aa"  # then EOS is the most likely slot
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3])
+async def test_extend_returns_the_materialized_extensions_above_the_threshold(threshold):
+    # The seed's ByteBeamState.extend(logZ): shares are taken of logZ plus every
+    # extension's weight.
+    lm = ToyLM([b"a", b"ab", b"b", b"ba", b"a", EOS_TOKEN], seed=4, eos=EOS_TOKEN)
+    params = BeamParams(K=5, prune_threshold=threshold, eos_tokens=[EOS_TOKEN])
+    beam = await (await ByteBeamState.initial(lm, params) << ord("a"))
+    cands = [e for s in beam.states for e in s.extensions()]
+    assert len(cands) == 2  # the two ids of "a"
+    logZ = beam.logZ
+    total = np.logaddexp.reduce([logZ] + [e.weight for e in cands])
+    want = [e for e in cands if math.exp(e.weight - total) > threshold]
+    got = await beam.extend(logZ)
+    assert [id(e) for e in got] == [id(e) for e in want]
+    assert all(e.materialized for e in got)

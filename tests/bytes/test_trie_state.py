@@ -156,3 +156,17 @@ def test_a_failed_materialize_reaches_every_caller_and_can_be_retried():
         return await s.materialize()
 
     assert asyncio.run(go()).materialized
+
+
+def test_get_eot_is_the_leaf_of_the_token_ending_here():
+    lm, trie = setup()
+
+    async def go():
+        s = await LazyTrieState.initial(lm, trie).materialize()
+        return s, s << ord("a"), (s << ord("a")) << ord("b")
+
+    root, sa, sab = asyncio.run(go())
+    t = trie.trie
+    assert root.get_EOT() is None  # no empty token
+    assert t.leaf2token_id[sa.get_EOT()] == 0 and t.leaf2token_id[sab.get_EOT()] == 1
+    assert sa.extend().lm_state.context[-1] == t.leaf2token_id[sa.get_EOT()]
