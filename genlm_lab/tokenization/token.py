@@ -76,6 +76,16 @@ class Token(bytes):
     def __hash__(self) -> int:
         return bytes.__hash__(self)
 
+    @staticmethod
+    def as_bytes(x: bytes) -> bytes:
+        """The plain bytes of a `Token`; any other value is returned as it is."""
+        return x.byte_string if isinstance(x, Token) else x
+
+    @staticmethod
+    def is_plain_bytes(x: object) -> bool:
+        """Whether `x` is `bytes` but not a `Token`."""
+        return isinstance(x, bytes) and not isinstance(x, Token)
+
     def __repr__(self) -> str:
         return f"Token({self.token_id}, {bytes(self)!r})"
 

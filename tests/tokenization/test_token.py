@@ -44,3 +44,13 @@ def test_token_id_must_be_an_integer():
     for good in (np.int64(4), torch.tensor(4), 4):
         tok = Token(good, b"a")
         assert tok.token_id == 4 and type(tok.token_id) is int
+
+
+def test_genlm_helpers_as_bytes_and_is_plain_bytes():
+    # GenLM's Token.as_bytes / Token.is_plain_bytes were missing (AttributeError)
+    tok = Token(5, b"ab")
+    plain = Token.as_bytes(tok)
+    assert plain == b"ab" and type(plain) is bytes
+    assert Token.as_bytes(b"xy") == b"xy" and Token.as_bytes(3) == 3
+    assert Token.is_plain_bytes(b"ab") and not Token.is_plain_bytes(tok)
+    assert not Token.is_plain_bytes("ab")
