@@ -491,3 +491,36 @@ async def test_extend_returns_the_materialized_extensions_above_the_threshold(th
     got = await beam.extend(logZ)
     assert [id(e) for e in got] == [id(e) for e in want]
     assert all(e.materialized for e in got)
+
+
+@SETTINGS
+@given(
+    st.lists(st.text(alphabet="ab$", min_size=2, max_size=3), max_size=6, unique=True),
+    st.integers(0, 10_000),
+    st.text(alphabet="ab$", min_size=1, max_size=4),
+    st.sampled_from([b"$", b"$$"]),
+)
+def test_exact_when_eos_bytes_start_or_occur_in_other_tokens(words, seed, text, eos):
+    """EOS tokens that are prefixes of other tokens ("$" and "$a"): their mass is EOS only."""
+    vocab = sorted({w.encode() for w in words} | {b"a", b"b", b"$", eos})
+    lm = ToyLM(vocab, seed=seed, eos=eos)
+    eos_ids = (vocab.index(eos),)
+    prefix_prob, end_prob = make_oracle(lm, eos_ids=eos_ids)
+    text = text.encode()
+    exact = prefix_prob((), text)
+
+    async def go():
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[eos]))
+        if exact == 0:  # no tokenization without EOS tokens spells text: empty, said clearly
+            with pytest.raises(EmptyBeamError):
+                await read(beam, text)
+            return None
+        beam, logps = await read(beam, text)
+        return beam, logps, await beam.logp_next()
+
+    out = asyncio.run(go())
+    if out is not None:
+        beam, logps, q = out
+        assert beam.logZ == pytest.approx(log(exact), abs=1e-6)
+        assert sum(logps) == pytest.approx(beam.logZ, abs=1e-6)
+        assert q.prob(257) == pytest.approx(end_prob((), text) / exact, abs=1e-6)
