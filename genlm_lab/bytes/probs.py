@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -54,6 +55,10 @@ class LazyByteProbs:
 
     def __len__(self) -> int:
         return N_SLOTS
+
+    def __iter__(self) -> Iterator[float]:
+        """The values of the 258 slots, in slot order."""
+        return iter(self.ps.tolist())
 
     def prob(self, b: int | None) -> float:
         """Probability (not log) of one slot."""

@@ -52,3 +52,13 @@ def test_pretty_and_html_show_readable_labels():
     html = q._repr_html_()
     assert "␣" in html and "EOS" in html and "\\n" in html
     assert "'a'" in repr(q)
+
+
+def test_iterating_gives_the_258_slot_values():
+    # With __len__ and __getitem__ but no __iter__, iteration ran on to slot 258
+    # and list(q), sum(q) or a for loop raised the out-of-range ValueError.
+    q, p = make()
+    values = list(q)
+    assert len(values) == len(q) == 258
+    assert values == [q[i] for i in range(258)]
+    assert sum(math.exp(v) for v in q) == pytest.approx(p.sum())
