@@ -44,17 +44,47 @@ def blank_answer(source: str) -> str:
     def _blank(match: re.Match) -> str:
         indent = match["indent"]
         names = []
-        for line in match["body"].splitlines():
+        lines = match["body"].splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
             top_level = line.startswith(indent) and not line[len(indent) :][:1].isspace()
             assign = _ASSIGN.match(line[len(indent) :]) if top_level else None
             if assign:
                 names.append(f"{indent}{assign['lhs'].rstrip()} = ...")
             elif top_level and line[len(indent) :].startswith(("def ", "async def ")):
-                names.append(f"{line.rstrip()}\n{indent}    ...")
+                header, i = _def_header(lines, i)
+                names.append(f"{header}\n{indent}    ...")
+            i += 1
         body = "\n".join(names) if names else f"{indent}..."
         return f"{indent}{BEGIN}\n{indent}{PLACEHOLDER}\n{body}\n{indent}{END}"
 
     return _BLOCK.sub(_blank, source)
+
+
+def _def_header(lines: list[str], start: int) -> tuple[str, int]:
+    """The signature of the `def` at `lines[start]`, up to the colon that ends it.
+
+    A one-line body (`def f(x): return x`) is cut off and a signature over
+    several lines is kept whole. Returns the header and the index of its last line.
+    """
+    depth = 0
+    for j in range(start, len(lines)):
+        quote = None
+        for pos, ch in enumerate(lines[j]):
+            if quote:
+                quote = None if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#":
+                break
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == ":" and depth == 0:
+                return "\n".join([*lines[start:j], lines[j][: pos + 1]]), j
+    return "\n".join(line.rstrip() for line in lines[start:]), len(lines) - 1
 
 
 def _check_markers(source: str, n_blocks: int, where: str) -> None:

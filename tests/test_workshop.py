@@ -99,3 +99,26 @@ def test_blank_answer_keeps_annotated_assignments():
         "ys: dict[str, int] = ...",
         END,
     ]
+
+
+def test_blank_answer_cuts_one_line_bodies_and_keeps_long_signatures():
+    # `def f(x): return x + 1` kept its body (the answer leaked, then an indented `...`
+    # broke the cell); a signature over two lines kept only its first line
+    source = (
+        f"{BEGIN}\ndef f(x): return x + 1\n"
+        "def g(a: int,\n      b: dict = {'k': (1, 2)}) -> int:  # note\n    return a\n"
+        f"{END}"
+    )
+    blank = blank_answer(source)
+    assert "return" not in blank
+    assert blank.splitlines() == [
+        BEGIN,
+        PLACEHOLDER,
+        "def f(x):",
+        "    ...",
+        "def g(a: int,",
+        "      b: dict = {'k': (1, 2)}) -> int:",
+        "    ...",
+        END,
+    ]
+    compile(blank, "<cell>", "exec")  # the student's cell still runs
