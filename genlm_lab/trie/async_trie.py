@@ -114,6 +114,10 @@ class RequestBatcher:
         except Exception as e:  # noqa: BLE001 - handed to every waiting caller
             self._fail(live, e)
             return
+        if len(results) != len(live):  # would stop the task, leaving every caller waiting
+            error = RuntimeError(f"a batch of {len(live)} requests gave {len(results)} results")
+            self._fail(live, error)
+            return
         for (_, f), r in zip(live, results, strict=True):
             if not f.done():
                 f.set_result(r)

@@ -67,6 +67,20 @@ async def test_error_in_a_batch_reaches_every_waiting_caller_and_service_continu
     await trie.cleanup()
 
 
+async def test_a_batch_giving_the_wrong_number_of_rows_fails_its_callers_and_service_continues():
+    trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
+    good = trie.trie.batch_weight_sum
+    trie.trie.batch_weight_sum = lambda batch: good(batch)[:1]  # a broken kernel
+    ws = random_weights(4, len(VOCAB), 3)
+    results = await asyncio.wait_for(
+        asyncio.gather(*(trie.weight_sum(w) for w in ws), return_exceptions=True), 5
+    )
+    assert all(isinstance(r, RuntimeError) and "3 requests" in str(r) for r in results)
+    trie.trie.batch_weight_sum = good
+    np.testing.assert_allclose(await trie.weight_sum(ws[0]), good(ws[:1])[0])
+    await trie.cleanup()
+
+
 async def test_bad_request_fails_only_its_caller():
     trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
     ok = np.ones(len(VOCAB))
