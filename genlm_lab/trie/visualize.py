@@ -31,9 +31,13 @@ def _node_masses(trie: Any, ws: Any, mode: Any) -> np.ndarray | None:
     arr = np.asarray(ws.detach().cpu() if hasattr(ws, "detach") else ws, dtype=np.float64)
     if arr.ndim == 1 and len(arr) == trie.n_nodes:
         return arr  # already node masses
-    if mode is not None:
-        return trie.weight_sum(arr, mode)
-    return trie.weight_sum(arr)
+    if mode is None:
+        return trie.weight_sum(arr)
+    if not hasattr(trie, "eos_node"):  # only a TokenByteTrie has modes
+        raise ValueError(
+            f"mode {mode!r} is for a TokenByteTrie; a {type(trie).__name__} has no modes"
+        )
+    return trie.weight_sum(arr, mode)
 
 
 def _edge_kind(trie: Any, key: Any, child: int) -> str:

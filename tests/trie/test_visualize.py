@@ -97,6 +97,12 @@ def test_bad_arguments_raise_value_error(kwargs, match):
         subtrie_data(TokenCharacterTrie([b"a", b"b"]), **kwargs)
 
 
+def test_a_mode_for_a_character_trie_raises_value_error():
+    # TokenCharacterTrie.weight_sum takes no mode: it was a TypeError about arguments
+    with pytest.raises(ValueError, match="mode"):
+        subtrie_data(TokenCharacterTrie([b"a", b"b"]), np.ones(2), mode=TrieMode.WITH_EOS)
+
+
 @needs_dot
 def test_toylm_vocabulary_renders_to_svg_with_dot():
     lm = ToyLM([b"a", b"b", b"ab", b"\n", b"\xff", b'"q"', b"<e>"], eos=b"<e>")
