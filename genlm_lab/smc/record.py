@@ -57,18 +57,23 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _to_float(value: Any) -> float:
-    return _NONFINITE[value] if isinstance(value, str) else float(value)
+def _to_float(value: Any, key: str) -> float:
+    """A number of the record, or one ValueError naming its field."""
+    if isinstance(value, str) and value in _NONFINITE:
+        return _NONFINITE[value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise ValueError(f"record field {key!r} holds {value!r}, not a number")
 
 
 def _decode_entry(entry: dict) -> dict:
     out = dict(entry)
     for key in _LIST_FLOATS:
         if out.get(key) is not None:
-            out[key] = [_to_float(v) for v in out[key]]
+            out[key] = [_to_float(v, key) for v in out[key]]
     for key in _SCALAR_FLOATS:
         if out.get(key) is not None:
-            out[key] = _to_float(out[key])
+            out[key] = _to_float(out[key], key)
     return out
 
 
@@ -78,7 +83,9 @@ def _dumps(obj: Any) -> str:
 
 def _steps_on(entry: dict, i: int) -> bool:
     """Whether particle i of a step entry is still alive (neither finished nor of weight zero)."""
-    return not entry["finished"][i] and _to_float(entry["log_weights"][i]) > -math.inf
+    return (
+        not entry["finished"][i] and _to_float(entry["log_weights"][i], "log_weights") > -math.inf
+    )
 
 
 def _gives(ancestors: list | None, steer: bool) -> str:

@@ -298,3 +298,14 @@ async def test_interrupting_a_byte_level_run_resets_the_lm_under_its_beam():
     with pytest.raises(KeyboardInterrupt):
         await smc_standard(InterruptedBytes(ctx), 3, seed=0)
     assert lm.resets == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"), [("log_weights", ["abc"]), ("ess", "abc"), ("log_ml", True)]
+)
+async def test_a_record_field_that_is_not_a_number_is_one_value_error_naming_it(field, bad):
+    result = await smc_standard(GeometricWalk(), 3, seed=0)
+    data = json.loads(result.record.to_json())
+    data["steps"][0][field] = bad
+    with pytest.raises(ValueError, match=rf"record field '{field}' holds .*not a number"):
+        SMCRecord.from_json(json.dumps(data))

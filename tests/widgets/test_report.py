@@ -87,7 +87,7 @@ def _lines(tmp_path, step_fields):
     ("fields", "match"),
     [
         ({"step": "x"}, r"step entry 0: step 'x' is not an integer"),  # int()'s message before
-        ({"weight_increments": [None]}, "wrong type"),  # "missing float() argument ..." before
+        ({"weight_increments": [None]}, r"'weight_increments' holds None, not a number"),
     ],
 )
 def test_a_malformed_record_file_names_the_problem(tmp_path, fields, match):
