@@ -182,8 +182,8 @@ def subtrie_data(
 
 
 def _dot(text: str) -> str:
-    """Escape text for a graphviz label (backslashes are graphviz escapes)."""
-    return text.replace("\\", "\\\\")
+    """Escape text for a graphviz label (backslashes are escapes, & starts an entity)."""
+    return text.replace("\\", "\\\\").replace("&", "&amp;")
 
 
 def _fill(share: float) -> tuple[str, str]:

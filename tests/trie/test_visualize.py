@@ -137,3 +137,15 @@ def test_html_fallback_shows_every_node_escaped():
     assert page.count("<li>") == len(data["nodes"])
     assert "&lt;a&gt; #0" in page and "&amp;" in page and "\\n" in page
     assert "<a>" not in page  # token text never leaks as markup
+
+
+@pytest.mark.skipif(not dot_available(), reason="graphviz `dot` not installed")
+def test_tokens_that_look_like_entities_are_drawn_as_written():
+    """graphviz reads &lt; and &amp; in labels as entities: " &lt;" must not be drawn as " <"."""
+    import re
+    from html import unescape
+
+    trie = TokenCharacterTrie([b"&lt;", b"&amp;", b"<"])
+    svg = trie.visualize(np.ones(3), depth=7).pipe(format="svg").decode()
+    texts = [unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    assert "&lt; #0" in texts and "&amp; #1" in texts and "< #2" in texts
