@@ -9,6 +9,7 @@ _NAMED = {
     ord("\n"): "\\n",
     ord("\t"): "\\t",
     ord("\r"): "\\r",
+    ord("\\"): "\\\\",  # a backslash is doubled, so "\\n" (two bytes) never reads as a newline
 }
 
 
@@ -16,7 +17,7 @@ def escape_bytes(data: bytes, *, visible_space: bool = False) -> str:
     """Render bytes as readable text: printable UTF-8 as is, the rest as escapes.
 
     Valid UTF-8 characters that are printable are kept; newline, tab and carriage
-    return become ``\\n``, ``\\t``, ``\\r``; every other byte (control bytes,
+    return become ``\\n``, ``\\t``, ``\\r`` and a backslash ``\\\\``; every other byte (control bytes,
     bytes of an incomplete or invalid UTF-8 sequence) becomes ``\\xNN``.
 
     Args:

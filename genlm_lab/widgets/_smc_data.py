@@ -64,8 +64,8 @@ def _not_a_record(where: str, err: Exception) -> str:
     return f"{where} is not an SMC record: a field has the wrong type ({err})"
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_CONTROL = re.compile("[\\\\\x00-\x1f\x7f\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
 
 
 def _escape_char(m: re.Match) -> str:
@@ -81,7 +81,7 @@ def display_text(text: Any) -> str:
     if isinstance(text, (bytes, bytearray)):
         return escape_bytes(bytes(text))
     text = str(text)
-    if text.isprintable():  # nothing to escape: the common case, kept fast
+    if text.isprintable() and "\\" not in text:  # nothing to escape: the common case, fast
         return text
     quick = _CONTROL.sub(_escape_char, text)  # control chars and surrogate-escaped bytes
     if quick.isprintable():

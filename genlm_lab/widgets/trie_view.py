@@ -137,13 +137,13 @@ def trie_html(data: dict) -> str:
     return wrap("".join(parts), "trie")
 
 
-_NAMED_ESCAPES = {"\\n": b"\n", "\\t": b"\t", "\\r": b"\r"}
+_NAMED_ESCAPES = {"\\n": b"\n", "\\t": b"\t", "\\r": b"\r", "\\\\": b"\\"}
 
 
 def _parse_prefix(text: str) -> bytes:
     """Prefix typed in the browser: text with optional \\xNN escapes, ␣ for space.
 
-    It reads back what `escape_bytes` shows in the labels (\\n, \\t, \\r too).
+    It reads back what `escape_bytes` shows in the labels (\\n, \\t, \\r, \\\\ too).
     """
     out = bytearray()
     i = 0

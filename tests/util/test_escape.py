@@ -44,3 +44,14 @@ def test_byte_slot_label_of_an_impossible_slot_names_it(bad):
     # bytes([258]) said only "bytes must be in range(0, 256)"; 2.5 gave a TypeError
     with pytest.raises(ValueError, match=f"byte slot {bad!r} is none of"):
         byte_label(bad)
+
+
+def test_a_backslash_is_doubled_so_escapes_are_never_ambiguous():
+    assert escape_bytes(b"\\n") == "\\\\n" != escape_bytes(b"\n")
+    assert escape_bytes(b"\\xff") != escape_bytes(b"\xff")
+
+
+@given(st.binary(max_size=8), st.binary(max_size=8))
+def test_different_bytes_never_look_the_same(a, b):
+    if a != b:
+        assert escape_bytes(a) != escape_bytes(b)

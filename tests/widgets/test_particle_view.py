@@ -216,3 +216,10 @@ async def test_a_record_file_of_a_run_still_going_is_shown_as_unfinished(odd_llm
     view = ParticleView.from_record(path)
     assert view.view_data()["status"] == "unfinished"
     assert "SMC unfinished" in view._repr_html_()
+
+
+@pytest.mark.parametrize(("text", "other"), [("a\\nb", "a\nb"), (b"a\\nb", b"a\nb")])
+def test_particle_text_with_a_backslash_never_looks_like_an_escape(text, other):
+    from genlm_lab.widgets._smc_data import display_text
+
+    assert display_text(text) == "a\\\\nb" != display_text(other)

@@ -137,9 +137,10 @@ def test_constructor_checks_depth_and_top_k_like_update(trie, key, value):
         TrieView(trie, _ws(), **{key: value})
 
 
-@given(st.binary(max_size=12).filter(lambda b: b"\\" not in b and "␣".encode() not in b))
+@given(st.binary(max_size=12).filter(lambda b: "␣".encode() not in b))
 def test_prefix_typed_back_from_a_label_is_the_same_bytes(prefix):
-    # the prefix box shows escape_bytes labels; \t and \r came back as a backslash and a letter
+    # the prefix box shows escape_bytes labels; \t and \r came back as a backslash and a
+    # letter, and a backslash followed by "n" came back as a newline
     assert tv._parse_prefix(escape_bytes(prefix, visible_space=True)) == prefix
 
 
