@@ -26,6 +26,11 @@ def trie_for(model: Any, eos_tokens: Any, trie_opts: dict | None = None) -> Asyn
     Building the trie of a 49k-token vocabulary takes about a second, so beams
     over the same model share it (keyed weakly by the model object).
     """
+    if trie_opts and "eos_tokens" in trie_opts:
+        raise ValueError(
+            "trie_opts may not set eos_tokens: the beam's EOS tokens come from "
+            "BeamParams(eos_tokens=...)"
+        )
     key = _key(eos_tokens, trie_opts)
     try:
         per_model = _CACHE.setdefault(model, {})

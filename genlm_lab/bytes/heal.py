@@ -97,8 +97,7 @@ class TokenHealer:
     ) -> LazyTrieState | None:
         committed: list[int] = []
         splits = 0
-        await state.materialize()
-        event.lm_calls += 1
+        event.lm_calls += await state._materialize_counted()
         for b in data:
             nxt = state << b
             if nxt is None:
@@ -106,8 +105,7 @@ class TokenHealer:
                     return None
                 splits += 1
                 for ext in state.extensions():
-                    await ext.materialize()
-                    event.lm_calls += 1
+                    event.lm_calls += await ext._materialize_counted()
                     nxt = ext << b
                     if nxt is not None:
                         committed.append(ext.lm_state.context[-1])

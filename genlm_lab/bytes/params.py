@@ -20,10 +20,15 @@ class EmptyBeamError(ValueError):
 
         self.byte = byte
         self.position = position
+        self.reason = reason
         super().__init__(
             f"the beam is empty: no candidate can read byte {byte} ({byte_label(byte)!r}) "
             f"at position {position}; {reason}"
         )
+
+    def __reduce__(self) -> tuple:
+        # rebuilt from its three fields, so it crosses process pools and pickles
+        return type(self), (self.byte, self.position, self.reason)
 
 
 def _check_optional_count(name: str, value: Any) -> None:

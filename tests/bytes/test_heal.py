@@ -118,3 +118,38 @@ def test_healing_can_end_the_sequence_with_the_exact_weight():
     assert state.weight == pytest.approx(sum(logp), abs=1e-6)
     (event,) = beam.last_step.healing
     assert event.success and event.byte == 257
+
+
+def test_healing_records_only_the_lm_calls_it_makes():
+    """States healing replays from may be computed already: those cost no LM call."""
+
+    async def go():
+        lm = make_lm()
+        beam = await ByteBeamState.initial(lm, BeamParams(K=1))
+        for b in b"abc":
+            beam = beam.prune()
+            await beam.logp_next()
+            beam = await (beam << b)
+        return lm, beam
+
+    lm, beam = asyncio.run(go())
+    assert any(step.healing for step in beam.history)
+    assert sum(s.lm_calls + s.lm_calls_next for s in beam.history) == lm.stats["queries"]
+
+
+def test_empty_beam_error_survives_pickling():
+    import pickle
+
+    err = EmptyBeamError(ord("c"), 2, "healing found no split")
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.byte, again.position, again.reason, str(again)) == (
+        err.byte,
+        err.position,
+        err.reason,
+        str(err),
+    )
+
+
+def test_trie_opts_may_not_set_eos_tokens():
+    with pytest.raises(ValueError, match=r"trie_opts may not set eos_tokens.*BeamParams"):
+        asyncio.run(ByteBeamState.initial(make_lm(), BeamParams(K=1), {"eos_tokens": [0]}))
