@@ -10,6 +10,7 @@ the task answers the requests already queued (it never cancels them).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -46,32 +47,48 @@ class RequestBatcher:
 
     def __init__(self, run_batch: Callable[[Hashable, list], Sequence]):
         self._run_batch = run_batch
-        self._queue: asyncio.Queue | None = None
-        self._task: asyncio.Task | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # One queue and task per event loop: loops in several threads may share a
+        # trie (it is cached per model), and a future may only be answered on its
+        # own loop. Batches from different loops run one at a time.
+        self._served: dict[asyncio.AbstractEventLoop, tuple[asyncio.Queue, asyncio.Task]] = {}
+        self._served_lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self.batches = 0
         self.requests = 0
 
+    @property
+    def _task(self) -> asyncio.Task | None:
+        """The background task of the running loop, if any (None outside a loop)."""
+        try:
+            served = self._served.get(asyncio.get_running_loop())
+        except RuntimeError:
+            return None
+        return None if served is None else served[1]
+
     def start(self) -> None:
         """Start the background task on the running loop (a fresh queue per loop)."""
+        self._queue_of_running_loop()
+
+    def _queue_of_running_loop(self) -> asyncio.Queue:
         loop = asyncio.get_running_loop()
-        if self._task is not None and not self._task.done() and self._loop is loop:
-            return
-        self._loop = loop
-        self._queue = asyncio.Queue()
-        self._task = loop.create_task(self._serve())
+        with self._served_lock:
+            served = self._served.get(loop)
+            if served is not None and not served[1].done():
+                return served[0]
+            for old in [other for other in self._served if other.is_closed()]:
+                del self._served[old]
+            queue: asyncio.Queue = asyncio.Queue()
+            self._served[loop] = (queue, loop.create_task(self._serve(queue)))
+            return queue
 
     async def submit(self, key: Hashable, payload: Any) -> Any:
         """Queue one request and wait for its result."""
-        self.start()
+        queue = self._queue_of_running_loop()
         future = asyncio.get_running_loop().create_future()
-        assert self._queue is not None
-        self._queue.put_nowait((key, payload, future))
+        queue.put_nowait((key, payload, future))
         return await future
 
-    async def _serve(self) -> None:
-        queue = self._queue
-        assert queue is not None
+    async def _serve(self, queue: asyncio.Queue) -> None:
         loop = asyncio.get_running_loop()
         groups: dict[Hashable, list] = {}
         try:
@@ -101,10 +118,11 @@ class RequestBatcher:
         live = [(p, f) for p, f in items if not f.done()]
         if not live:
             return
-        self.batches += 1
-        self.requests += len(live)
         try:
-            results = self._run_batch(key, [p for p, _ in live])
+            with self._run_lock:
+                self.batches += 1
+                self.requests += len(live)
+                results = self._run_batch(key, [p for p, _ in live])
         except ValueError as e:
             if len(live) > 1:  # bad input: retry one by one, so only its caller fails
                 self._run_one_by_one(key, live)
@@ -131,7 +149,8 @@ class RequestBatcher:
     def _run_one_by_one(self, key: Hashable, items: list) -> None:
         for payload, f in items:
             try:
-                result = self._run_batch(key, [payload])[0]
+                with self._run_lock:
+                    result = self._run_batch(key, [payload])[0]
             except Exception as e:  # noqa: BLE001 - handed to this caller
                 self._fail([(payload, f)], e)
             else:
@@ -139,8 +158,10 @@ class RequestBatcher:
                     f.set_result(result)
 
     async def cleanup(self) -> None:
-        """Stop the background task and wait for it to finish."""
-        task, self._task = self._task, None
+        """Stop the running loop's background task and wait for it to finish."""
+        with self._served_lock:
+            served = self._served.pop(asyncio.get_running_loop(), None)
+        task = None if served is None else served[1]
         if task is not None and not task.done():
             task.cancel()
             try:
@@ -149,11 +170,21 @@ class RequestBatcher:
                 pass
 
     def shutdown(self) -> None:
-        """Cancel the background task without awaiting it (safe outside a loop)."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
+        """Cancel every loop's background task without awaiting it (safe outside a loop)."""
+        with self._served_lock:
+            served, self._served = list(self._served.items()), {}
+        for loop, (_, task) in served:
+            if task.done():
+                continue
             try:
-                task.cancel()
+                try:
+                    running = asyncio.get_running_loop()
+                except RuntimeError:
+                    running = None
+                if running is loop:
+                    task.cancel()
+                else:
+                    loop.call_soon_threadsafe(task.cancel)
             except RuntimeError:  # the loop is already closed
                 pass
 

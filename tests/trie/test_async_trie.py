@@ -136,3 +136,43 @@ async def test_cleanup_answers_queued_requests_instead_of_cancelling_or_leaving_
     # The trie serves again afterwards.
     assert (await trie.weight_sum(np.ones(len(VOCAB))))[0] == len(VOCAB)
     await trie.cleanup()
+
+
+def test_event_loops_in_two_threads_share_one_trie():
+    """A trie is cached per model; notebooks and servers may use it from two loops at once.
+
+    With one queue for all loops, a request could land in the other loop's queue
+    and never be answered (a timeout here); a tiny switch interval makes the
+    threads interleave often enough to show it.
+    """
+    import sys
+    import threading
+
+    trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
+    ws = random_weights(7, len(VOCAB), 8)
+    want = [trie.trie.weight_sum(w) for w in ws]
+    errors: list[BaseException] = []
+
+    async def many() -> None:
+        for _ in range(150):
+            got = await asyncio.wait_for(asyncio.gather(*(trie.weight_sum(w) for w in ws)), 2)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g, w)
+
+    def worker() -> None:
+        try:
+            asyncio.run(many())
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
