@@ -196,17 +196,26 @@ def _publish(tmp: Path, target: Path, is_complete: Callable[[Path], bool]) -> No
     exists and is not empty: that is another process's complete copy.
     """
     if target.exists() and not is_complete(target):
-        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
-        try:
-            os.rename(target, trash / "old")
-        except OSError:
-            pass  # another process moved it first
-        shutil.rmtree(trash, ignore_errors=True)
+        _move_aside_and_delete(target, "stale")
     try:
         os.rename(tmp, target)
     except OSError:
         if not is_complete(target):
             raise
+
+
+def _move_aside_and_delete(target: Path, why: str) -> None:
+    """Rename `target` into a fresh trash folder (atomic), then delete that folder.
+
+    A process still reading the old copy keeps its open files; one that renamed
+    it first wins, and this call then only removes its empty trash folder.
+    """
+    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-{why}-", dir=target.parent))
+    try:
+        os.rename(target, trash / "old")
+    except OSError:
+        pass  # another process moved it first
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _ensure_default_converted() -> Path:
@@ -233,12 +242,7 @@ def _rebuild_damaged_default(error: Exception) -> bool:
         stacklevel=3,
     )
     if target.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-damaged-", dir=target.parent))
-        try:
-            os.rename(target, trash / "old")
-        except OSError:
-            pass  # another process moved it first
-        shutil.rmtree(trash, ignore_errors=True)
+        _move_aside_and_delete(target, "damaged")
     _convert_default(target)
     return True
 
