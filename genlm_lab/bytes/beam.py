@@ -378,7 +378,10 @@ class ByteBeamState(StatefulByteLM):
         keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
         if not keep and self.states:
             keep = [0]  # states are sorted by weight, heaviest first
-        if len(keep) == len(self.states):
+        if len(keep) == len(self.states):  # nothing to drop: the same beam
+            step = self.last_step
+            if step is not None and self._hlen == len(self._history):
+                step.pruned_logZ = logZ
             return self
         if self._rows is not None:
             kept = set(keep)

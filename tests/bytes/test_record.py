@@ -57,6 +57,8 @@ def test_pruned_candidates_are_marked_and_next_distribution_kept():
         assert kept[0].log_weight == max(r.log_weight for r in step.candidates)
         if len(step.candidates) > 1:
             assert step.pruned_logZ == pytest.approx(kept[0].log_weight)
+        else:  # prune() kept the beam as it was: its logZ is recorded all the same
+            assert step.pruned_logZ == pytest.approx(step.logZ)
     for step in beam.history[:-1]:
         assert step.next_logprobs is not None and len(step.next_logprobs) == 258
         assert math.fsum(math.exp(x) for x in step.next_logprobs) == pytest.approx(1.0)
