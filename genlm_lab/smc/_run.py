@@ -124,6 +124,12 @@ def call_all(particles: Iterable[Any], method: str) -> list[Awaitable[Any]]:
     return out
 
 
+async def start_all(particles: Sequence[Any]) -> bool:
+    """Run every particle's `start()` together; True iff all of them died there."""
+    await gather_all(call_all(particles, "start"))
+    return bool(np.all(checked_weights(particles, 0) == -math.inf))
+
+
 class _Interrupt(Exception):
     """Carries a KeyboardInterrupt / SystemExit out of a particle's task.
 

@@ -26,6 +26,7 @@ from genlm_lab.smc._run import (
     gather_all,
     is_alive,
     seed_param,
+    start_all,
     untwist_finished,
     weights_of,
 )
@@ -131,8 +132,7 @@ async def _smc(
         try:
             particles = [copy.deepcopy(model) for _ in range(n)]
             before = weights_of(particles)
-            await gather_all(call_all(particles, "start"))
-            if np.all(checked_weights(particles, 0) == -math.inf):
+            if await start_all(particles):
                 return await run.stop_all_dead(particles, None)
             while any(is_alive(p) for p in particles):
                 for p in particles:
