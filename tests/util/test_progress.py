@@ -1,0 +1,82 @@
+"""progress_bar / progress_enabled: explicit choice wins, notebooks default on, silence is silent."""
+
+import sys
+import types
+
+import pytest
+import tqdm.auto
+
+from genlm_lab.util import progress as progress_mod
+from genlm_lab.util.progress import NullBar, progress_bar, progress_enabled
+
+
+def _fake_ipython(monkeypatch, shell):
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+
+
+def test_explicit_choice_wins_over_the_environment(monkeypatch):
+    _fake_ipython(monkeypatch, types.SimpleNamespace(kernel=object(), config={}))
+    assert progress_enabled(False) is False
+    monkeypatch.delitem(sys.modules, "IPython")
+    assert progress_enabled(True) is True
+
+
+def test_default_is_off_outside_a_kernel(monkeypatch):
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert progress_enabled(None) is False
+    # a terminal IPython shell is not a kernel: no bars there by default either
+    _fake_ipython(monkeypatch, types.SimpleNamespace(config={"TerminalIPythonApp": {}}))
+    assert progress_enabled(None) is False
+    _fake_ipython(monkeypatch, None)
+    assert progress_enabled(None) is False
+
+
+@pytest.mark.parametrize(
+    "shell",
+    [
+        types.SimpleNamespace(kernel=object(), config={}),
+        types.SimpleNamespace(config={"IPKernelApp": {"connection_file": "x.json"}}),
+    ],
+)
+def test_default_is_on_in_a_kernel(monkeypatch, shell):
+    _fake_ipython(monkeypatch, shell)
+    assert progress_enabled(None) is True
+
+
+def test_disabled_bar_prints_nothing_and_keeps_the_api(capsys):
+    with progress_bar(total=3, desc="quiet", enabled=False) as bar:
+        assert isinstance(bar, NullBar)
+        for _ in range(3):
+            bar.update()
+        bar.set_postfix(alive=2, ess=1.5)
+        bar.set_postfix_str("x")
+        bar.set_description("still quiet")
+    assert bar.n == 3 and bar.postfix == {"alive": 2, "ess": 1.5}
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+
+
+def test_enabled_bar_is_a_tqdm_that_writes_to_stderr(capsys):
+    with progress_bar(total=4, desc="loud", enabled=True) as bar:
+        assert isinstance(bar, tqdm.auto.tqdm)
+        bar.update(4)
+        bar.set_postfix(alive=3)
+    err = capsys.readouterr().err
+    assert "loud" in err and "4/4" in err and "alive=3" in err
+
+
+def test_default_in_a_kernel_builds_a_tqdm_auto_bar(monkeypatch):
+    made = []
+
+    class Counting(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            made.append(kwargs)
+            super().__init__(*args, disable=True, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Counting)
+    monkeypatch.setattr(progress_mod, "_in_kernel", lambda: True)
+    bar = progress_bar(total=2, desc="kernel")
+    bar.close()
+    assert len(made) == 1 and made[0]["desc"] == "kernel" and made[0]["total"] == 2
