@@ -102,6 +102,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if not any(line.startswith("[MISS] model") for line in lines) else 1
 
 
+def _is_root() -> bool:
+    """Whether the effective user is root (never true where there are no uids)."""
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0
+
+
 def _cmd_lab(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else notebooks_dir()
     if folder is None:
@@ -114,6 +120,10 @@ def _cmd_lab(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     if first.exists():
         cmd.append(str(first))
+    if _is_root() and "--allow-root" not in args.extra:
+        # Lab refuses root ("Use --allow-root to bypass"): containers and CI often are root.
+        print("genlm-lab lab: running as root, so passing --allow-root to jupyter lab", flush=True)
+        cmd.append("--allow-root")
     cmd.extend(args.extra)
     env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
     return subprocess.call(cmd, env=env)

@@ -1,7 +1,16 @@
 """The `genlm-lab` command: doctor reports every fact, errors are one clear line."""
 
+import os
+import pwd
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +104,118 @@ def test_other_commands_still_refuse_unknown_options(capsys):
         main(["doctor", "--bogus"])
     assert exit_info.value.code == 2
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_lab_adds_allow_root_only_for_root(tmp_path, monkeypatch, capsys):
+    # as root, jupyter lab exited: "Running as root is not recommended. Use --allow-root"
+    calls = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    for euid in (0, 1000):
+        monkeypatch.setattr(cli.os, "geteuid", lambda euid=euid: euid)
+        assert main(["lab", "--dir", str(tmp_path), "--port", "8890"]) == 0
+        out = capsys.readouterr().out
+        assert ("--allow-root" in calls[-1]) == (euid == 0)
+        assert ("--allow-root" in out) == (euid == 0) and out.count("\n") == (euid == 0)
+        assert calls[-1][-2:] == ["--port", "8890"]
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    main(["lab", "--dir", str(tmp_path), "--allow-root"])
+    assert calls[-1].count("--allow-root") == 1
+
+
+def _serve_lab_and_get(argv_prefix: list[str], home: Path, log: Path) -> tuple[int, str]:
+    """Start `genlm-lab lab` (as README's `make lab` does), wait for /lab, stop it."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
+    env.pop("JUPYTER_PATH", None)
+    cmd = [
+        *argv_prefix,
+        str(GENLM_LAB),
+        "lab",
+        "--no-browser",
+        "--port",
+        str(port),
+        "--ServerApp.ip=127.0.0.1",
+        "--IdentityProvider.token=",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=home, start_new_session=True
+        )
+        status, deadline = 0, time.monotonic() + 25
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=2) as r:
+                        status = r.status
+                        break
+                except OSError:
+                    time.sleep(0.3)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)  # genlm-lab and the jupyter it started
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return status, log.read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+GENLM_LAB = Path(sys.executable).parent / "genlm-lab"
+
+
+@pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
+def test_lab_serves_as_the_current_user(tmp_path):
+    status, log = _serve_lab_and_get([], tmp_path, tmp_path / "lab.log")
+    assert status == 200, log[-3000:]
+    assert ("--allow-root" in log) == (os.geteuid() == 0)
+    assert "Running as root is not recommended" not in log
+
+
+@pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
+def test_lab_serves_as_an_unprivileged_user():
+    if os.geteuid() != 0:
+        pytest.skip("already not root: test_lab_serves_as_the_current_user covers it")
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is missing: cannot drop to user nobody")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody' on this machine")
+    # genlm-lab starts jupyter with its own sys.executable: check that nobody can too
+    child = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import jupyterlab'], check=True)"
+    probe = subprocess.run(
+        [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+         sys.executable, "-c", f"import genlm_lab.cli; {child}"],
+        capture_output=True, text=True, cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"user nobody cannot run this venv's python ({sys.executable}): {last}")
+    home = Path(tempfile.mkdtemp(prefix="genlm-lab-nobody-"))
+    try:
+        os.chown(home, nobody.pw_uid, nobody.pw_gid)
+        prefix = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+        log = Path(tempfile.mkdtemp()) / "lab.log"
+        status, text = _serve_lab_and_get(prefix, home, log)
+        assert status == 200, text[-3000:]
+        assert "--allow-root" not in text
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
