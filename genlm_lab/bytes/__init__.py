@@ -7,12 +7,14 @@ Typical use::
     q = await beam.logp_next()          # LazyByteProbs over bytes and EOS
     beam = await (beam.prune() << ord(" "))
     beam.logZ                           # log P(bytes read so far), summed over tokenizations
+    beam.logZ_upper                     # the exact value lies in [logZ, logZ_upper]
     beam.history[-1].to_dict()          # what the last step did, for views
 """
 
 from genlm_lab.bytes.base import StatefulByteLM, sample_dict
 from genlm_lab.bytes.beam import ByteBeamState
 from genlm_lab.bytes.heal import TokenHealer
+from genlm_lab.bytes.interval import IntervalWarning
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
 from genlm_lab.bytes.probs import EOT, LazyByteProbs
@@ -30,6 +32,7 @@ __all__ = [
     "CandidateRow",
     "EmptyBeamError",
     "HealEvent",
+    "IntervalWarning",
     "LazyByteProbs",
     "LazyTrieState",
     "StatefulByteLM",

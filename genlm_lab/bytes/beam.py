@@ -10,12 +10,17 @@ batched forward, one batched trie pass), and only those that can matter:
 extensions already computed by `logp_next` are reused, and when reading a
 byte without `logp_next`, an extension whose weight cannot reach the beam's
 top K after this byte is not evaluated.
+
+Every candidate dropped on the way (pruned, or an extension left
+unevaluated) adds its weight to `log_dropped`: the exact log-probability of
+the bytes read lies in `[logZ, logZ_upper]` (see `genlm_lab.bytes.interval`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -24,6 +29,7 @@ import numpy as np
 from genlm_lab.bytes._tries import trie_for
 from genlm_lab.bytes.base import StatefulByteLM
 from genlm_lab.bytes.heal import TokenHealer
+from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
 from genlm_lab.bytes.probs import EOS, EOT, LazyByteProbs
@@ -33,6 +39,10 @@ from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.util import logsumexp
 
 __all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]
+
+
+WIDEN_FACTOR = 4
+"""With `on_wide="widen"`, `prune()` keeps at most this many times K candidates."""
 
 
 def _check_byte(b: Any) -> int:
@@ -67,6 +77,7 @@ class ByteBeamState(StatefulByteLM):
         position: int = 0,
         rows: list[CandidateRow] | None = None,
         base_len: int = 0,
+        log_dropped: float = -math.inf,
     ) -> None:
         order = sorted(range(len(states)), key=lambda i: -states[i].weight)
         self.states = [states[i] for i in order]
@@ -76,6 +87,8 @@ class ByteBeamState(StatefulByteLM):
         self._history = history if history is not None else []
         self._hlen = len(self._history)
         self._base_len = base_len
+        self.log_dropped = float(log_dropped)
+        self._warned = [False]  # shared along a chain: warn about the width once
         self._ext: list[LazyTrieState] | None = None
         self._ext_dropped: list[LazyTrieState] = []  # skipped by the thresholds
         self._ext_skipped = 0
@@ -104,19 +117,36 @@ class ByteBeamState(StatefulByteLM):
         return beam
 
     def _derive(
-        self, states: list[LazyTrieState], rows: list[CandidateRow] | None, position: int
+        self,
+        states: list[LazyTrieState],
+        rows: list[CandidateRow] | None,
+        position: int,
+        dropped: Sequence[float] = (),
     ) -> ByteBeamState:
         history = self._history
         if len(history) != self._hlen:  # another branch grew the shared list: fork it
             history = history[: self._hlen]
-        return ByteBeamState(
+        beam = ByteBeamState(
             states,
             self.params,
             history=history,
             position=position,
             rows=rows,
             base_len=self._base_len,
+            log_dropped=add_log(self.log_dropped, logsumexp(list(dropped)))
+            if dropped
+            else self.log_dropped,
         )
+        beam._warned = self._warned
+        return beam
+
+    def _check_width(self) -> None:
+        """Warn once per chain when the interval is wider than `max_width`."""
+        limit = self.params.max_width
+        if limit is None or self._warned[0] or self.width <= limit:
+            return
+        self._warned[0] = True
+        warn_width(self.position, self.width, limit)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -130,6 +160,25 @@ class ByteBeamState(StatefulByteLM):
     def logZ(self) -> float:
         """log of the summed candidate weights: the estimated log-probability of the bytes read."""
         return logsumexp([s.weight for s in self.states])
+
+    @property
+    def logZ_upper(self) -> float:  # noqa: N802 - as logZ
+        """Upper end of the certified interval: logZ plus the weight dropped so far.
+
+        The exact log-probability of the bytes read (every tokenization, no
+        pruning, no skipped extension) lies in `[logZ, logZ_upper]`; with
+        nothing dropped the two are equal.
+        """
+        return add_log(self.logZ, self.log_dropped)
+
+    @property
+    def width(self) -> float:
+        """`logZ_upper - logZ` (nats): how far logZ may be below the exact answer."""
+        if self.log_dropped == -math.inf:
+            return 0.0
+        if self.logZ == -math.inf:
+            return math.inf
+        return self.logZ_upper - self.logZ
 
     @property
     def terminated(self) -> bool:
@@ -302,6 +351,7 @@ class ByteBeamState(StatefulByteLM):
                     status.append("extended")
             dropped = []
         skipped = len(dropped)
+        lost = [e.weight for e in dropped]
         heals: list[HealEvent] = []
         if not new:
             if self.terminated:
@@ -325,7 +375,7 @@ class ByteBeamState(StatefulByteLM):
                     f"token healing found no other tokenization ({len(heals)} candidates tried)",
                 )
             new, status = [healed], ["healed"]
-        beam = self._derive(new, None, self.position + 1)
+        beam = self._derive(new, None, self.position + 1, lost)
         beam._record(
             a,
             {id(s): st for s, st in zip(new, status, strict=True)},
@@ -333,6 +383,7 @@ class ByteBeamState(StatefulByteLM):
             skipped=skipped,
             healing=heals,
         )
+        beam._check_width()
         if self.params.verbose:
             print(beam)
         return beam
@@ -346,7 +397,7 @@ class ByteBeamState(StatefulByteLM):
         below the K-th best exact weight would be pruned before the next byte.
         """
         K = self.params.K
-        if len(known) < K:
+        if len(known) < K or self.params.widens:  # widening prune may keep them
             return exts, []
         kth = sorted(known, reverse=True)[K - 1]
         keep = [e for e in exts if e.materialized or e.weight > kth]
@@ -378,6 +429,10 @@ class ByteBeamState(StatefulByteLM):
         keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
         if not keep and self.states:
             keep = [0]  # states are sorted by weight, heaviest first
+        if self.params.widens and len(keep) < len(self.states):
+            weights = [s.weight for s in self.states]
+            most = self.params.K * WIDEN_FACTOR
+            keep = keep_for_width(weights, keep, self.log_dropped, self.params.max_width, most)
         if len(keep) == len(self.states):  # nothing to drop: the same beam
             step = self.last_step
             if step is not None and self._hlen == len(self._history):
@@ -388,16 +443,19 @@ class ByteBeamState(StatefulByteLM):
             for i, row in enumerate(self._rows):
                 if i not in kept:
                     row.status = "pruned"
+        kept = set(keep)
         beam = self._derive(
             [self.states[i] for i in keep],
             None if self._rows is None else [self._rows[i] for i in keep],
             self.position,
+            [s.weight for i, s in enumerate(self.states) if i not in kept],
         )
         beam._hlen = self._hlen
         beam._history = self._history
         step = self.last_step
         if step is not None:
             step.pruned_logZ = beam.logZ
+        beam._check_width()
         return beam
 
     def with_mode(self, mode: TrieMode) -> ByteBeamState:
@@ -447,13 +505,21 @@ class ByteBeamState(StatefulByteLM):
                 )
             )
         self._rows = rows
-        step = BeamStep(position=self.position, byte=byte, candidates=list(rows), logZ=logZ, **info)
+        step = BeamStep(
+            position=self.position,
+            byte=byte,
+            candidates=list(rows),
+            logZ=logZ,
+            logZ_upper=self.logZ_upper,
+            **info,
+        )
         self._history.append(step)
         self._hlen = len(self._history)
 
     def __repr__(self) -> str:
         lines = [
-            f"ByteBeamState(position={self.position}, logZ={self.logZ:.4f}, K={self.params.K})"
+            f"ByteBeamState(position={self.position}, logZ={self.logZ:.4f}, "
+            f"logZ_upper={self.logZ_upper:.4f}, K={self.params.K})"
         ]
         for s in self.states:
             share = math.exp(s.weight - self.logZ) if math.isfinite(self.logZ) else 0.0

@@ -83,6 +83,15 @@ class BeamParams:
             The bound is on the share when skipped, not on what the skipped
             branch would have held later, so raising it can drop a branch that
             was light at one byte and heavy afterwards.
+        max_width: largest allowed width of the certified interval
+            `logZ_upper - logZ` (nats; see `genlm_lab.bytes.interval`), or
+            None (no check). Past it, `on_wide` decides.
+        on_wide: "warn" (an `IntervalWarning`, once per chain of beams) or
+            "widen": `prune()` keeps candidates beyond K and `prune_threshold`,
+            heaviest first, until the width is within `max_width` again or
+            4K candidates are kept, and warns where that is not enough (mass
+            dropped earlier cannot be recovered, and its bound loosens as
+            the kept candidates read on).
     """
 
     K: int
@@ -93,6 +102,8 @@ class BeamParams:
     heal_max_backoff: int | None = None
     heal_max_splits: int | None = None
     extend_threshold: float = field(default=0.0)
+    max_width: float | None = None
+    on_wide: str = "warn"
 
     def __post_init__(self) -> None:
         if isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1:
@@ -101,9 +112,24 @@ class BeamParams:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
                 raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+        if self.max_width is not None and (
+            isinstance(self.max_width, bool)
+            or not isinstance(self.max_width, (int, float))
+            or not self.max_width > 0
+        ):
+            raise ValueError(
+                f"max_width must be None or a number > 0 (nats), got {self.max_width!r}"
+            )
+        if self.on_wide not in ("warn", "widen"):
+            raise ValueError(f"on_wide must be 'warn' or 'widen', got {self.on_wide!r}")
         _check_optional_count("heal_max_backoff", self.heal_max_backoff)
         _check_optional_count("heal_max_splits", self.heal_max_splits)
         self.eos_tokens = _check_eos_tokens(self.eos_tokens)
+
+    @property
+    def widens(self) -> bool:
+        """Whether `prune()` keeps extra candidates to hold the interval within `max_width`."""
+        return self.max_width is not None and self.on_wide == "widen"
 
     @property
     def log_prune_threshold(self) -> float:

@@ -22,6 +22,10 @@ array, so keeping them is cheap and views draw them without recomputing.
     next_logprobs: the normalised next-byte log-distribution over 258 slots
         (bytes, EOT=256, EOS=257) if `logp_next()` was called on this beam.
     pruned_logZ: logZ after `prune()` was called on this beam, if it was.
+    logZ_upper: upper end of the certified interval after the step: logZ plus
+        the weight of every candidate dropped so far (pruned or left
+        unevaluated); the exact log-probability of the bytes consumed lies in
+        [logZ, logZ_upper] (pruning leaves the upper end unchanged).
 
 `CandidateRow` fields:
     token_ids: committed token ids after the initial context (e.g. BOS).
@@ -137,6 +141,7 @@ class BeamStep:
     healing: list[HealEvent] = field(default_factory=list)
     next_logprobs: list[float] | None = None
     pruned_logZ: float | None = None
+    logZ_upper: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of this record."""
@@ -153,4 +158,5 @@ class BeamStep:
             if self.next_logprobs is None
             else [_num(x) for x in self.next_logprobs],
             "pruned_logZ": _num(self.pruned_logZ) if self.pruned_logZ is not None else None,
+            "logZ_upper": _num(self.logZ_upper) if self.logZ_upper is not None else None,
         }
