@@ -13,7 +13,8 @@ Names understood by `load_hf_model` / `load_tokenizer`:
   tokenizer, built in memory in well under a second, for fast tests (the
   tokenizer comes from the converted SmolLM2 copy, made on first use);
 * a local directory holding an HF model;
-* a hub id whose files are already in the local HF cache.
+* a hub id whose files are in the local HF cache (downloaded first only
+  where HF_HUB_OFFLINE is unset; `make`, the tests and `genlm-lab lab` set it).
 
 The cache root is `platformdirs.user_cache_dir("genlm_lab")`, or the
 `GENLM_LAB_CACHE_DIR` environment variable where set. A converted copy that
@@ -29,13 +30,15 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from genlm_lab.util.progress import progress_bar, progress_enabled
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -148,16 +151,87 @@ def _missing_default() -> ModelNotFoundError:
     )
 
 
-def _convert_default(target: Path) -> None:
-    """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`."""
+def _conversion_progress(progress: bool | None) -> bool:
+    """Show the one-off conversion where someone watches: notebooks and terminals.
+
+    Unlike SMC bars (notebooks only), a silent 15 s wait in a terminal reads
+    as a hang, so a tty on stderr also gets the bar; logs, CI and tests do not.
+    """
+    if progress is not None:
+        return progress
+    if progress_enabled(None):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+@contextlib.contextmanager
+def _gguf_tensor_bar(show: bool):
+    """Let transformers' per-tensor dequantisation bar show only when `show`.
+
+    transformers draws it with a bare `tqdm.auto.tqdm` that its own progress
+    switch does not reach, so its module-level `tqdm` is wrapped for the call.
+    """
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is None:
+        yield
+        return
+
+    def tqdm(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("disable", not show)
+        kwargs.setdefault("leave", False)
+        kwargs["desc"] = "dequantising tensors"
+        return original(*args, **kwargs)
+
+    gguf_utils.tqdm = tqdm
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
+def _convert_default(target: Path, progress: bool | None = None) -> None:
+    """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`.
+
+    Args:
+        target: the directory the converted copy is published to.
+        progress: show a bar of the stages (see `_conversion_progress`).
+    """
     gguf = default_model_path()
     if gguf is None:
         raise _missing_default()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    _write_converted(model, tokenizer, target, source=str(gguf))
+    show = _conversion_progress(progress)
+    with (
+        progress_bar(
+            total=3,
+            desc=f"first use of {DEFAULT_MODEL}: converting (~15 s, once)",
+            enabled=show,
+            unit="step",
+        ) as bar,
+        _quiet_progress(),  # transformers' "Loading weights" bar: instant here
+        _gguf_tensor_bar(show),
+    ):
+        bar.set_postfix_str(f"loading and dequantising {gguf.name} to float32")
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype="float32"
+        )
+        bar.update()
+        bar.set_postfix_str("reading the tokenizer")
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        bar.update()
+        bar.set_postfix_str(f"saving the cached copy to {target}")
+        _write_converted(model, tokenizer, target, source=str(gguf))
+        bar.update()
+        bar.set_postfix_str(f"done: later loads read {target}")
 
 
 def _write_converted(model: Any, tokenizer: Any, target: Path, source: str) -> None:
@@ -218,10 +292,10 @@ def _move_aside_and_delete(target: Path, why: str) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _ensure_default_converted() -> Path:
+def _ensure_default_converted(progress: bool | None = None) -> Path:
     target = _converted_dir()
     if not _is_converted(target):
-        _convert_default(target)
+        _convert_default(target, progress)
     return target
 
 
@@ -262,18 +336,21 @@ def _with_default_rebuilt(name: str, load: Callable[[], Any]) -> Any:
     return load()
 
 
-def _hub_reachable(timeout: float = 2.0) -> bool:
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    host = endpoint.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
+def _hub_offline() -> bool:
+    """Whether huggingface_hub is offline: its constant, or HF_HUB_OFFLINE set since import."""
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE", "").upper() in constants.ENV_VARS_TRUE_VALUES
+    return bool(constants.HF_HUB_OFFLINE) or env
 
 
 def _hub_snapshot(name: str) -> Path:
-    """A hub id's local snapshot: from the HF cache, or downloaded when the hub is reachable."""
+    """A hub id's local snapshot: from the HF cache, else downloaded unless the hub is offline.
+
+    The cache is read first with `local_files_only=True` (no network at all);
+    with HF_HUB_OFFLINE set (as `make`, the tests and `genlm-lab lab` do) a
+    missing id fails at once instead of trying the network.
+    """
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HFValidationError
 
@@ -284,17 +361,19 @@ def _hub_snapshot(name: str) -> Path:
         raise ModelNotFoundError(_unknown_name_message(name)) from e
     except Exception:
         pass
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-    if offline or not _hub_reachable():
+    if _hub_offline():
         raise ModelNotFoundError(
-            f"model {name!r} is not in the local HF cache and the hub cannot be reached "
-            f"(offline); use {DEFAULT_MODEL!r} (`{_INSTALL_HINT}`), {TINY_RANDOM!r}, or a "
-            "local model directory"
+            f"model {name!r} is not in the local HF cache and HF_HUB_OFFLINE is set; use "
+            f"{DEFAULT_MODEL!r} (`{_INSTALL_HINT}`), {TINY_RANDOM!r}, a local model directory, "
+            "or unset HF_HUB_OFFLINE to download it"
         ) from None
     try:
         return Path(snapshot_download(name, allow_patterns=patterns))
     except Exception as e:
-        raise ModelNotFoundError(f"could not download model {name!r} from the hub: {e}") from e
+        raise ModelNotFoundError(
+            f"model {name!r} is not in the local HF cache and could not be downloaded "
+            f"({type(e).__name__}: {e})"
+        ) from e
 
 
 def _unknown_name_message(name: str) -> str:
@@ -304,18 +383,24 @@ def _unknown_name_message(name: str) -> str:
     )
 
 
-def local_model_dir(name: str) -> Path:
+def local_model_dir(name: str, progress: bool | None = None) -> Path:
     """A local HF directory for a model name (what vLLM and `from_pretrained` take).
 
     Converts the default model on first use; writes tiny-random's weights to
-    the cache; finds hub ids in the local HF cache.
+    the cache; finds hub ids in the local HF cache (downloads them only where
+    HF_HUB_OFFLINE is unset).
+
+    Args:
+        name: a model name, as for `load_hf_model`.
+        progress: a bar for the one-off conversion of the default model; None
+            shows it in notebooks and terminals, not in logs or tests.
 
     Raises:
         ModelNotFoundError: if the name resolves to no weights on this machine.
     """
     name = resolve_model_name(name)
     if name == DEFAULT_MODEL:
-        return _ensure_default_converted()
+        return _ensure_default_converted(progress)
     if name == TINY_RANDOM:
         target = cache_root() / "models" / TINY_RANDOM
         if not _is_converted(target):
@@ -445,7 +530,9 @@ def _torch_device(device: Any) -> Any:
     return parsed
 
 
-def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
+def load_hf_model(
+    name: str, device: str | None = None, dtype: Any = None, progress: bool | None = None
+) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer by name, offline-first.
 
     Args:
@@ -454,6 +541,8 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
         device: torch device; None picks CUDA where available, else CPU.
         dtype: torch dtype of the weights, or its name (`"bfloat16"`); None
             means float32.
+        progress: a bar for the one-off conversion of the default model
+            (~15 s); None shows it in notebooks and terminals only.
 
     Returns:
         `(model, tokenizer)`, the model in eval mode on `device`.
@@ -471,7 +560,7 @@ def load_hf_model(name: str, device: str | None = None, dtype: Any = None) -> tu
     if name == TINY_RANDOM:
         model, tokenizer = _build_tiny_random()
         return model.to(device=device, dtype=dtype), tokenizer
-    directory = local_model_dir(name)
+    directory = local_model_dir(name, progress=progress)
     from transformers import AutoModelForCausalLM
 
     def load() -> tuple[Any, Any]:

