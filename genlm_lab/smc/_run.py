@@ -17,6 +17,7 @@ from genlm_lab.smc.observers import ObserverSet
 from genlm_lab.smc.record import RecordWriter, SMCRecord
 from genlm_lab.smc.result import SMCResult, effective_sample_size
 from genlm_lab.util import logmeanexp
+from genlm_lab.util.progress import progress_bar
 
 
 def check_n(name: str, value: Any) -> int:
@@ -217,6 +218,7 @@ class Run:
         params: dict,
         json_file: str | os.PathLike | None,
         observers: Any,
+        progress: bool | None = False,
     ) -> None:
         check_model(model)
         self.record = SMCRecord(
@@ -227,6 +229,8 @@ class Run:
         self.observers = ObserverSet(observers)
         self.writer = None if json_file is None else RecordWriter(json_file, self.record)
         self.steps = 0
+        # The number of steps is unknown up front: the bar counts them, with a postfix.
+        self.bar = progress_bar(desc=algorithm, enabled=progress, unit="step")
 
     async def emit(
         self,
@@ -254,6 +258,9 @@ class Run:
         self.record.steps.append(entry)
         if self.writer is not None:
             self.writer.step(entry)
+        self.bar.update()
+        alive = sum(is_alive(p) for p in particles)
+        self.bar.set_postfix(alive=f"{alive}/{len(particles)}", ess=f"{entry['ess']:.1f}")
         await self.observers.step(entry)
         return entry
 
@@ -289,6 +296,8 @@ class Run:
             "ess": float(ess),
             "n_steps": self.steps,
         }
+        self.bar.set_postfix(status=status, log_ml=f"{log_ml:.3f}", ess=f"{ess:.1f}")
+        self.bar.close()
         if self.writer is not None:
             self.writer.finish(self.record.final)
             self.writer.close()

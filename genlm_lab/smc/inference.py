@@ -33,6 +33,7 @@ from genlm_lab.smc._run import (
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
 from genlm_lab.util import logsumexp
+from genlm_lab.util.progress import progress_enabled
 
 __all__ = ["importance_sampling", "smc_standard"]
 
@@ -45,6 +46,7 @@ async def smc_standard(
     json_file: str | os.PathLike | None = None,
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
+    progress: bool | None = None,
 ) -> SMCResult:
     """Run sequential Monte Carlo with adaptive resampling.
 
@@ -62,6 +64,8 @@ async def smc_standard(
         json_file: if given, the `SMCRecord` is written there step by step (JSON lines).
         observers: objects with `on_step(entry)` (and optionally `on_finish(record)`).
         seed: an int or numpy Generator for every random choice of the run.
+        progress: a bar of steps, live particles and ESS; None shows it in a
+            notebook (IPython kernel) only, not in terminals, scripts or tests.
 
     Returns:
         An `SMCResult` of the final particles; `result.record` holds the history.
@@ -93,6 +97,7 @@ async def smc_standard(
         observers,
         seed,
         params,
+        progress,
     )
 
 
@@ -102,15 +107,26 @@ async def importance_sampling(
     json_file: str | os.PathLike | None = None,
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
+    progress: bool | None = None,
 ) -> SMCResult:
     """Run every particle to the end without resampling (SMC with ess_threshold = 0).
 
     `log_ml` is then the log of the plain importance-sampling estimate of Z.
+    The arguments mean what they mean for `smc_standard`.
     """
     n = check_n("n_particles", n_particles)
     params = {"seed": seed_param(seed)}
     return await _smc(
-        "importance_sampling", model, n, 0.0, "multinomial", json_file, observers, seed, params
+        "importance_sampling",
+        model,
+        n,
+        0.0,
+        "multinomial",
+        json_file,
+        observers,
+        seed,
+        params,
+        progress,
     )
 
 
@@ -124,9 +140,10 @@ async def _smc(
     observers: Any,
     seed: Any,
     params: dict,
+    progress: bool | None,
 ) -> SMCResult:
     rng = make_rng(seed)
-    run = Run(algorithm, model, n, params, json_file, observers)
+    run = Run(algorithm, model, n, params, json_file, observers, progress_enabled(progress))
     particles: list[Any] = []
     with using_rng(rng):
         try:

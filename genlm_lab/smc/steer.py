@@ -33,6 +33,7 @@ from genlm_lab.smc._run import (
 )
 from genlm_lab.smc.result import SMCResult
 from genlm_lab.util import logsumexp
+from genlm_lab.util.progress import progress_enabled
 
 __all__ = ["smc_steer"]
 
@@ -97,6 +98,7 @@ async def smc_steer(
     json_file: str | os.PathLike | None = None,
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
+    progress: bool | None = None,
 ) -> SMCResult:
     """SMC steering: expand each particle into `n_beam` children, keep `n_particles`.
 
@@ -107,6 +109,8 @@ async def smc_steer(
         json_file: optional record file (JSON lines, written as the run goes).
         observers: step observers (see `genlm_lab.smc.observers`).
         seed: an int or numpy Generator for every random choice.
+        progress: a bar of steps, live particles and ESS; None shows it in a
+            notebook (IPython kernel) only, not in terminals, scripts or tests.
 
     Returns:
         An `SMCResult` of the final particles.
@@ -115,7 +119,7 @@ async def smc_steer(
     beam = check_n("n_beam", n_beam)
     rng = make_rng(seed)
     params = {"n_beam": beam, "seed": seed_param(seed)}
-    run = Run("smc_steer", model, n, params, json_file, observers)
+    run = Run("smc_steer", model, n, params, json_file, observers, progress_enabled(progress))
     particles: list[Any] = []
     with using_rng(rng):
         try:

@@ -426,3 +426,59 @@ async def test_a_model_that_is_not_set_up_is_named_with_the_fix(run, model, matc
     # Both failed with "AttributeError: ... has no attribute 'weight'".
     with pytest.raises(TypeError, match=match):
         await run(model)
+
+
+class _RecordingBar:
+    """Stands in for tqdm.auto.tqdm: keeps the counts and postfixes a run sets."""
+
+    made: list = []
+
+    def __init__(self, *args, **kwargs):
+        self.kwargs, self.n, self.postfixes, self.closed = kwargs, 0, [], False
+        _RecordingBar.made.append(self)
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_postfix(self, ordered_dict=None, refresh=True, **kw):
+        self.postfixes.append(kw)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def recording_bar(monkeypatch):
+    import tqdm.auto
+
+    _RecordingBar.made = []
+    monkeypatch.setattr(tqdm.auto, "tqdm", _RecordingBar)
+    return _RecordingBar.made
+
+
+@pytest.mark.parametrize("run", [smc_standard, importance_sampling])
+async def test_progress_bar_counts_steps_and_shows_alive_and_ess(run, recording_bar):
+    result = await run(Coins(), 8, seed=3, progress=True)
+    (bar,) = recording_bar
+    final = result.record.final
+    assert bar.kwargs["desc"] == run.__name__ and bar.closed
+    assert bar.n == final["n_steps"] == len(result.record.steps)
+    steps = [p for p in bar.postfixes if "alive" in p]
+    assert [float(p["ess"]) for p in steps] == pytest.approx(
+        [s["ess"] for s in result.record.steps], abs=0.05
+    )
+    assert bar.postfixes[-1]["status"] == final["status"] == "finished"
+
+
+@pytest.mark.parametrize("progress", [False, None])
+async def test_no_progress_prints_nothing_outside_a_notebook(progress, capsys, recording_bar):
+    await smc_standard(Coins(), 4, seed=0, progress=progress)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == "" and recording_bar == []
+
+
+async def test_progress_true_draws_a_text_bar_in_a_terminal(capsys):
+    result = await smc_standard(Coins(), 4, seed=0, progress=True)
+    err = capsys.readouterr().err
+    assert "smc_standard" in err and "alive=" in err and "ess=" in err
+    assert f"{result.record.final['n_steps']}step" in err

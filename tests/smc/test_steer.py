@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from genlm_lab.smc import LogCategorical, Model, SMCRecord, smc_steer
+from genlm_lab.smc.examples import Coins
 from genlm_lab.smc.steer import resample_without_replacement
 
 
@@ -109,3 +110,23 @@ async def test_record_parents_are_the_particles_each_candidate_was_cloned_from(n
             else:  # one more choice than the parent: the child continues the parent's path
                 assert child.rstrip("$").split(".")[:-1] == parent.rstrip("$").split(".")
                 assert len(child.rstrip("$").split(".")) == t + 1
+
+
+async def test_steer_progress_bar_counts_rounds_and_is_silent_when_off(capsys, monkeypatch):
+    import tqdm.auto
+
+    made = []
+
+    class Counting(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Counting)
+    result = await smc_steer(Coins(), 3, 2, seed=1, progress=False)
+    assert made == [] and capsys.readouterr().err == ""
+    result = await smc_steer(Coins(), 3, 2, seed=1, progress=True)
+    (bar,) = made
+    assert bar.n == result.record.final["n_steps"] == len(result.record.steps)
+    err = capsys.readouterr().err
+    assert "smc_steer" in err and "alive=" in err and "status=finished" in err
