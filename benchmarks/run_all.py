@@ -35,6 +35,12 @@ def _machine() -> str:
     )
 
 
+def _clock(since: float) -> str:
+    """Time since `since` (a perf_counter reading) as m:ss."""
+    seconds = int(time.perf_counter() - since)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
 def _load(path: Path):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
@@ -73,10 +79,17 @@ def main(names: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     scripts = sorted(HERE.glob("bench_*.py"))
     if names:
+        known = [s.stem.removeprefix("bench_") for s in scripts]
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            print(f"unknown benchmark(s) {unknown}; expected some of {known}", file=sys.stderr)
+            return 2
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
     sections, failed = _read_sections(HERE / "RESULTS.md"), 0
-    for script in scripts:
-        print(f"== {script.stem}", flush=True)
+    print(f"running {len(scripts)} benchmark(s): {', '.join(s.stem for s in scripts)}", flush=True)
+    t0 = time.perf_counter()
+    for i, script in enumerate(scripts, 1):
+        print(f"== [{i}/{len(scripts)}] {script.stem} ({_clock(t0)} elapsed so far)", flush=True)
         start = time.perf_counter()
         try:
             rows = _load(script).run()
@@ -87,6 +100,7 @@ def main(names: list[str]) -> int:
         elapsed = time.perf_counter() - start
         text = table(rows)
         print(text, flush=True)
+        print(f"== [{i}/{len(scripts)}] {script.stem} took {elapsed:.0f} s", flush=True)
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
         sections[script.stem] = f"## {script.stem} ({stamp}, {elapsed:.0f} s)\n\n{text}\n"
     header = (
@@ -97,7 +111,7 @@ def main(names: list[str]) -> int:
     )
     out = HERE / "RESULTS.md"
     out.write_text(header + "\n".join(sections[k] for k in sorted(sections)))
-    print(f"wrote {out}")
+    print(f"wrote {out} ({len(scripts)} benchmark(s) in {_clock(t0)}, {failed} failed)")
     return 1 if failed else 0
 
 
