@@ -47,6 +47,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # Kernels inherit this: one thread each, as under `make test` (see Makefile).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # No progress bars in stored outputs: their timings and widget ids change every run.
+    os.environ.setdefault("GENLM_LAB_PROGRESS", "0")
     paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     total = 0.0
     for path in paths:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Kernels started by tests (nbval, nbclient, JupyterLab) draw no progress bars:
+# their outputs are compared or stored, and a bar's timings differ every run.
+os.environ.setdefault("GENLM_LAB_PROGRESS", "0")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -6,6 +6,9 @@ the benchmarks:
 - `progress_enabled(progress)`: an explicit True/False wins; `None` means "on
   in a notebook" (an IPython kernel is running) and off everywhere else
   (terminals, scripts, pytest), so logs and tests stay quiet by default.
+  `GENLM_LAB_PROGRESS=0` turns the default off in kernels too: the runners
+  that store or compare notebook outputs (scripts/run_notebooks.py, nbval,
+  the tests) set it, so no run-dependent bar lands in a stored notebook.
 - `progress_bar(total, desc, enabled)`: a `tqdm.auto` bar (a widget in a
   notebook, text on stderr in a terminal) or, when disabled, a no-op object
   with the same `update` / `set_postfix` / `close` / context-manager API, so
@@ -14,10 +17,14 @@ the benchmarks:
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
-__all__ = ["NullBar", "progress_bar", "progress_enabled"]
+__all__ = ["ENV_VAR", "NullBar", "progress_bar", "progress_enabled"]
+
+#: Set to "0" to turn off the bars that would show by default (explicit True still shows).
+ENV_VAR = "GENLM_LAB_PROGRESS"
 
 
 def _in_kernel() -> bool:
@@ -44,15 +51,20 @@ def progress_enabled(progress: bool | None) -> bool:
 
     Args:
         progress: True or False to force a bar on or off; None to decide from
-            where the code runs (on in an IPython kernel, off in terminals,
-            scripts and tests).
+            where the code runs (on in an IPython kernel unless
+            GENLM_LAB_PROGRESS=0, off in terminals, scripts and tests).
 
     Returns:
         Whether to show a bar.
     """
     if progress is None:
-        return _in_kernel()
+        return _in_kernel() and not _env_off()
     return bool(progress)
+
+
+def _env_off() -> bool:
+    """Whether GENLM_LAB_PROGRESS turns default bars off ("0", "false", "no", "off")."""
+    return os.environ.get(ENV_VAR, "").strip().lower() in ("0", "false", "no", "off")
 
 
 class NullBar:

@@ -434,6 +434,7 @@ def test_conversion_progress_defaults_to_watched_places_only(monkeypatch):
     from genlm_lab.util import progress
 
     monkeypatch.setattr(progress, "_in_kernel", lambda: False)
+    monkeypatch.delenv("GENLM_LAB_PROGRESS", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a tty: logs, CI
     assert models._conversion_progress(None) is False
     monkeypatch.setattr(progress, "_in_kernel", lambda: True)

@@ -41,8 +41,18 @@ def test_default_is_off_outside_a_kernel(monkeypatch):
     ],
 )
 def test_default_is_on_in_a_kernel(monkeypatch, shell):
+    monkeypatch.delenv("GENLM_LAB_PROGRESS", raising=False)
     _fake_ipython(monkeypatch, shell)
     assert progress_enabled(None) is True
+
+
+@pytest.mark.parametrize("value", ["0", "false", "OFF"])
+def test_env_var_turns_the_kernel_default_off_but_not_an_explicit_true(monkeypatch, value):
+    # stored notebooks got run-dependent bars from the runner's kernel
+    monkeypatch.setenv("GENLM_LAB_PROGRESS", value)
+    _fake_ipython(monkeypatch, types.SimpleNamespace(kernel=object(), config={}))
+    assert progress_enabled(None) is False
+    assert progress_enabled(True) is True
 
 
 def test_disabled_bar_prints_nothing_and_keeps_the_api(capsys):
@@ -77,6 +87,7 @@ def test_default_in_a_kernel_builds_a_tqdm_auto_bar(monkeypatch):
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Counting)
     monkeypatch.setattr(progress_mod, "_in_kernel", lambda: True)
+    monkeypatch.delenv("GENLM_LAB_PROGRESS", raising=False)
     bar = progress_bar(total=2, desc="kernel")
     bar.close()
     assert len(made) == 1 and made[0]["desc"] == "kernel" and made[0]["total"] == 2
