@@ -16,9 +16,8 @@ class Token(bytes):
     `bytes` of the same content, so it hashes like them (Python requires equal
     objects to hash alike).
 
-    Args:
-        token_id: the id of the token in its vocabulary.
-        byte_string: the exact bytes the token decodes to.
+    `Token(token_id, byte_string)` takes the id of the token in its
+    vocabulary and the exact bytes the token decodes to.
     """
 
     token_id: int
