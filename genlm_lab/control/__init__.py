@@ -1,0 +1,44 @@
+"""Controlled generation: constraints and critics as potentials, and samplers over them.
+
+A `Potential` weighs token sequences; language models (`PromptedLLM`,
+`ByteLLM`), regexes (`BoolFSA`), grammars (`BoolCFG`), JSON schemas
+(`JsonSchema`) and Python checks (`BoolPredicate`) are all potentials, and
+`*`, `coerce` and `**` combine them. Token samplers (`direct_token_sampler`,
+`AWRS`, ...) draw properly weighted next tokens from a potential; `SMC` runs
+them as particles on `genlm_lab.smc`'s machinery and returns `Sequences`.
+The names follow genlm-control.
+"""
+
+from genlm_lab.control._guidance import InvalidGrammar
+from genlm_lab.control.cfg import BoolCFG
+from genlm_lab.control.coerce import Coerced, coerce
+from genlm_lab.control.constant import EOS, EndOfSequence
+from genlm_lab.control.fsa import WFSA, BoolFSA
+from genlm_lab.control.grammar_base import GrammarPotential, TokenConstraint
+from genlm_lab.control.json_schema import JsonSchema
+from genlm_lab.control.llm import PromptedLLM
+from genlm_lab.control.operators import AutoBatched, Power, Product
+from genlm_lab.control.potential import Potential
+from genlm_lab.control.predicate import BoolPredicate
+from genlm_lab.control.weights import LazyWeights
+
+__all__ = [
+    "EOS",
+    "WFSA",
+    "AutoBatched",
+    "BoolCFG",
+    "BoolFSA",
+    "BoolPredicate",
+    "Coerced",
+    "EndOfSequence",
+    "GrammarPotential",
+    "InvalidGrammar",
+    "JsonSchema",
+    "LazyWeights",
+    "Potential",
+    "Power",
+    "Product",
+    "PromptedLLM",
+    "TokenConstraint",
+    "coerce",
+]

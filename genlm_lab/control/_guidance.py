@@ -1,0 +1,264 @@
+"""The mask engine behind regex, grammar and JSON-schema potentials: a thin llguidance adapter.
+
+llguidance (Rust) compiles a grammar once per vocabulary and, for a matcher
+advanced through a context, fills the bitmask of every token whose bytes keep
+the grammar alive in one native call. This module hides its API behind
+`Engine`: contexts are tuples of our token indices, states are cached per
+context (SMC particles extend their parent's context by one token, so each
+step costs one `consume_token` on a copy of a cached state), and the EOS of
+our vocabulary is allowed exactly when the grammar accepts.
+
+Special tokens (BOS, chat markers) are never allowed: they are not text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+import llguidance
+import numpy as np
+from llguidance.numpy import fill_next_token_bitmask_par
+
+__all__ = ["Engine", "InvalidGrammar", "check_grammar"]
+
+_EOS_TEXT = b"<|genlm-lab-eos|>"
+
+
+class InvalidGrammar(ValueError):
+    """A regex, Lark grammar or JSON schema that cannot be compiled; the message names where."""
+
+
+def _regex_position(message: str) -> int | None:
+    """The 0-based position of the caret under a regex in a `regex parse error` message."""
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("regex parse error:") and i + 2 < len(lines):
+            caret = lines[i + 2]
+            if "^" in caret:
+                return caret.index("^") - 4
+    return None
+
+
+def check_grammar(grammar: str, kind: str, source: str) -> None:
+    """Raise `InvalidGrammar` naming the position unless llguidance compiles `grammar`.
+
+    Args:
+        grammar: llguidance's grammar text (from `grammar_from_*`).
+        kind: "regex", "Lark grammar" or "JSON schema", for the message.
+        source: what the user gave, quoted in the message.
+    """
+    message = llguidance.LLMatcher.validate_grammar(grammar)
+    if not message or message.startswith("WARNING"):
+        return
+    detail = message.strip()
+    where = ""
+    if kind == "regex":
+        pos = _regex_position(message)
+        if pos is not None:
+            where = f" at position {pos}"
+        reason = re.search(r"^error: (.*)$", message, re.MULTILINE)
+        detail = reason.group(1) if reason else detail
+    elif kind == "Lark grammar":
+        at = re.match(r"at (\d+)\((\d+)\): (.*)", message)
+        if at:
+            where = f" at line {at.group(1)}, column {at.group(2)}"
+            detail = at.group(3)
+            reason = re.search(r"^error: (.*)$", message, re.MULTILINE)
+            if reason:
+                detail = f"{detail.rstrip(':')}: {reason.group(1)}"
+    raise InvalidGrammar(f"invalid {kind}{where}: {detail}\n{source}")
+
+
+class _GreedyTokenizer:
+    """What llguidance's `TokenizerWrapper` asks of a tokenizer, for a plain list of byte strings.
+
+    llguidance only uses the encoder to tokenise text the grammar forces; a
+    greedy longest match (bytes no token covers are skipped) is enough there.
+    """
+
+    def __init__(self, tokens: list[bytes], eos: int, special: list[int]) -> None:
+        self.tokens = tokens
+        self.eos_token_id = eos
+        self.bos_token_id = None
+        self.special_token_ids = special
+        skip = set(special)
+        self._ids = {t: i for i, t in enumerate(tokens) if i not in skip and t}
+        self._longest = max((len(t) for t in self._ids), default=1)
+
+    def __call__(self, data: bytes | str) -> list[int]:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        out, i = [], 0
+        while i < len(data):
+            for width in range(min(self._longest, len(data) - i), 0, -1):
+                token = self._ids.get(data[i : i + width])
+                if token is not None:
+                    out.append(token)
+                    i += width
+                    break
+            else:
+                i += 1
+        return out
+
+
+_TOKENIZERS: dict[str, llguidance.LLTokenizer] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llguidance.LLTokenizer:
+    """An llguidance tokenizer whose token i is `tokens[i]`, plus an EOS token at index len(tokens).
+
+    Cached per vocabulary (the build walks every token once: ~0.5 s for 49k).
+    """
+    raw = [bytes(t) for t in tokens]
+    special_ids = sorted({int(i) for i in special} | {len(raw)})
+    key = hashlib.blake2b(
+        b"\0".join(raw) + repr((len(raw), special_ids)).encode(), digest_size=16
+    ).hexdigest()
+    with _TOKENIZERS_LOCK:
+        found = _TOKENIZERS.get(key)
+        if found is None:
+            # Empty tokens confuse the token trie; they never match anything anyway.
+            padded = [t if t else b"<|genlm-lab-empty|>" for t in raw] + [_EOS_TEXT]
+            specials = special_ids + [i for i, t in enumerate(raw) if not t]
+            wrapper = llguidance.TokenizerWrapper(_GreedyTokenizer(padded, len(raw), specials))
+            found = _TOKENIZERS[key] = llguidance.LLTokenizer(wrapper)
+        return found
+
+
+class Engine:
+    """Masks and checks of one compiled grammar over one vocabulary, with a cache of states.
+
+    Args:
+        tokens: the byte string of each token index of the potential.
+        grammar: llguidance grammar text (already validated).
+        special: token indices that are never allowed (not text).
+        cache_size: how many context states to keep (least recently used go first).
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[bytes],
+        grammar: str,
+        special: Iterable[int] = (),
+        cache_size: int = 4096,
+    ) -> None:
+        self.n_tokens = len(tokens)
+        self.tokenizer = llg_tokenizer(tokens, special)
+        self.grammar = grammar
+        self._root = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0)
+        if self._root.is_error():
+            raise InvalidGrammar(self._root.get_error())
+        self._states: OrderedDict[tuple[int, ...], llguidance.LLMatcher | None] = OrderedDict()
+        self._masks: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._words = (self.tokenizer.vocab_size + 31) // 32
+        self._executor = llguidance.LLExecutor(num_threads=2)
+        self._lock = threading.Lock()
+        self.stats = {"masks": 0, "checks": 0, "consumed": 0}
+
+    # ------------------------------------------------------------ states
+    def state(self, context: tuple[int, ...]) -> llguidance.LLMatcher | None:
+        """The matcher after `context`, or None if the context left the grammar."""
+        with self._lock:
+            return self._state(context)
+
+    def _state(self, context: tuple[int, ...]) -> llguidance.LLMatcher | None:
+        if not context:
+            return self._root
+        found = self._states.get(context, False)
+        if found is not False:
+            self._states.move_to_end(context)
+            return found
+        parent = self._state(context[:-1])
+        if parent is None:
+            state = None
+        else:
+            token = context[-1]
+            if token >= self.n_tokens:  # EOS cannot be followed
+                state = None
+            else:
+                state = parent.deep_copy()
+                self.stats["consumed"] += 1
+                if not state.consume_token(token) or state.is_error():
+                    state = None
+        self._states[context] = state
+        if len(self._states) > self._cache_size:
+            self._states.popitem(last=False)
+        return state
+
+    # ------------------------------------------------------------ queries
+    def alive(self, context: tuple[int, ...]) -> bool:
+        """Whether some continuation of `context` completes the grammar."""
+        return self.state(context) is not None
+
+    def accepting(self, context: tuple[int, ...]) -> bool:
+        """Whether `context` is a complete string of the grammar."""
+        state = self.state(context)
+        return state is not None and state.is_accepting()
+
+    def allows(self, context: tuple[int, ...], token: int) -> bool:
+        """Whether `token` may follow `context` (EOS: whether the context is complete).
+
+        Uses a cached mask when there is one, else one native check (a few us).
+        """
+        with self._lock:
+            mask = self._masks.get(context)
+            if mask is not None:
+                return bool(mask[token])
+            state = self._state(context)
+            if state is None:
+                return False
+            self.stats["checks"] += 1
+            if token >= self.n_tokens:
+                return state.is_accepting()
+            return state.validate_tokens([token]) == 1
+
+    def mask(self, context: tuple[int, ...]) -> np.ndarray:
+        """Bool array over the tokens and EOS (last): which may follow `context`."""
+        return self.masks([context])[0]
+
+    def masks(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+        """`mask` of several contexts; the uncached ones computed in one parallel native call."""
+        with self._lock:
+            out: list[np.ndarray | None] = [self._masks.get(c) for c in contexts]
+            todo: dict[tuple[int, ...], list[int]] = {}
+            for i, context in enumerate(contexts):
+                if out[i] is None:
+                    todo.setdefault(context, []).append(i)
+            if todo:
+                states = [(c, self._state(c)) for c in todo]
+                live = [(c, s) for c, s in states if s is not None]
+                bits = np.zeros((max(len(live), 1), self._words), dtype=np.int32)
+                if live:
+                    fill_next_token_bitmask_par(
+                        self._executor, [(s, k) for k, (_, s) in enumerate(live)], bits
+                    )
+                    self.stats["masks"] += len(live)
+                computed: dict[tuple[int, ...], np.ndarray] = {}
+                for k, (c, s) in enumerate(live):
+                    flags = np.unpackbits(bits[k].view(np.uint8), bitorder="little")
+                    mask = flags[: self.n_tokens + 1].astype(bool)
+                    mask[self.n_tokens] = s.is_accepting()
+                    mask.flags.writeable = False
+                    computed[c] = mask
+                dead = np.zeros(self.n_tokens + 1, dtype=bool)
+                dead.flags.writeable = False
+                for c, s in states:
+                    mask = computed.get(c, dead)
+                    self._masks[c] = mask
+                    for i in todo[c]:
+                        out[i] = mask
+                while len(self._masks) > self._cache_size:
+                    self._masks.popitem(last=False)
+            return out  # type: ignore[return-value]
+
+    def clear(self) -> None:
+        """Forget cached states and masks."""
+        with self._lock:
+            self._states.clear()
+            self._masks.clear()

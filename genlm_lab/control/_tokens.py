@@ -1,0 +1,61 @@
+"""Helpers shared by the samplers, `Sequences` and `SMC`: token bytes, labels, categorical draws."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.control.constant import EndOfSequence
+from genlm_lab.util import escape_bytes
+
+
+def token_bytes(token: Any) -> bytes:
+    """The bytes a token stands for: bytes / `Token` as is, a byte value 0..255 as one byte, EOS empty."""
+    if isinstance(token, EndOfSequence):
+        return b""
+    if isinstance(token, (bytes, bytearray)):
+        return bytes(token)
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool) and 0 <= token < 256:
+        return bytes([int(token)])
+    return str(token).encode("utf-8")
+
+
+def token_label(token: Any) -> str:
+    """A token as readable text for records and views: escaped bytes, "EOS" for the end."""
+    if isinstance(token, EndOfSequence):
+        return "EOS"
+    return escape_bytes(token_bytes(token))
+
+
+def join_bytes(tokens: Iterable[Any]) -> bytes:
+    """The bytes of a token sequence (EOS contributes nothing)."""
+    return b"".join(token_bytes(t) for t in tokens)
+
+
+def check_log_weights(weights: np.ndarray, what: str) -> None:
+    """ValueError naming `what` if the log-weights hold NaN or +inf (no distribution to draw from)."""
+    bad = np.flatnonzero(np.isnan(weights) | (weights == math.inf))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{what} gave log-weight {weights[i]} at index {i}; log-weights must be finite or -inf"
+        )
+
+
+def sample_index(log_weights: np.ndarray, rng: np.random.Generator) -> int:
+    """One index drawn with probability proportional to exp(log_weights).
+
+    Inverse-CDF on the weights scaled by their maximum, so no "probabilities do
+    not sum to 1" error can arise; the index drawn always has positive weight.
+    At least one weight must be finite.
+    """
+    top = float(np.max(log_weights))
+    cdf = np.cumsum(np.exp(log_weights - top))
+    u = rng.random() * cdf[-1]
+    index = min(int(np.searchsorted(cdf, u, side="right")), len(cdf) - 1)
+    if log_weights[index] == -math.inf:  # u rounded up to the total: take the last live index
+        index = int(np.flatnonzero(log_weights > -math.inf)[-1])
+    return index

@@ -1,0 +1,33 @@
+"""`BoolCFG`: a context-free grammar in Lark syntax as a constraint over bytes."""
+
+from __future__ import annotations
+
+import llguidance
+
+from genlm_lab.control._guidance import check_grammar
+from genlm_lab.control.grammar_base import GrammarPotential
+
+__all__ = ["BoolCFG"]
+
+
+class BoolCFG(GrammarPotential):
+    """A Lark grammar as a constraint over bytes: the whole string must derive from `start`.
+
+    Build one with `BoolCFG.from_lark(text)`. Terminals are strings and
+    regexes as in Lark; `%ignore` and `%import common.*` work. Masks come from
+    llguidance's Earley parser over a lazy lexer, so ambiguous terminals are
+    split wherever the grammar allows.
+    """
+
+    @classmethod
+    def from_lark(cls, grammar: str) -> BoolCFG:
+        """Compile a Lark grammar.
+
+        Raises:
+            InvalidGrammar (a ValueError): for an invalid grammar, naming line and column.
+        """
+        if not isinstance(grammar, str):
+            raise ValueError(f"a Lark grammar must be a str, got {type(grammar).__name__}")
+        compiled = llguidance.LLMatcher.grammar_from_lark(grammar)
+        check_grammar(compiled, "Lark grammar", grammar)
+        return cls(compiled, grammar, "Lark grammar")

@@ -1,0 +1,193 @@
+"""`PromptedLLM`: a language model after a fixed prompt, as a potential over its tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from genlm_lab.control.potential import Potential
+from genlm_lab.control.weights import LazyWeights
+from genlm_lab.smc.distributions import encode_prompt
+
+__all__ = ["PromptedLLM"]
+
+
+def _eos_ids(llm: Any, eos: Sequence[Any] | None) -> list[int]:
+    """Token ids of the EOS tokens, given as ids, `Token`s or byte strings (all mean the same).
+
+    A byte string stands for every token whose bytes it is (genlm-control's
+    `eos_byte_strings`); a `Token` for its id.
+    """
+    if eos is None:
+        return sorted(set(llm.eos_token_ids))
+    if isinstance(eos, (bytes, str, int)):
+        eos = [eos]
+    by_bytes: dict[bytes, list[int]] | None = None
+    ids: set[int] = set()
+    for item in eos:
+        token_id = getattr(item, "token_id", None)
+        if token_id is not None:
+            ids.add(int(token_id))
+        elif isinstance(item, (bytes, bytearray, str)):
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            if by_bytes is None:
+                by_bytes = {}
+                for i, t in enumerate(llm.byte_vocab):
+                    by_bytes.setdefault(bytes(t), []).append(i)
+            if data not in by_bytes:
+                raise ValueError(f"EOS byte string {data!r} is no token of this model's vocabulary")
+            ids.update(by_bytes[data])
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            ids.add(int(item))
+        else:
+            raise ValueError(f"an EOS token must be a token id, Token or bytes, got {item!r}")
+    for i in ids:
+        if not 0 <= i < llm.vocab_size:
+            raise ValueError(f"EOS token id {i} is outside the vocabulary ({llm.vocab_size} tokens)")
+    return sorted(ids)
+
+
+class PromptedLLM(Potential):
+    """The next-token distribution of `llm` after `prompt_ids`, over its non-EOS tokens.
+
+    `prefix(x)` is the log-probability of the tokens `x` after the prompt;
+    `complete(x)` adds the probability of ending there (any EOS token). The
+    EOS tokens leave the vocabulary and become the `EOS` marker.
+
+    Args:
+        llm: any `AsyncLM` (`ToyLM`, `AsyncTransformer`, ...).
+        prompt_ids: the prompt as token ids (or `Token`s); default: BOS where
+            the LM needs a context.
+        eos_tokens: what ends a sequence: token ids, `Token`s or byte strings
+            (default: the LM's EOS tokens).
+        temperature: divides the log-probs before renormalising (> 0).
+        prompt: the prompt as text instead of ids (tokenised with the LM's tokenizer).
+        eos_byte_strings: genlm-control 0.4's name for `eos_tokens`.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        prompt_ids: Sequence[int] | None = None,
+        eos_tokens: Sequence[Any] | None = None,
+        temperature: float = 1.0,
+        *,
+        prompt: str | None = None,
+        eos_byte_strings: Sequence[bytes] | None = None,
+    ) -> None:
+        if eos_tokens is not None and eos_byte_strings is not None:
+            raise ValueError("give eos_tokens or eos_byte_strings, not both")
+        if prompt is not None and prompt_ids is not None:
+            raise ValueError("give prompt (text) or prompt_ids, not both")
+        temperature = float(temperature)
+        if not math.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+        self.model = llm
+        self.temperature = temperature
+        self._eos_token_ids = _eos_ids(llm, eos_byte_strings if eos_tokens is None else eos_tokens)
+        eos = set(self._eos_token_ids)
+        self._vocab_ids = np.array([i for i in range(llm.vocab_size) if i not in eos], dtype=np.int64)
+        super().__init__([llm.byte_vocab[i] for i in self._vocab_ids])
+        self._eos_index = torch.tensor(self._eos_token_ids, dtype=torch.long)
+        self._vocab_index = torch.from_numpy(self._vocab_ids)
+        self.prompt_ids = encode_prompt(llm, prompt if prompt is not None else (prompt_ids or []))
+
+    @property
+    def eos_tokens(self) -> list[Any]:
+        """The tokens that end a sequence."""
+        return [self.model.byte_vocab[i] for i in self._eos_token_ids]
+
+    @property
+    def prompt(self) -> str:
+        """The prompt as text."""
+        return b"".join(bytes(self.model.byte_vocab[i]) for i in self.prompt_ids).decode(
+            "utf-8", errors="replace"
+        )
+
+    def set_prompt_from_str(self, text: str) -> None:
+        """Replace the prompt by `text`, tokenised with the LM's tokenizer."""
+        self.prompt_ids = encode_prompt(self.model, text)
+
+    def special_indices(self) -> list[int]:
+        """Vocabulary indices of special tokens (BOS, chat markers): not text, never allowed by grammars."""
+        tok = self.model.tokenizer
+        ids = set(getattr(tok, "all_special_ids", None) or ())
+        if self.model.bos_token_id is not None:
+            ids.add(self.model.bos_token_id)
+        position = {int(t): i for i, t in enumerate(self._vocab_ids)}
+        return sorted(position[i] for i in ids if i in position)
+
+    def token_ids(self, context: Sequence[Any]) -> list[int]:
+        """The LM's token ids of a context of this potential's tokens."""
+        return self._vocab_ids[self.encode(context)].tolist() if context else []
+
+    def _temper(self, logps: torch.Tensor) -> torch.Tensor:
+        logps = logps.double()
+        if self.temperature == 1.0:
+            return logps
+        return torch.log_softmax(logps / self.temperature, dim=-1)
+
+    def _weights(self, logps: torch.Tensor) -> np.ndarray:
+        """One LM row -> log-weights over `vocab_eos` (EOS = mass of every EOS token)."""
+        logps = self._temper(logps.cpu())
+        out = np.empty(len(self.vocab_eos))
+        out[:-1] = logps[self._vocab_index].numpy()
+        out[-1] = (
+            float(torch.logsumexp(logps[self._eos_index], 0)) if len(self._eos_index) else -math.inf
+        )
+        return out
+
+    async def _rows(self, ids: list[int]) -> list[torch.Tensor]:
+        """LM rows after each prefix of `ids` (the prompt, then one more token each time)."""
+        contexts = [self.prompt_ids + ids[:i] for i in range(len(ids) + 1)]
+        return list(await asyncio.gather(*(self.model.next_token_logprobs(c) for c in contexts)))
+
+    async def _log_prob(self, ids: list[int], complete: bool) -> float:
+        rows = await self._rows(ids)
+        total = 0.0
+        for row, token in zip(rows, ids, strict=False):
+            total += float(self._temper(row.cpu())[token])
+        if complete:
+            total += self._weights(rows[-1])[-1]
+        return total
+
+    async def prefix(self, context: Sequence[Any]) -> float:
+        ids = self.token_ids(context)
+        return await self._log_prob(ids, complete=False) if ids else 0.0
+
+    async def complete(self, context: Sequence[Any]) -> float:
+        return await self._log_prob(self.token_ids(context), complete=True)
+
+    async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
+        ids = self.prompt_ids + self.token_ids(context)
+        return self.make_lazy_weights(self._weights(await self.model.next_token_logprobs(ids)))
+
+    def spawn(
+        self,
+        prompt_ids: Sequence[int] | None = None,
+        eos_tokens: Sequence[Any] | None = None,
+        temperature: float | None = None,
+    ) -> PromptedLLM:
+        """A PromptedLLM over the same LM, with any of prompt, EOS tokens or temperature changed."""
+        return PromptedLLM(
+            self.model,
+            prompt_ids=self.prompt_ids if prompt_ids is None else prompt_ids,
+            eos_tokens=self._eos_token_ids if eos_tokens is None else eos_tokens,
+            temperature=self.temperature if temperature is None else temperature,
+        )
+
+    def spawn_new_eos(self, eos_tokens: Sequence[Any]) -> PromptedLLM:
+        """The same LM and prompt with other EOS tokens."""
+        return self.spawn(eos_tokens=eos_tokens)
+
+    def __repr__(self) -> str:
+        return (
+            f"PromptedLLM({type(self.model).__name__}, prompt={self.prompt!r:.40}, "
+            f"{len(self.vocab)} tokens, eos={[bytes(t) for t in self.eos_tokens]!r:.60})"
+        )
+

@@ -1,0 +1,214 @@
+"""`Potential`: a non-negative weight on token sequences, the unit of controlled generation.
+
+A potential scores a context two ways: `prefix(x)` weighs `x` as the start of a
+sequence, `complete(x)` as a whole one. Its next-token weights
+`logw_next(x)[y] = prefix(x + y) - prefix(x)` (and `complete(x) - prefix(x)`
+for EOS) are what samplers draw from. Language models, regexes, grammars,
+JSON schemas and Python checks are all potentials; `*`, `coerce` and `**`
+combine them into new ones (`genlm_lab.control.operators`).
+
+Everything is in log space: a weight of zero is `-inf`. A boolean potential
+(a constraint) only ever returns 0 or `-inf`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.control.constant import EOS, EndOfSequence
+from genlm_lab.control.weights import LazyWeights
+
+__all__ = ["Potential"]
+
+
+class Potential(ABC):
+    """A function from token sequences to log-weights, as prefixes and as complete sequences.
+
+    Subclasses implement `prefix` and `complete`; the default `logw_next`
+    scores every token (slow for large vocabularies: built-ins override it).
+
+    Args:
+        vocabulary: the tokens (hashable, distinct; bytes, `Token`s or ints).
+        eos: the end-of-sequence marker, by default `EOS`.
+
+    Attributes:
+        vocab: the tokens. `vocab_eos` adds `eos` at the end.
+        lookup: token (or eos) -> index into `vocab_eos`.
+        is_boolean: whether every weight is 0 or -inf (a constraint).
+    """
+
+    is_boolean: bool = False
+
+    def __init__(self, vocabulary: Sequence[Hashable], eos: EndOfSequence = EOS) -> None:
+        vocabulary = list(vocabulary)
+        if not vocabulary:
+            raise ValueError("the vocabulary is empty: a potential needs at least one token")
+        if not isinstance(eos, EndOfSequence):
+            raise ValueError(f"eos must be an EndOfSequence marker, got {eos!r}")
+        lookup: dict[Hashable, int] = {}
+        for i, token in enumerate(vocabulary):
+            if token in lookup and type(token) is type(vocabulary[lookup[token]]):
+                raise ValueError(
+                    f"token {token!r} appears twice in the vocabulary (ids {lookup[token]} and {i})"
+                )
+            lookup.setdefault(token, i)
+        lookup[eos] = len(vocabulary)
+        self.vocab = vocabulary
+        self.eos = eos
+        self.vocab_eos = [*vocabulary, eos]
+        self.lookup = lookup
+
+    # ------------------------------------------------------------ to implement
+    @abstractmethod
+    async def prefix(self, context: Sequence[Any]) -> float:
+        """Log-weight of `context` as the start of a sequence."""
+
+    @abstractmethod
+    async def complete(self, context: Sequence[Any]) -> float:
+        """Log-weight of `context` as a whole sequence."""
+
+    # ------------------------------------------------------------ derived
+    @property
+    def name(self) -> str:
+        """A short label for views and records (the class name unless set)."""
+        return getattr(self, "_name", None) or type(self).__name__
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = str(value)
+
+    def factors(self) -> list[Potential]:
+        """The potentials multiplied in this one (itself, for a single potential)."""
+        return [self]
+
+    def encode(self, context: Sequence[Any]) -> list[int]:
+        """Indices into `vocab_eos` of a context's tokens.
+
+        Raises:
+            ValueError: naming the first token that is not in the vocabulary,
+                or an EOS that is not last.
+        """
+        if isinstance(context, (str, bytes, bytearray)):
+            raise ValueError(
+                f"a context is a list of tokens, got {type(context).__name__} {context!r:.40}"
+            )
+        out = []
+        lookup = self.lookup
+        last = len(context) - 1
+        for pos, token in enumerate(context):
+            try:
+                index = lookup[token]
+            except (KeyError, TypeError):
+                raise ValueError(
+                    f"token {token!r:.60} at position {pos} is not in the vocabulary of "
+                    f"{self.name} ({len(self.vocab)} tokens)"
+                ) from None
+            if index == len(self.vocab) and pos != last:
+                raise ValueError(f"EOS at position {pos} is not the last token of the context")
+            out.append(index)
+        return out
+
+    def ends(self, context: Sequence[Any]) -> bool:
+        """Whether `context` ends with this potential's EOS."""
+        return bool(context) and isinstance(context[-1], EndOfSequence)
+
+    async def score(self, context: Sequence[Any]) -> float:
+        """`complete(context[:-1])` if the context ends with EOS, else `prefix(context)`."""
+        if self.ends(context):
+            return await self.complete(list(context[:-1]))
+        return await self.prefix(context)
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        """Log-weight of ending after `context`."""
+        return (await self.logw_next(context))[self.eos]
+
+    async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
+        """Next-token log-weights: `prefix(x + y) - prefix(x)`, EOS from `complete(x)`.
+
+        Raises:
+            ValueError: if `context` has weight zero as a prefix (nothing can follow it).
+        """
+        base = await self.prefix(context)
+        if base == -math.inf:
+            raise ValueError(
+                f"the context {list(context)!r:.80} has weight zero under {self.name}; "
+                "nothing can follow it"
+            )
+        context = list(context)
+        scores = await self.batch_score([[*context, y] for y in self.vocab_eos])
+        return self.make_lazy_weights(scores - base)
+
+    def make_lazy_weights(self, weights: np.ndarray, log: bool = True) -> LazyWeights:
+        """Wrap one weight per entry of `vocab_eos`."""
+        return LazyWeights(weights, self.lookup, self.vocab_eos, log=log)
+
+    # ------------------------------------------------------------ batches
+    async def batch_prefix(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        """`prefix` of several contexts, computed concurrently."""
+        return np.array(await asyncio.gather(*(self.prefix(c) for c in contexts)), dtype=float)
+
+    async def batch_complete(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        """`complete` of several contexts, computed concurrently."""
+        return np.array(await asyncio.gather(*(self.complete(c) for c in contexts)), dtype=float)
+
+    async def batch_score(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        """`score` of several contexts, computed concurrently."""
+        return np.array(await asyncio.gather(*(self.score(c) for c in contexts)), dtype=float)
+
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
+        """`logw_next` of several contexts, computed concurrently."""
+        return list(await asyncio.gather(*(self.logw_next(c) for c in contexts)))
+
+    # ------------------------------------------------------------ life cycle
+    def spawn(self) -> Potential:
+        """An independent copy for another worker (stateless potentials return themselves)."""
+        return self
+
+    async def cleanup(self) -> None:
+        """Release caches and background work (nothing by default)."""
+
+    # ------------------------------------------------------------ algebra
+    def __mul__(self, other: Potential) -> Potential:
+        """The product potential: weights add in log space. Vocabularies must match."""
+        from genlm_lab.control.operators import Product
+
+        if not isinstance(other, Potential):
+            return NotImplemented
+        return Product(self, other)
+
+    def __pow__(self, exponent: float) -> Potential:
+        """The tempered potential: every log-weight times `exponent` (> 0)."""
+        from genlm_lab.control.operators import Power
+
+        return Power(self, exponent)
+
+    def coerce(
+        self,
+        other: Potential | Sequence[Hashable],
+        f: Callable[[Sequence[Any]], Any] | None = None,
+        prune: bool = True,
+    ) -> Potential:
+        """This potential read over `other`'s vocabulary, through `f` (default `b"".join`).
+
+        A context of `other`'s tokens is mapped by `f` to a context of this
+        potential's tokens; e.g. a byte-level regex over an LLM's tokens, where
+        a token is allowed iff its bytes keep the regex alive.
+        """
+        from genlm_lab.control.coerce import coerce
+
+        return coerce(self, other, f=f, prune=prune)
+
+    def to_autobatched(self) -> Potential:
+        """A wrapper that sends concurrent calls to the `batch_*` methods together."""
+        from genlm_lab.control.operators import AutoBatched
+
+        return AutoBatched(self)
+
+    def __repr__(self) -> str:
+        return f"{self.name}({len(self.vocab)} tokens)"

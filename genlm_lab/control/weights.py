@@ -1,0 +1,121 @@
+"""`LazyWeights`: one weight per token of a vocabulary plus EOS, as a dense array."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.util import Chart
+
+__all__ = ["LazyWeights"]
+
+
+def _logsumexp(values: np.ndarray) -> float:
+    if values.size == 0:
+        return -math.inf
+    top = float(np.max(values))
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(float(np.sum(np.exp(values - top))))
+
+
+class LazyWeights:
+    """The (log-)weights a potential gives each token of `vocab_eos`.
+
+    The array stays dense and is only turned into a `Chart` on request
+    (`materialize`), so a 49k-token step costs one numpy vector.
+
+    Args:
+        weights: one float per entry of `decode`.
+        encode: maps a token (or EOS) to its index.
+        decode: the tokens, EOS last.
+        log: whether `weights` are log-weights.
+    """
+
+    def __init__(
+        self,
+        weights: np.ndarray,
+        encode: dict[Hashable, int],
+        decode: Sequence[Any],
+        log: bool = True,
+    ) -> None:
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (len(decode),):
+            raise ValueError(
+                f"weights has shape {weights.shape}; expected ({len(decode)},), one per token and EOS"
+            )
+        self.weights = weights
+        self.encode = encode
+        self.decode = decode
+        self.is_log = log
+
+    def spawn(self, weights: np.ndarray, log: bool | None = None) -> LazyWeights:
+        """The same vocabulary with other weights."""
+        return LazyWeights(weights, self.encode, self.decode, self.is_log if log is None else log)
+
+    def __getitem__(self, token: Hashable) -> float:
+        """The weight of one token (or EOS); a token outside the vocabulary has weight zero."""
+        index = self.encode.get(token)
+        if index is None:
+            return -math.inf if self.is_log else 0.0
+        return float(self.weights[index])
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.weights if dtype is None else self.weights.astype(dtype)
+
+    def keys(self) -> Sequence[Any]:
+        return self.decode
+
+    def values(self) -> np.ndarray:
+        return self.weights
+
+    def items(self):
+        return zip(self.decode, self.weights, strict=True)
+
+    def sum(self) -> float:
+        """Total weight: logsumexp for log-weights."""
+        return _logsumexp(self.weights) if self.is_log else float(self.weights.sum())
+
+    def normalize(self) -> LazyWeights:
+        """Weights that sum to one (log-weights: logsumexp to 0).
+
+        Raises:
+            ValueError: if every weight is zero (nothing to normalise).
+        """
+        total = self.sum()
+        if (self.is_log and total == -math.inf) or (not self.is_log and total == 0):
+            raise ValueError("cannot normalise: every token has weight zero")
+        return self.spawn(self.weights - total if self.is_log else self.weights / total)
+
+    def exp(self) -> LazyWeights:
+        if not self.is_log:
+            raise ValueError("weights are not log-weights")
+        return self.spawn(np.exp(self.weights), log=False)
+
+    def log(self) -> LazyWeights:
+        if self.is_log:
+            raise ValueError("weights are already log-weights")
+        with np.errstate(divide="ignore"):
+            return self.spawn(np.log(self.weights), log=True)
+
+    def argmax(self) -> Any:
+        """The token of greatest weight."""
+        return self.decode[int(np.argmax(self.weights))]
+
+    def materialize(self, top: int | None = None) -> Chart:
+        """A `Chart` of the non-zero weights, greatest first (the `top` ones, or all)."""
+        zero = -math.inf if self.is_log else 0.0
+        live = np.flatnonzero(self.weights != zero)
+        order = live[np.argsort(-self.weights[live], kind="stable")]
+        if top is not None:
+            order = order[:top]
+        return Chart(zero, ((self.decode[i], float(self.weights[i])) for i in order))
+
+    def __repr__(self) -> str:
+        return repr(self.materialize(top=10))
