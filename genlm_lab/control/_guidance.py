@@ -248,7 +248,7 @@ class Engine:
                     computed[c] = mask
                 dead = np.zeros(self.n_tokens + 1, dtype=bool)
                 dead.flags.writeable = False
-                for c, s in states:
+                for c, _ in states:
                     mask = computed.get(c, dead)
                     self._masks[c] = mask
                     for i in todo[c]:

@@ -60,7 +60,9 @@ class JsonSchema(GrammarPotential):
             options: dict[str, Any] = {"whitespace_flexible": True}
         else:
             if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int):
-                raise ValueError(f"max_whitespace must be an int >= 0 or None, got {max_whitespace!r}")
+                raise ValueError(
+                    f"max_whitespace must be an int >= 0 or None, got {max_whitespace!r}"
+                )
             if max_whitespace < 0:
                 raise ValueError(f"max_whitespace must be >= 0, got {max_whitespace}")
             options = (

@@ -48,7 +48,9 @@ def _eos_ids(llm: Any, eos: Sequence[Any] | None) -> list[int]:
             raise ValueError(f"an EOS token must be a token id, Token or bytes, got {item!r}")
     for i in ids:
         if not 0 <= i < llm.vocab_size:
-            raise ValueError(f"EOS token id {i} is outside the vocabulary ({llm.vocab_size} tokens)")
+            raise ValueError(
+                f"EOS token id {i} is outside the vocabulary ({llm.vocab_size} tokens)"
+            )
     return sorted(ids)
 
 
@@ -91,7 +93,9 @@ class PromptedLLM(Potential):
         self.temperature = temperature
         self._eos_token_ids = _eos_ids(llm, eos_byte_strings if eos_tokens is None else eos_tokens)
         eos = set(self._eos_token_ids)
-        self._vocab_ids = np.array([i for i in range(llm.vocab_size) if i not in eos], dtype=np.int64)
+        self._vocab_ids = np.array(
+            [i for i in range(llm.vocab_size) if i not in eos], dtype=np.int64
+        )
         super().__init__([llm.byte_vocab[i] for i in self._vocab_ids])
         self._eos_index = torch.tensor(self._eos_token_ids, dtype=torch.long)
         self._vocab_index = torch.from_numpy(self._vocab_ids)
@@ -190,4 +194,3 @@ class PromptedLLM(Potential):
             f"PromptedLLM({type(self.model).__name__}, prompt={self.prompt!r:.40}, "
             f"{len(self.vocab)} tokens, eos={[bytes(t) for t in self.eos_tokens]!r:.60})"
         )
-
