@@ -41,10 +41,12 @@ fi
 bench_stamp="$VENV/.genlm-lab-bench"
 if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fingerprint" ]; then
     # The PyPI GenLM packages, installed only to be measured side by side.
-    echo "setup: installing genlm-backend, genlm-bytes and llamppl for benchmarks"
+    echo "setup: installing genlm-backend, genlm-bytes, genlm-control and llamppl for benchmarks"
     pip_install --no-deps \
-        "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" "arsenal"
-    pip_install protobuf
+        "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" "arsenal" \
+        "genlm-control==0.4.1" "genlm-grammar==0.2.0"
+    # genlm-control's pure-Python needs (jsonschema and lark come with our extras).
+    pip_install protobuf json-stream interegular nltk frozendict
     echo "$fingerprint" > "$bench_stamp"
 fi
 
