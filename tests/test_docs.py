@@ -145,6 +145,24 @@ def test_bytebeamstate_api_page_shows_its_docstring(site: Path) -> None:
     assert words in text, f"api/bytes.html lacks ByteBeamState's summary {words!r}"
 
 
+@pytest.mark.slow
+def test_api_pages_list_every_public_name(site: Path) -> None:
+    pages = sorted((ROOT / "docs" / "api").glob("*.md"))
+    assert pages
+    missing = []
+    for md in pages:
+        module = importlib.import_module(f"genlm_lab.{md.stem}")
+        html = (site / "api" / f"{md.stem}.html").read_text(encoding="utf-8")
+        ids = set(re.findall(r'id="(genlm_lab(?:\.\w+)+)"', html))
+        # A name shared with its module (trie.visualize.visualize) is documented by full path.
+        missing += [
+            f"genlm_lab.{md.stem}.{n}"
+            for n in module.__all__
+            if not {f"genlm_lab.{md.stem}.{n}", f"genlm_lab.{md.stem}.{n}.{n}"} & ids
+        ]
+    assert not missing, "the API pages lack (add a ::: block):\n" + "\n".join(missing)
+
+
 def _names_on_migration_page() -> list[str]:
     text = (ROOT / "docs" / "coming-from-genlm.md").read_text(encoding="utf-8")
     return sorted(set(re.findall(r"`(genlm_lab(?:\.\w+)+)`", text)))

@@ -17,6 +17,7 @@ from genlm_lab.smc._run import check_n
 __all__ = ["RESAMPLING_METHODS", "resample"]
 
 RESAMPLING_METHODS = ("multinomial", "stratified", "systematic", "residual")
+"""The names `resample` (and `smc_standard`'s `resampling_method`) accepts."""
 
 
 def _weights(log_weights: Sequence[float] | np.ndarray) -> np.ndarray:
