@@ -70,3 +70,21 @@ def test_cells_fit_on_a_screen(notebook):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.source.count("\n") < 40, f"{path.name}: a cell is longer than a screen"
+
+
+def test_metadata_is_stored_as_jupyterlab_writes_it(notebook):
+    # Lab rewrites kernelspec from the running kernel on open: a stored display_name
+    # "Python 3" (ipykernel says "Python 3 (ipykernel)") marked every tutorial modified.
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    path, nb = notebook
+    name = nb.metadata.kernelspec.name
+    spec = KernelSpecManager().get_kernel_spec(name)
+    want = {"display_name": spec.display_name, "language": spec.language, "name": name}
+    assert dict(nb.metadata.kernelspec) == want, (
+        f"{path.name}: kernelspec {dict(nb.metadata.kernelspec)} is not what Lab writes ({want}); "
+        "run python scripts/run_notebooks.py --metadata-only"
+    )
+    assert nb.nbformat == 4 and nb.nbformat_minor == nbformat.current_nbformat_minor
+    assert all("id" in cell for cell in nb.cells), f"{path.name}: cells without ids get new ones"
+    assert path.read_text() == nbformat.writes(nb) + "\n", f"{path.name} is not nbformat's layout"
