@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import html
 import math
 import numbers
@@ -9,6 +10,9 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from genlm_lab.util.escape import escape_bytes
+
+#: Rows shown by the notebook reprs; the rest are counted ("… n more"), as pandas does.
+MAX_ROWS = 20
 
 
 def format_key(key: Any) -> str:
@@ -214,17 +218,42 @@ class Chart(dict):
         body = "\n".join(f"  {format_key(k)!r}: {v}," for k, v in rows.items())
         return "Chart {\n" + body + ("\n" if body else "") + "}"
 
+    def _shown_rows(self) -> tuple[list[tuple[Hashable, Any]], int]:
+        """The `MAX_ROWS` largest non-zero entries, largest first, and how many others there are."""
+        rows = self.trim()
+        top = heapq.nlargest(MAX_ROWS, rows.items(), key=lambda kv: kv[1])
+        return top, len(rows) - len(top)
+
     def _repr_html_(self) -> str:
-        rows = self.trim().sort_descending()
+        """A table of the largest entries; past `MAX_ROWS`, a last row says how many are left."""
+        top, more = self._shown_rows()
         cells = "".join(
             f"<tr><td><code>{html.escape(format_key(k))}</code></td>"
             f"<td style='text-align:right'>{html.escape(_fmt(v))}</td></tr>"
-            for k, v in rows.items()
+            for k, v in top
         )
+        if more:
+            cells += (
+                f"<tr class='genlm-more'><td colspan='2'>… {more:,} more "
+                f"({len(top) + more:,} entries; <code>.to_pandas()</code> has all)</td></tr>"
+            )
         return (
             "<table class='genlm-chart'><thead><tr><th>key</th><th>value</th></tr>"
             f"</thead><tbody>{cells}</tbody></table>"
         )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's text form: `repr` while small, else the largest entries and a count.
+
+        `repr` stays complete (it round-trips); this keeps a 49,152-token chart
+        from filling a notebook's text output.
+        """
+        top, more = self._shown_rows()
+        if not more:
+            printer.text(repr(self))
+            return
+        body = ", ".join(f"{k!r}: {v!r}" for k, v in top)
+        printer.text(f"Chart({self.zero!r}, {{{body}, ...}})  # … {more:,} more entries")
 
 
 def _gap(a: Any, b: Any) -> Any:

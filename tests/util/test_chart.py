@@ -152,3 +152,34 @@ def test_compare_lists_every_key_with_its_gap():
     assert table.loc["c"].tolist() == [0.0, 2.0, 2.0]
     assert table.loc["b", "metric"] == math.inf
     assert list(mine.compare({}, domain=["a"])["key"]) == ["a"]
+
+
+def test_html_of_a_vocabulary_sized_chart_shows_the_top_rows_and_counts_the_rest():
+    # a 49,152-token chart rendered 49,152 rows (megabytes of output per cell)
+    from genlm_lab.util.chart import MAX_ROWS
+
+    rng = np.random.default_rng(0)
+    values = rng.random(49_152)
+    chart = Chart(0.0, {f"tok{i}": float(v) for i, v in enumerate(values)})
+    html = chart._repr_html_()
+    assert html.count("<tr>") == 1 + MAX_ROWS  # header + the top rows
+    assert html.count("<tr") == 2 + MAX_ROWS  # + the "more" row
+    assert f"… {49_152 - MAX_ROWS:,} more" in html and "49,152 entries" in html
+    top = np.argsort(-values)[:MAX_ROWS]
+    shown = [html.index(f"<code>tok{i}</code>") for i in top]
+    assert shown == sorted(shown)  # the largest values, in descending order
+    assert len(html) < 5_000
+
+
+def test_small_charts_render_whole_and_big_ones_pretty_print_bounded():
+    from IPython.lib.pretty import pretty
+
+    from genlm_lab.util.chart import MAX_ROWS
+
+    small = Chart(0.0, {"a": 0.5, "b": 0.25})
+    assert "more" not in small._repr_html_()
+    assert pretty(small) == repr(small)  # notebooks show the same text as before
+    big = Chart(0, {i: i for i in range(1, 1001)})
+    text = pretty(big)
+    assert f"{1000 - MAX_ROWS:,} more" in text and "1000: 1000" in text and "1: 1," not in text
+    assert len(repr(big)) > 10 * len(text)  # repr itself stays complete
