@@ -16,8 +16,15 @@ observers receive (`on_step(entry)`) and views draw:
   "log_ml": float,               # running estimate of log Z: logmeanexp(log_weights)
   "resampled": bool,             # whether resampling followed this step
   "ancestors": [int, ...] | None # then: new particle i copies this step's particle ancestors[i]
+  "extras": [dict | None, ...]   # only if some particle set `step_extras` (see below)
 }
 ```
+
+"extras" holds what each particle's model put in `step_extras` during the
+step (None for one that did not step). `genlm_lab.control.SMC` puts
+{"token", "logw", "logZ", "factors": {name: logw}, "critic", "killed_by",
+"awrs"?} there; the floats under the keys "logw", "logZ", "critic" and the
+values of "factors" are read back like log_weights (-inf survives JSON).
 
 Lists have one entry per particle of that step. smc_steer records its
 candidates: each particle kept by the previous step (the previous step's
@@ -66,8 +73,34 @@ def _to_float(value: Any, key: str) -> float:
     raise ValueError(f"record field {key!r} holds {value!r}, not a number")
 
 
+_EXTRA_FLOATS = ("logw", "logZ", "critic")
+
+
+def _maybe_float(value: Any, key: str) -> Any:
+    return None if value is None else _to_float(value, key)
+
+
+def _decode_extras(value: Any) -> Any:
+    """Extras with their float fields (by key, at any depth) read back; the rest as stored."""
+    if isinstance(value, list):
+        return [_decode_extras(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        if key in _EXTRA_FLOATS:
+            out[key] = _maybe_float(item, f"extras.{key}")
+        elif key == "factors" and isinstance(item, dict):
+            out[key] = {k: _maybe_float(v, "extras.factors") for k, v in item.items()}
+        else:
+            out[key] = _decode_extras(item)
+    return out
+
+
 def _decode_entry(entry: dict) -> dict:
     out = dict(entry)
+    if out.get("extras") is not None:
+        out["extras"] = _decode_extras(out["extras"])
     for key in _LIST_FLOATS:
         if out.get(key) is not None:
             out[key] = [_to_float(v, key) for v in out[key]]
@@ -278,6 +311,32 @@ class SMCRecord:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def __repr__(self) -> str:
+        """One line: what ran, how far, how it ended (a record holds every step: never all)."""
+        final = self.final or {}
+        status = final.get("status", "running or unfinished")
+        log_ml = final.get("log_ml")
+        if log_ml is None and self.steps:
+            log_ml = self.steps[-1].get("log_ml")
+        ml = "?" if log_ml is None else f"{float(log_ml):.4f}"
+        return (
+            f"SMCRecord({self.algorithm}, {self.n_particles} particles, "
+            f"{len(self.steps)} steps, {status}, log_ml={ml})"
+        )
+
+    def _repr_html_(self) -> str:
+        """The static particle view of the run (weights, ESS, log_ml, genealogy).
+
+        The view lives in `genlm_lab.widgets`, imported here only when a
+        notebook asks: inference never imports views at import time.
+        """
+        from genlm_lab.widgets._smc_data import step_entries
+        from genlm_lab.widgets.particle_view import final_status, particle_data, particles_html
+
+        run_id, entries = step_entries(self)
+        data = particle_data(entries, run_id=run_id, done=True, status=final_status(self))
+        return particles_html(data)
 
 
 class RecordWriter:

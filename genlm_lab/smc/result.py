@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from typing import Any
 
@@ -74,3 +75,21 @@ class SMCResult(list):
 
     def __repr__(self) -> str:
         return f"SMCResult({len(self)} particles, log_ml={self.log_ml:.4f}, ess={self.ess:.2f})"
+
+    def _repr_html_(self) -> str:
+        """A summary line and the top of the posterior (the largest entries, bounded)."""
+        final = (self.record.final or {}) if self.record is not None else {}
+        parts = [
+            f"{len(self)} particles",
+            f"log_ml {self.log_ml:.4f}",
+            f"ESS {self.ess:.2f}",
+        ]
+        if final.get("status"):
+            parts.append(str(final["status"]))
+        if final.get("n_steps") is not None:
+            parts.append(f"{final['n_steps']} steps")
+        head = html.escape("SMCResult: " + ", ".join(parts))
+        return (
+            f"<div class='genlm-smc-result'><div><b>{head}</b></div>"
+            f"<div>posterior over particle contents:</div>{self.posterior._repr_html_()}</div>"
+        )

@@ -251,6 +251,16 @@ class AsyncTokenCharacterTrie(_AsyncTrie):
             return cls(TokenCharacterTrie(vocab, **kwargs))
         return cls(ParallelTokenCharacterTrie(vocab, **kwargs))
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.trie!r})"
+
+    def _repr_html_(self) -> str:
+        """The wrapped trie's summary, under a line saying requests are batched."""
+        return (
+            f"<div class='genlm-trie-summary'><b>{type(self).__name__}</b>: batches "
+            f"concurrent requests over</div>{self.trie._repr_html_()}"
+        )
+
     def _run_batch(self, op: Hashable, payloads: list) -> np.ndarray:
         if op == "sum":
             return self.trie.batch_weight_sum(payloads)

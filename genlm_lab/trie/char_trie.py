@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,4 +93,14 @@ class TokenCharacterTrie(_TrieBase):
         return (
             f"{type(self).__name__}({self.n_tokens} tokens, {self.n_nodes} nodes, "
             f"kernel={self.kernel!r}, device={self.device.type!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Sizes only (a full trie has ~150k nodes): how to draw a part of it is one call away."""
+        return (
+            f"<div class='genlm-trie-summary'><b>{html.escape(type(self).__name__)}</b>: "
+            f"{self.n_tokens:,} tokens, {self.n_nodes:,} nodes, kernel "
+            f"<code>{html.escape(self.kernel)}</code> on <code>{html.escape(str(self.device))}"
+            "</code><br><small>draw a subtree: <code>.visualize(ws, prefix=...)</code>"
+            "</small></div>"
         )

@@ -3,6 +3,8 @@
 import asyncio
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -309,3 +311,47 @@ async def test_a_record_field_that_is_not_a_number_is_one_value_error_naming_it(
     data["steps"][0][field] = bad
     with pytest.raises(ValueError, match=rf"record field '{field}' holds .*not a number"):
         SMCRecord.from_json(json.dumps(data))
+
+
+class _Tagged(Model):
+    """Two steps, each appending a tag that needs HTML escaping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text = ""
+
+    async def step(self) -> None:
+        self.text += "<b>&"
+        if len(self.text) >= 8:
+            self.finish()
+
+    def string_for_serialization(self) -> str:
+        return self.text
+
+
+async def test_repr_is_one_short_line_with_the_run_summary():
+    # the dataclass repr printed every step entry: thousands of lines for a long run
+    result = await smc_standard(Coins(), 50, seed=0)
+    record = result.record
+    text = repr(record)
+    final = record.final
+    assert "\n" not in text and len(text) < 150
+    for part in ("smc_standard", "50 particles", f"{len(record.steps)} steps", "finished"):
+        assert part in text, (part, text)
+    assert f"log_ml={final['log_ml']:.4f}" in text
+    running = SMCRecord(n_particles=3, steps=record.steps[:1])
+    assert "running" in repr(running) and f"{record.steps[0]['log_ml']:.4f}" in repr(running)
+
+
+async def test_html_is_the_particle_view_with_texts_escaped():
+    result = await smc_standard(_Tagged(), 3, seed=0)
+    html = result.record._repr_html_()
+    assert "genlm-particles" in html and "finished" in html
+    assert "&lt;b&gt;&amp;&lt;b&gt;&amp;" in html and "<b>&<b>&" not in html
+
+
+def test_importing_smc_does_not_import_the_widgets():
+    # layering: inference emits events; views are imported only by a notebook's repr
+    code = "import sys, genlm_lab.smc; print(any(m.startswith('genlm_lab.widgets') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -41,3 +41,16 @@ def test_ess_and_normalised_weights_do_not_depend_on_a_common_shift(shift):
 def test_ess_of_dead_or_empty_weights_is_zero():
     assert effective_sample_size([-math.inf, -math.inf]) == 0.0
     assert effective_sample_size([]) == 0.0
+
+
+def test_html_summarises_and_bounds_the_posterior():
+    from genlm_lab.util.chart import MAX_ROWS
+
+    lw = np.linspace(0.0, -5.0, 300)
+    result = SMCResult([_Fixed(w, f"<t{i}>") for i, w in enumerate(lw)])
+    html = result._repr_html_()
+    assert "300 particles" in html and f"log_ml {result.log_ml:.4f}" in html
+    assert f"ESS {result.ess:.2f}" in html
+    assert html.count("<tr>") == 1 + MAX_ROWS and f"… {300 - MAX_ROWS} more" in html
+    assert "&lt;t0&gt;" in html and "<t0>" not in html  # the heaviest first, escaped
+    assert html.index("&lt;t0&gt;") < html.index("&lt;t1&gt;")

@@ -176,3 +176,11 @@ def test_event_loops_in_two_threads_share_one_trie():
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors
+
+
+def test_repr_and_html_wrap_the_inner_trie():
+    trie = TokenCharacterTrie([b"a", b"ab", b"b"])
+    wrapped = AsyncTokenCharacterTrie(trie)
+    assert repr(wrapped) == f"AsyncTokenCharacterTrie({trie!r})"
+    assert trie._repr_html_() in wrapped._repr_html_()
+    assert "batches" in wrapped._repr_html_()

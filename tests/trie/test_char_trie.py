@@ -175,3 +175,14 @@ def test_find_refuses_a_non_prefix_instead_of_reading_it_as_zero_bytes(bad):
     with pytest.raises(ValueError, match="prefix"):
         subtrie_data(trie, prefix=bad)
     assert trie.find(bytearray(b"a")) == trie.find(b"a") == trie.find("a") is not None
+
+
+def test_repr_and_html_give_the_sizes_and_stay_small():
+    vocab = [bytes([a, b]) for a in range(97, 123) for b in range(97, 123)] + [b"<x>", b"&"]
+    trie = TokenCharacterTrie(vocab)
+    n_nodes = len(trie.children)
+    text, html = repr(trie), trie._repr_html_()
+    assert f"{len(vocab)} tokens" in text and f"{n_nodes} nodes" in text
+    assert f"{len(vocab):,} tokens" in html and f"{n_nodes:,} nodes" in html
+    assert "numba" in html and len(html) < 400  # no token or node is listed
+    assert "<x>" not in html

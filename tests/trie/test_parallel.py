@@ -75,3 +75,10 @@ def test_cuda_matches_cpu_on_large_batches():
         par.batch_weight_sum(torch.from_numpy(ws).cuda()), seq.batch_weight_sum(ws), atol=1e-5
     )
     np.testing.assert_allclose(par.batch_weight_max(ws), seq.batch_weight_max(ws), atol=1e-6)
+
+
+def test_repr_and_html_name_the_sparse_kernel_and_sizes():
+    trie = ParallelTokenCharacterTrie([b"a", b"ab", b"b"], device="cpu")
+    for text in (repr(trie), trie._repr_html_()):
+        assert "ParallelTokenCharacterTrie" in text and "sparse" in text
+        assert "3 tokens" in text and f"{len(trie.children)} nodes" in text
