@@ -10,6 +10,7 @@ The names follow genlm-control.
 """
 
 from genlm_lab.control._guidance import InvalidGrammar
+from genlm_lab.control.awrs import AWRS
 from genlm_lab.control.cfg import BoolCFG
 from genlm_lab.control.coerce import Coerced, coerce
 from genlm_lab.control.constant import EOS, EndOfSequence
@@ -20,16 +21,22 @@ from genlm_lab.control.llm import PromptedLLM
 from genlm_lab.control.operators import AutoBatched, Power, Product
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.predicate import BoolPredicate
+from genlm_lab.control.samplers import DirectTokenSampler, TokenSampler, direct_token_sampler
+from genlm_lab.control.sequences import Sequences
+from genlm_lab.control.smc import SMC, SequenceModel
 from genlm_lab.control.weights import LazyWeights
 
 __all__ = [
+    "AWRS",
     "EOS",
+    "SMC",
     "WFSA",
     "AutoBatched",
     "BoolCFG",
     "BoolFSA",
     "BoolPredicate",
     "Coerced",
+    "DirectTokenSampler",
     "EndOfSequence",
     "GrammarPotential",
     "InvalidGrammar",
@@ -39,6 +46,10 @@ __all__ = [
     "Power",
     "Product",
     "PromptedLLM",
+    "SequenceModel",
+    "Sequences",
     "TokenConstraint",
+    "TokenSampler",
     "coerce",
+    "direct_token_sampler",
 ]

@@ -46,16 +46,19 @@ def check_log_weights(weights: np.ndarray, what: str) -> None:
 
 
 def sample_index(log_weights: np.ndarray, rng: np.random.Generator) -> int:
-    """One index drawn with probability proportional to exp(log_weights).
+    """One index drawn with probability proportional to exp(log_weights); one must be finite."""
+    return sample_linear(np.exp(log_weights - float(np.max(log_weights))), rng)
 
-    Inverse-CDF on the weights scaled by their maximum, so no "probabilities do
-    not sum to 1" error can arise; the index drawn always has positive weight.
-    At least one weight must be finite.
+
+def sample_linear(weights: np.ndarray, rng: np.random.Generator) -> int:
+    """One index drawn with probability proportional to `weights` (>= 0, not all zero).
+
+    Inverse CDF on the cumulative sum, so no "probabilities do not sum to 1"
+    error can arise; the index drawn always has positive weight.
     """
-    top = float(np.max(log_weights))
-    cdf = np.cumsum(np.exp(log_weights - top))
+    cdf = np.cumsum(weights)
     u = rng.random() * cdf[-1]
     index = min(int(np.searchsorted(cdf, u, side="right")), len(cdf) - 1)
-    if log_weights[index] == -math.inf:  # u rounded up to the total: take the last live index
-        index = int(np.flatnonzero(log_weights > -math.inf)[-1])
+    if weights[index] <= 0:  # u rounded up to the total: take the last index with weight
+        index = int(np.flatnonzero(weights > 0)[-1])
     return index

@@ -137,7 +137,7 @@ class DirectTokenSampler(TokenSampler):
         check_log_weights(weights, f"{self.target.name}.logw_next")
         top = float(np.max(weights))
         if top == -math.inf:
-            return self.target.eos, -math.inf, math.nan, {}
+            return self.target.eos, -math.inf, 0.0, {}
         index = sample_index(weights, self.rng)
         log_z = top + math.log(float(np.sum(np.exp(weights - top))))
         return self.target.vocab_eos[index], log_z, float(weights[index]) - log_z, {}

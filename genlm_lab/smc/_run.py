@@ -207,6 +207,23 @@ def _contents(particles: Sequence[Any]) -> list[str]:
     return out
 
 
+def step_extras(particles: Sequence[Any]) -> list[Any] | None:
+    """Each particle's `step_extras` (JSON-able details of its last step), or None if none has any.
+
+    A model that sets `self.step_extras` in `step` gets it into the step
+    entry's "extras" list (one item per particle, None where unset). The
+    attribute is consumed: reset to None once recorded, so a particle that
+    did not step (it had finished) shows None in later steps.
+    """
+    out = [getattr(p, "step_extras", None) for p in particles]
+    if all(x is None for x in out):
+        return None
+    for p in particles:
+        if getattr(p, "step_extras", None) is not None:
+            p.step_extras = None
+    return out
+
+
 class Run:
     """One inference run: its record, record file, observers and random generator."""
 
@@ -255,6 +272,9 @@ class Run:
             "resampled": ancestors is not None,
             "ancestors": None if ancestors is None else [int(a) for a in ancestors],
         }
+        extras = step_extras(particles)
+        if extras is not None:
+            entry["extras"] = extras
         self.record.steps.append(entry)
         if self.writer is not None:
             self.writer.step(entry)

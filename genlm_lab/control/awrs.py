@@ -1,0 +1,234 @@
+"""`AWRS`: adaptive weighted rejection sampling (Lipkin et al. 2025).
+
+The target is `potential * condition`, where `condition` is boolean and
+costly to evaluate (a grammar, a Python check) and `potential` (an LM) gives
+its whole next-token vector cheaply. Computing the target's `logw_next` would
+evaluate the condition on every token; AWRS evaluates it only on the tokens
+it draws and still returns a properly weighted sample.
+
+Let W be the potential's total next-token mass and q its normalised weights.
+AWRS draws tokens i.i.d. from q and asks the condition about each one, until
+the `max_accepts`-th accepted draw, after N draws in all. It returns the first
+accepted token x with log-weight
+
+    log W + log((max_accepts - 1) / (N - 1)).
+
+N follows a negative binomial law with success probability p = the share of
+q's mass that the condition accepts, and (r - 1) / (N - 1) is the classical
+unbiased estimator of p for r = max_accepts successes. For i.i.d. draws the
+identity of the first success is independent of N and distributed as
+q(y) c(y) / p, so E[w 1{x = y}] = W q(y) c(y): the pair is properly weighted
+for the target, and E[w] is its next-token mass.
+
+Adaptivity makes the i.i.d. draws cheap. A rejected token is never asked
+about again. A run of draws that would land in the rejected set R (of mass
+m_R) is skipped in O(1): its length is Geometric(1 - m_R), and the next draw
+is from q restricted to everything outside R. 1 - m_R is computed as the sum
+of the remaining mass, not as one minus a running sum, so it stays exact
+when nearly all mass is rejected. Each draw is therefore either the first
+look at a token or a repeat of an accepted one: at most |V| + max_accepts
+iterations.
+
+Termination: if every token with q > 0 is rejected, the target's mass is
+exactly zero and the weight is -inf (also when q itself is all zero). With a
+finite `max_rejects`, a call that rejects that many draws (skipped ones
+included) stops with weight -inf: faster, but biased towards zero; the
+weight is otherwise never -inf (genlm-control #95, #102).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.control._tokens import check_log_weights, sample_linear, token_label
+from genlm_lab.control.constant import EndOfSequence
+from genlm_lab.control.potential import Potential
+from genlm_lab.control.samplers import TokenSampler
+
+__all__ = ["AWRS"]
+
+
+class AWRS(TokenSampler):
+    """Properly weighted samples from `potential * condition`, checking `condition` only on draws.
+
+    Args:
+        potential: the proposal's weights (e.g. a `PromptedLLM`); its
+            `logw_next` is computed whole.
+        condition: a boolean potential (log-weights 0 or -inf) over the same
+            vocabulary, asked one token at a time: `prefix(context + [y])`, and
+            `complete(context)` for EOS.
+        seed: see `TokenSampler`.
+        max_accepts: accepted draws to wait for (>= 2 for proper weights);
+            more lowers the weight's variance and costs more draws.
+        max_rejects: stop with weight -inf after this many rejected draws
+            (biased; infinite by default).
+        prune_logws: kept for genlm-control compatibility. The potential and
+            the condition share one vocabulary here (`*` checks it), so there
+            is nothing outside the target's vocabulary to prune.
+        proper_weights: False draws without replacement until the first
+            accepted token and returns weight 0 (-inf if none): an exact draw
+            from the normalised target but *not* properly weighted
+            (locally constrained decoding).
+        autobatch: wrap both potentials so that concurrent particles' calls
+            go out together.
+
+    Raises:
+        ValueError: for vocabularies that differ, max_accepts < 2 with proper
+            weights, or max_rejects < 1.
+    """
+
+    def __init__(
+        self,
+        potential: Potential,
+        condition: Potential,
+        seed: int | np.random.Generator | None = None,
+        max_accepts: int = 2,
+        max_rejects: float = math.inf,
+        prune_logws: bool = True,
+        proper_weights: bool = True,
+        autobatch: bool = True,
+    ) -> None:
+        for name, value in (("potential", potential), ("condition", condition)):
+            if not isinstance(value, Potential):
+                raise ValueError(f"AWRS: {name} must be a Potential, got {type(value).__name__}")
+        if isinstance(max_accepts, bool) or not isinstance(max_accepts, (int, np.integer)):
+            raise ValueError(f"max_accepts must be an int, got {max_accepts!r}")
+        if max_accepts < (2 if proper_weights else 1):
+            raise ValueError(
+                f"max_accepts must be at least 2 for properly weighted samples, got {max_accepts}"
+            )
+        if not max_rejects >= 1:
+            raise ValueError(f"max_rejects must be >= 1 (or math.inf), got {max_rejects!r}")
+        self.potential = potential.to_autobatched() if autobatch else potential
+        self.condition = condition.to_autobatched() if autobatch else condition
+        super().__init__(self.potential * self.condition, seed)  # checks the vocabularies
+        self.max_accepts = int(max_accepts)
+        self.max_rejects = max_rejects
+        self.prune_logws = prune_logws
+        self.proper_weights = proper_weights
+
+    async def _accepts(self, context: list[Any], token: Any) -> bool:
+        """Whether the condition allows `token` after `context` (one condition call)."""
+        if isinstance(token, EndOfSequence):
+            value = await self.condition.complete(context)
+        else:
+            value = await self.condition.prefix([*context, token])
+        if value == 0:
+            return True
+        if value == -math.inf:
+            return False
+        raise ValueError(
+            f"AWRS needs a boolean condition (log-weights 0 or -inf), but {self.condition.name} "
+            f"gave {value!r} for token {token_label(token)!r} after {len(context)} tokens"
+        )
+
+    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
+        token, logw, logp, _ = await self.sample_with_info(context)
+        return token, logw, logp
+
+    async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+        """Draw a token by adaptive rejection; info["awrs"] traces the draws and checks.
+
+        Returns:
+            (token, logw, logp, info): logp is NaN (the draw's probability is
+            not tracked, as in genlm-control); info = {"awrs": {"drawn",
+            "accepted", "rejected", "n_draws", "n_checks", "logw"}} with tokens
+            as escaped strings and EOS as "EOS".
+        """
+        context = list(context)
+        logws = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
+        check_log_weights(logws, f"{self.potential.name}.logw_next")
+        trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
+        top = float(np.max(logws))
+        if top == -math.inf:
+            token, logw, draws, checks = self.target.eos, -math.inf, 0, 0
+        else:
+            q = np.exp(logws - top)
+            log_w = top + math.log(float(q.sum()))
+            run = self._proper if self.proper_weights else self._improper
+            token, log_ratio, draws, checks = await run(context, q, trace)
+            logw = log_w + log_ratio if self.proper_weights else log_ratio
+        trace.update(n_draws=draws, n_checks=checks, logw=float(logw))
+        return token, float(logw), math.nan, {"awrs": trace}
+
+    async def _proper(
+        self, context: list[Any], q: np.ndarray, trace: dict
+    ) -> tuple[Any, float, float, int]:
+        """I.i.d. draws from q (unnormalised) until max_accepts accepts.
+
+        Returns (first accepted token, log((r-1)/(N-1)) or -inf, N, checks).
+        """
+        rng = self.rng
+        vocab = self.target.vocab_eos
+        total = float(q.sum())
+        live = q.copy()  # q without the rejected tokens
+        live_sum = total
+        known: dict[int, bool] = {}
+        draws, rejects, accepts = 0, 0, 0
+        first = None
+        last_rejected = None
+        while True:
+            if live_sum < total:  # some mass is rejected: skip the draws that land in it
+                p_out = live_sum / total
+                if p_out <= 0:  # every token with mass is rejected: the target's mass is 0
+                    return last_rejected, -math.inf, draws, len(known)
+                skipped = 0.0
+                if p_out < 1:
+                    skipped = math.floor(math.log(1.0 - rng.random()) / math.log1p(-p_out))
+                if rejects + skipped >= self.max_rejects:
+                    draws += int(self.max_rejects - rejects)
+                    return last_rejected, -math.inf, draws, len(known)
+                draws += int(skipped)
+                rejects += skipped
+            index = sample_linear(live, rng)
+            draws += 1
+            token = vocab[index]
+            label = token_label(token)
+            trace["drawn"].append(label)
+            ok = known.get(index)
+            if ok is None:
+                ok = known[index] = await self._accepts(context, token)
+                trace["accepted" if ok else "rejected"].append(label)
+            if ok:
+                accepts += 1
+                if first is None:
+                    first = token
+                if accepts == self.max_accepts:
+                    ratio = math.log(self.max_accepts - 1) - math.log(draws - 1)
+                    return first, ratio, draws, len(known)
+            else:
+                rejects += 1
+                last_rejected = token
+                live[index] = 0.0
+                live_sum = float(live.sum())
+                if rejects >= self.max_rejects:
+                    return token, -math.inf, draws, len(known)
+
+    async def _improper(
+        self, context: list[Any], q: np.ndarray, trace: dict
+    ) -> tuple[Any, float, int, int]:
+        """Draws without replacement until the first accept: weight 0, or -inf if none."""
+        rng = self.rng
+        vocab = self.target.vocab_eos
+        live = q.copy()
+        token = self.target.eos
+        draws = 0
+        while live.sum() > 0 and draws < self.max_rejects:
+            index = sample_linear(live, rng)
+            draws += 1
+            token = vocab[index]
+            label = token_label(token)
+            trace["drawn"].append(label)
+            if await self._accepts(context, token):
+                trace["accepted"].append(label)
+                return token, 0.0, draws, draws
+            trace["rejected"].append(label)
+            live[index] = 0.0
+        return token, -math.inf, draws, draws
+
+    def __repr__(self) -> str:
+        return f"AWRS({self.potential.name}, {self.condition.name}, max_accepts={self.max_accepts})"

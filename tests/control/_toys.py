@@ -1,0 +1,119 @@
+"""Small exact potentials over ToyLM vocabularies, and brute-force enumeration, for the control tests."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import regex
+
+from genlm_lab.backend.toy import ToyLM
+from genlm_lab.control import EOS, EndOfSequence, Potential, PromptedLLM
+
+VOCAB = [b"a", b"b", b"ab", b"c", b"\xc3", b"<eos>"]
+
+
+def toy_llm(seed: int = 3, vocab: Sequence[bytes] = VOCAB, **kw: Any) -> PromptedLLM:
+    """A PromptedLLM over a seeded ToyLM whose last token is EOS."""
+    return PromptedLLM(ToyLM(list(vocab), seed=seed, eos=vocab[-1], **kw))
+
+
+def text_of(context: Sequence[Any]) -> bytes:
+    return b"".join(bytes(t) for t in context if not isinstance(t, EndOfSequence))
+
+
+class RegexConstraint(Potential):
+    """Boolean: a prefix is alive iff its bytes can still be extended to a full match.
+
+    The obviously correct reference (the `regex` module's partial matching),
+    written with prefix / complete only: `logw_next` is the base class's
+    token-by-token default.
+    """
+
+    is_boolean = True
+
+    def __init__(self, vocabulary: Sequence[Any], pattern: bytes) -> None:
+        super().__init__(vocabulary)
+        self.pattern = regex.compile(pattern)
+        self.calls = 0
+
+    async def prefix(self, context: Sequence[Any]) -> float:
+        self.calls += 1
+        ok = self.pattern.fullmatch(text_of(context), partial=True) is not None
+        return 0.0 if ok else -math.inf
+
+    async def complete(self, context: Sequence[Any]) -> float:
+        self.calls += 1
+        return 0.0 if self.pattern.fullmatch(text_of(context)) is not None else -math.inf
+
+
+class LengthCritic(Potential):
+    """A non-boolean critic: log-weight -scale * (number of bytes), finite everywhere."""
+
+    def __init__(self, vocabulary: Sequence[Any], scale: float = 0.3) -> None:
+        super().__init__(vocabulary)
+        self.scale = scale
+
+    async def prefix(self, context: Sequence[Any]) -> float:
+        return -self.scale * len(text_of(context))
+
+    async def complete(self, context: Sequence[Any]) -> float:
+        return -self.scale * len(text_of(context)) - 0.5
+
+
+class TablePotential(Potential):
+    """Next-token log-weights given by a function of the context (prefix = their running sum)."""
+
+    def __init__(self, vocabulary: Sequence[Any], fn: Callable[[tuple], np.ndarray]) -> None:
+        super().__init__(vocabulary)
+        self.fn = fn
+
+    async def logw_next(self, context: Sequence[Any]):
+        return self.make_lazy_weights(np.asarray(self.fn(tuple(context)), dtype=float))
+
+    async def prefix(self, context: Sequence[Any]) -> float:
+        total = 0.0
+        for i, token in enumerate(context):
+            total += float(self.fn(tuple(context[:i]))[self.lookup[token]])
+        return total
+
+    async def complete(self, context: Sequence[Any]) -> float:
+        return await self.prefix(context) + float(self.fn(tuple(context))[-1])
+
+
+async def exact_completions(
+    target: Potential, max_tokens: int, forced_eos: bool = True
+) -> dict[tuple, float]:
+    """Every sequence SMC can return with max_tokens (EOS included), with its exact weight.
+
+    Sequences of at most max_tokens - 1 tokens get `complete`. With
+    `forced_eos=False` (the deliberately wrong target, without genlm-control
+    #145's correction) those of exactly max_tokens - 1 tokens get `prefix`.
+    """
+    out: dict[tuple, float] = {}
+
+    async def visit(context: list[Any]) -> None:
+        if len(context) == max_tokens - 1 and not forced_eos:
+            w = await target.prefix(context)
+        else:
+            w = await target.complete(context)
+        if w > -math.inf:
+            out[(*context, EOS)] = math.exp(w)
+        if len(context) == max_tokens - 1:
+            return
+        for token in target.vocab:
+            longer = [*context, token]
+            if await target.prefix(longer) > -math.inf:
+                await visit(longer)
+
+    await visit([])
+    return out
+
+
+def within(samples: np.ndarray, exact: float, k: float = 3.0) -> bool:
+    """Whether the mean of `samples` is within k standard errors of `exact`."""
+    samples = np.asarray(samples, dtype=float)
+    se = samples.std(ddof=1) / math.sqrt(len(samples))
+    return abs(samples.mean() - exact) <= k * se

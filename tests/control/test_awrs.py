@@ -1,0 +1,156 @@
+"""AWRS: properly weighted for LM * condition, checked against exact next-token weights."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+from _toys import VOCAB, LengthCritic, RegexConstraint, TablePotential, toy_llm, within
+
+from genlm_lab.control import AWRS, EOS
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _exact_next(llm, condition, context):
+    """Exact target weights after `context`: LM weight times the condition, per token (linear)."""
+    lm = (await llm.logw_next(context)).weights
+    out = {}
+    for token, logw in zip(llm.vocab_eos, lm, strict=True):
+        if token is EOS or token == EOS:
+            ok = await condition.complete(context) == 0
+        else:
+            ok = await condition.prefix([*context, token]) == 0
+        out[token] = math.exp(logw) if ok else 0.0
+    return out
+
+
+async def _draws(sampler, context, n):
+    out = []
+    for _ in range(n):
+        out.append(await sampler.sample_with_info(context))
+    return out
+
+
+def _check_properly_weighted(draws, exact):
+    """Mean weight and per-token weighted frequency within 3 SE of the exact values."""
+    w = np.exp([d[1] for d in draws])
+    assert np.all(np.isfinite(w))
+    assert within(w, sum(exact.values())), (w.mean(), sum(exact.values()))
+    total = sum(exact.values())
+    for token, value in exact.items():
+        hits = np.array([wi if d[0] == token else 0.0 for d, wi in zip(draws, w, strict=True)])
+        if value == 0:
+            assert not hits.any(), f"token {token!r} has weight zero but was returned"
+        elif value / total * len(draws) >= 20:  # rarer tokens: too few hits for an SE
+            assert within(hits, value, k=3.5), (token, hits.mean(), value)
+
+
+@pytest.mark.parametrize("max_accepts", [2, 4])
+def test_awrs_weights_are_unbiased_for_the_allowed_mass(max_accepts):
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"(ab|b)*c?")
+    context = [llm.vocab[1]]  # "b": allows a, b, ab, c and EOS; forbids \xc3
+    exact = run(_exact_next(llm, condition, context))
+    sampler = AWRS(llm, condition, seed=0, max_accepts=max_accepts, autobatch=False)
+    draws = run(_draws(sampler, context, 2000))
+    _check_properly_weighted(draws, exact)
+    # The same check rejects a wrong target: 10% too much mass.
+    w = np.exp([d[1] for d in draws])
+    assert not within(w, 1.1 * sum(exact.values()))
+
+
+def test_awrs_is_exact_when_the_condition_allows_very_little_mass():
+    # Allowed tokens carry ~1e-9 of the LM's mass: draws are skipped in O(1) and
+    # the weight stays finite and unbiased (genlm-control #95, #102). With
+    # max_accepts=2 the estimator's variance grows like log(1/mass) (a heavy
+    # tail a 3-SE test cannot judge); 5 accepts make it finite.
+    vocab = [b"a", b"b", b"c"]
+    logits = np.array([0.0, -21.0, -22.0, -30.0])  # a, b, c, EOS
+    table = TablePotential(vocab, lambda ctx: logits - np.logaddexp.reduce(logits))
+    condition = RegexConstraint(vocab, rb"[bc]")
+    exact = run(_exact_next(table, condition, []))
+    draws = run(_draws(AWRS(table, condition, seed=1, max_accepts=5, autobatch=False), [], 1500))
+    _check_properly_weighted(draws, exact)
+    assert all(d[3]["awrs"]["n_checks"] <= 4 for d in draws)  # a, b, c, EOS at most
+    assert max(d[3]["awrs"]["n_draws"] for d in draws) > 1e6  # skipped, not looped
+
+
+def test_awrs_checks_only_drawn_tokens_and_traces_them():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"(ab|b)*c?")
+    sampler = AWRS(llm, condition, seed=2)
+    token, logw, _, info = run(sampler.sample_with_info([]))
+    trace = info["awrs"]
+    assert set(trace) == {"drawn", "accepted", "rejected", "n_draws", "n_checks", "logw"}
+    assert trace["logw"] == logw
+    assert trace["n_checks"] == len(trace["accepted"]) + len(trace["rejected"])
+    assert trace["n_draws"] >= len(trace["drawn"]) >= 2
+    assert all(isinstance(t, str) for t in trace["drawn"])
+    assert not set(trace["accepted"]) & set(trace["rejected"])
+
+
+def test_awrs_with_an_all_zero_proposal_terminates_with_weight_zero():
+    vocab = [b"a", b"b"]
+    zero = TablePotential(vocab, lambda ctx: np.full(3, -math.inf))
+    condition = RegexConstraint(vocab, rb"a*")
+    token, logw, _, info = run(AWRS(zero, condition, seed=0).sample_with_info([]))
+    assert logw == -math.inf and token == EOS
+    assert info["awrs"]["n_checks"] == 0
+
+
+def test_awrs_when_the_condition_rejects_everything_terminates_with_weight_zero():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"zz")  # no token has a z; "" is a live prefix
+    sampler = AWRS(llm, condition, seed=0)
+    token, logw, _, info = run(sampler.sample_with_info([]))
+    assert logw == -math.inf
+    assert info["awrs"]["n_checks"] == len(VOCAB)  # each token (and EOS) asked once
+    assert info["awrs"]["accepted"] == []
+
+
+def test_awrs_never_returns_zero_weight_when_some_mass_is_allowed():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"c")  # only "c" (LM prob ~ small) is allowed
+    draws = run(_draws(AWRS(llm, condition, seed=3), [], 300))
+    assert all(math.isfinite(d[1]) for d in draws)
+    assert {d[0] for d in draws} == {llm.vocab[3]}
+
+
+def test_awrs_max_rejects_stops_with_weight_zero():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"zz")
+    token, logw, _, info = run(AWRS(llm, condition, seed=0, max_rejects=2).sample_with_info([]))
+    assert logw == -math.inf
+    assert info["awrs"]["n_draws"] == 2
+
+
+def test_awrs_improper_mode_returns_an_allowed_token_with_weight_one():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"(ab|b)*c?")
+    sampler = AWRS(llm, condition, seed=0, proper_weights=False)
+    for _ in range(20):
+        token, logw, _ = run(sampler.sample([]))
+        assert logw == 0.0 and token != llm.vocab[4]  # b"\\xc3" is the one token forbidden
+
+
+def test_awrs_rejects_a_non_boolean_condition_with_one_error():
+    llm = toy_llm()
+    critic = LengthCritic(llm.vocab)
+    with pytest.raises(ValueError, match="boolean condition"):
+        run(AWRS(llm, critic, seed=0).sample([]))
+
+
+def test_awrs_settings_are_checked():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"a*")
+    with pytest.raises(ValueError, match="max_accepts"):
+        AWRS(llm, condition, max_accepts=1)
+    with pytest.raises(ValueError, match="max_rejects"):
+        AWRS(llm, condition, max_rejects=0)
+    with pytest.raises(ValueError, match="vocabular"):
+        AWRS(llm, RegexConstraint([b"a"], rb"a*"))
