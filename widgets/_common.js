@@ -94,6 +94,38 @@ function lineChart(series, { width = 320, height = 110, title = "" } = {}) {
   return svg;
 }
 
+// Trie drawing shared by TrieView and MaskView.
+function safeSvg(markup) {
+  // Graphviz output, parsed as SVG (never as HTML); scripts and handlers dropped.
+  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
+  const svg = doc.documentElement;
+  if (!svg || svg.nodeName !== "svg") return null;
+  for (const bad of svg.querySelectorAll("script, foreignObject")) bad.remove();
+  for (const node of svg.querySelectorAll("*")) {
+    for (const a of Array.from(node.attributes)) {
+      if (a.name.startsWith("on") || (a.name.endsWith("href") && !a.value.startsWith("#"))) node.removeAttribute(a.name);
+    }
+  }
+  return document.importNode(svg, true);
+}
+
+function trieTree(nodes, drill) {
+  const kids = new Map();
+  for (const n of nodes) {
+    const key = n.parent === null ? "root" : n.parent;
+    if (!kids.has(key)) kids.set(key, []);
+    kids.get(key).push(n);
+  }
+  const item = (n) => h("li", { "data-prefix": n.prefix_hex, class: n.blocked ? "genlm-blocked" : null },
+    n.prob === null ? null : [bar(n.prob, 60), h("span", { class: "genlm-num" }, fmt(n.prob)), " "],
+    n.edge ? [h("code", {}, n.edge), " \u2192 "] : null,
+    h("code", { class: "genlm-clickable", title: "drill into this prefix", onclick: () => drill(n.prefix_hex) }, n.label),
+    n.blocked ? h("span", { class: "genlm-badge" }, "blocked") : null,
+    n.hidden ? h("span", { class: "genlm-note" }, ` +${n.hidden} more`) : null,
+    kids.has(n.id) ? h("ul", {}, kids.get(n.id).map(item)) : null);
+  return h("div", { class: "genlm-trie" }, h("ul", {}, (kids.get("root") || []).map(item)));
+}
+
 function renderInto(el, model, draw, kind) {
   // Redraw the whole view from the synced data on every change (data is small).
   el.classList.add("genlm-view", "genlm-live", `genlm-${kind}`);

@@ -6,36 +6,6 @@ function hexToLabel(nodes, hex) {
   return n ? n.label : "";
 }
 
-function safeSvg(markup) {
-  // Graphviz output, parsed as SVG (never as HTML); scripts and handlers dropped.
-  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
-  const svg = doc.documentElement;
-  if (!svg || svg.nodeName !== "svg") return null;
-  for (const bad of svg.querySelectorAll("script, foreignObject")) bad.remove();
-  for (const node of svg.querySelectorAll("*")) {
-    for (const a of Array.from(node.attributes)) {
-      if (a.name.startsWith("on") || (a.name.endsWith("href") && !a.value.startsWith("#"))) node.removeAttribute(a.name);
-    }
-  }
-  return document.importNode(svg, true);
-}
-
-function trieTree(nodes, drill) {
-  const kids = new Map();
-  for (const n of nodes) {
-    const key = n.parent === null ? "root" : n.parent;
-    if (!kids.has(key)) kids.set(key, []);
-    kids.get(key).push(n);
-  }
-  const item = (n) => h("li", { "data-prefix": n.prefix_hex },
-    n.prob === null ? null : [bar(n.prob, 60), h("span", { class: "genlm-num" }, fmt(n.prob)), " "],
-    n.edge ? [h("code", {}, n.edge), " \u2192 "] : null,
-    h("code", { class: "genlm-clickable", title: "drill into this prefix", onclick: () => drill(n.prefix_hex) }, n.label),
-    n.hidden ? h("span", { class: "genlm-note" }, ` +${n.hidden} more`) : null,
-    kids.has(n.id) ? h("ul", {}, kids.get(n.id).map(item)) : null);
-  return h("div", { class: "genlm-trie" }, h("ul", {}, (kids.get("root") || []).map(item)));
-}
-
 function drawTrie(data, model) {
   const nodes = data.nodes || [];
   const drill = (hex) => model.send({ prefix_hex: hex });

@@ -216,6 +216,11 @@ def render_digraph(data: dict) -> Any:
         if n["mass"] is not None and root_mass:
             fill, font = _fill(n["mass"] / root_mass)
         attrs = {"fillcolor": fill, "fontcolor": font}
+        if n.get("blocked"):  # a constraint rules out every token below: greyed, dashed
+            attrs.update(fillcolor="#e5e7eb", fontcolor="#6b7280", color="#9ca3af")
+            attrs["class"] = "genlm-blocked"
+            attrs.update(style="filled,rounded,dashed")
+            lines.append("blocked")
         if n["kind"] == "eos":
             attrs.update(shape="octagon", color="#dc2626", penwidth="2")
         elif n["is_leaf"]:
@@ -256,6 +261,9 @@ def render_html(data: dict) -> str:
             text += f" <small>p={node['prob']:.3g}</small>"
         if node["hidden"]:
             text += f" <small>+{node['hidden']} more</small>"
+        if node.get("blocked"):
+            fill, font = "#e5e7eb", "#6b7280"
+            text += " <small>blocked</small>"
         style = f"background:{fill};color:{font};padding:0 4px;border-radius:3px"
         kids = "".join(item(by_id[c]) for c in node["children"])
         return (

@@ -1,4 +1,4 @@
-"""Live views of every layer: tries, beams, particles, backends.
+"""Live views of every layer: tries, beams, particles, constraints, backends.
 
 Each view is a pure function from data to static HTML/SVG (what nbviewer,
 GitHub and nbval see) plus an anywidget that draws the same data live in
@@ -7,6 +7,7 @@ JupyterLab, Notebook 7 and VS Code. Updates flow kernel -> browser only.
 
 from genlm_lab.widgets.beam_view import BeamDebugger, BeamView, beam_data, beam_html
 from genlm_lab.widgets.figures import ess_log_ml_figure, weight_histogram
+from genlm_lab.widgets.mask_view import MaskView, mask_data, mask_data_of, mask_html
 from genlm_lab.widgets.monitor import BackendMonitor, monitor_data, monitor_html
 from genlm_lab.widgets.particle_view import ParticleView, particle_data, particles_html
 from genlm_lab.widgets.report import report_html, write_report
@@ -16,11 +17,15 @@ __all__ = [
     "BackendMonitor",
     "BeamDebugger",
     "BeamView",
+    "MaskView",
     "ParticleView",
     "TrieView",
     "beam_data",
     "beam_html",
     "ess_log_ml_figure",
+    "mask_data",
+    "mask_data_of",
+    "mask_html",
     "monitor_data",
     "monitor_html",
     "particle_data",

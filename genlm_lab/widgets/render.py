@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from genlm_lab.util import escape_bytes
 from genlm_lab.widgets._base import asset
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "line_chart",
     "table",
     "tok_box",
+    "token_text",
     "wrap",
 ]
 
@@ -51,6 +53,19 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
         return f"{x:.2e}"
     return f"{x:.{digits}f}"
+
+
+def token_text(token: Any) -> str:
+    """A readable label of a token: bytes escaped (␣ for a space), EOS as "EOS"."""
+    if token is None:
+        return ""
+    if isinstance(token, (bytes, bytearray)):
+        return escape_bytes(bytes(token), visible_space=True)
+    if isinstance(token, int) and not isinstance(token, bool) and 0 <= token < 256:
+        return escape_bytes(bytes([token]), visible_space=True)  # a byte-level potential
+    if type(token).__name__ == "EndOfSequence":
+        return "EOS"
+    return str(token)
 
 
 def bar(fraction: float, width: int = 120) -> str:

@@ -32,6 +32,7 @@ def trie_data(
     top_k: int = 8,
     context: str | None = None,
     draw: bool = True,
+    blocked: Any = None,
 ) -> dict:
     """View data of the subtrie under `prefix` (from `genlm_lab.trie.subtrie_data`).
 
@@ -43,6 +44,9 @@ def trie_data(
         top_k: children kept per node, heaviest first.
         context: the LM context the weights come from, shown as a caption.
         draw: render graphviz SVG when `dot` exists.
+        blocked: one bool per token id (True: a constraint rules it out), or
+            None. A node is `blocked` (drawn greyed) when every token below it
+            is; `allowed_prob` is the share of the total mass left under it.
 
     Raises:
         ValueError: if `ws` fits neither the vocabulary nor the nodes, or no
@@ -64,6 +68,8 @@ def trie_data(
         ws = arr
     raw = subtrie_data(trie, ws, prefix, depth, top_k)
     total = raw["total"]
+    if blocked is not None:
+        _mark_blocked(trie, raw, ws, blocked)
     nodes = [
         {
             "id": n["id"],
@@ -79,6 +85,8 @@ def trie_data(
             if n["hidden_mass"] is None or not total
             else n["hidden_mass"] / total,
             "is_leaf": n["is_leaf"],
+            "blocked": n.get("blocked", False),
+            "allowed_prob": n.get("allowed_prob"),
         }
         for n in raw["nodes"]
     ]
@@ -97,6 +105,22 @@ def trie_data(
     }
 
 
+def _mark_blocked(trie: Any, raw: dict, ws: Any, blocked: Any) -> None:
+    """Flag the nodes of `raw` under which every token is blocked; add their allowed mass."""
+    mask = np.asarray(blocked, dtype=bool)
+    if mask.shape != (trie.n_tokens,):
+        raise ValueError(
+            f"blocked has shape {mask.shape}; expected one bool per token ({trie.n_tokens},)"
+        )
+    allowed = (~mask).astype(np.float64)
+    n_allowed = trie.weight_sum(allowed)
+    mass = None if ws is None or len(ws) != trie.n_tokens else trie.weight_sum(ws * allowed)
+    total = raw["total"]
+    for n in raw["nodes"]:
+        n["blocked"] = bool(n_allowed[n["id"]] == 0)
+        n["allowed_prob"] = None if mass is None or not total else float(mass[n["id"]]) / total
+
+
 def _tree_html(nodes: list[dict]) -> str:
     kids: dict[Any, list[dict]] = {}
     for n in nodes:
@@ -111,9 +135,11 @@ def _tree_html(nodes: list[dict]) -> str:
         more = f" <span class='genlm-note'>+{n['hidden']} more</span>" if n["hidden"] else ""
         edge = f"<code>{esc(n['edge'])}</code> → " if n["edge"] else ""
         sub = "".join(item(c) for c in kids.get(n["id"], []))
+        cls = " class='genlm-blocked'" if n.get("blocked") else ""
+        tag = " <span class='genlm-badge'>blocked</span>" if n.get("blocked") else ""
         return (
-            f"<li data-prefix='{esc(n['prefix_hex'])}'>{p}{edge}<code>{esc(n['label'])}</code>"
-            f"{more}{'<ul>' + sub + '</ul>' if sub else ''}</li>"
+            f"<li{cls} data-prefix='{esc(n['prefix_hex'])}'>{p}{edge}<code>{esc(n['label'])}</code>"
+            f"{tag}{more}{'<ul>' + sub + '</ul>' if sub else ''}</li>"
         )
 
     return "<ul>" + "".join(item(n) for n in kids.get(None, [])) + "</ul>"

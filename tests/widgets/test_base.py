@@ -41,12 +41,20 @@ def test_throttle_builds_data_only_when_sending():
 
 
 def test_assets_exist_and_views_are_plain_esm():
-    for name in ("_common.js", "genlm.css", "particles.js", "beam.js", "trie.js", "monitor.js"):
+    for name in (
+        "_common.js",
+        "genlm.css",
+        "particles.js",
+        "beam.js",
+        "trie.js",
+        "monitor.js",
+        "mask.js",
+    ):
         text = asset(name)
         assert text.strip()
         assert "http://" not in text.replace("http://www.w3.org", "")  # no CDN
         assert "https://" not in text
-    for name in ("particles.js", "beam.js", "trie.js", "monitor.js"):
+    for name in ("particles.js", "beam.js", "trie.js", "monitor.js", "mask.js"):
         assert "export default" in asset(name)
         assert "innerHTML" not in asset(name)
 
