@@ -363,7 +363,8 @@ def _hub_snapshot(name: str) -> Path:
         pass
     if _hub_offline():
         raise ModelNotFoundError(
-            f"model {name!r} is not in the local HF cache and HF_HUB_OFFLINE is set; use "
+            f"model {name!r} is not in the local HF cache and the hub is offline "
+            f"(HF_HUB_OFFLINE is set); use "
             f"{DEFAULT_MODEL!r} (`{_INSTALL_HINT}`), {TINY_RANDOM!r}, a local model directory, "
             "or unset HF_HUB_OFFLINE to download it"
         ) from None

@@ -68,7 +68,9 @@ def load_model_by_name(
             None picks `default_backend()`.
         llm_opts: keyword arguments for the backend's constructor, e.g.
             `{"batch_size": 32, "timeout": 0.02}` for `"hf"` or
-            `{"engine_opts": {...}}` for `"vllm"`.
+            `{"engine_opts": {...}}` for `"vllm"`. `"hf"` also takes
+            `device`, `dtype` and `progress` (a bar for the one-off conversion
+            of the default model) for `load_hf_model`.
 
     Returns:
         An `AsyncLM`.
@@ -119,9 +121,12 @@ def load_model_by_name(
         key,
         [AsyncTransformer.__init__],
         taken={"hf_model", "hf_tokenizer"},
-        extra=("device", "dtype"),
+        extra=("device", "dtype", "progress"),
     )
     model, tokenizer = load_hf_model(
-        name, device=opts.pop("device", None), dtype=opts.pop("dtype", None)
+        name,
+        device=opts.pop("device", None),
+        dtype=opts.pop("dtype", None),
+        progress=opts.pop("progress", None),
     )
     return AsyncTransformer(model, tokenizer, **opts)

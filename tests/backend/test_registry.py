@@ -103,3 +103,17 @@ def test_default_backend_is_vllm_only_with_cuda_and_vllm(monkeypatch, cuda, vllm
         ),
     )
     assert registry.default_backend() == expected
+
+
+def test_hf_backend_passes_progress_on_to_the_model_loader(monkeypatch, tiny_random_hf):
+    from genlm_lab.backend import models
+
+    seen = {}
+
+    def fake_load(name, device=None, dtype=None, progress=None):
+        seen.update(name=name, progress=progress)
+        return tiny_random_hf
+
+    monkeypatch.setattr(models, "load_hf_model", fake_load)
+    load_model_by_name("tiny-random", backend="hf", llm_opts={"progress": False})
+    assert seen == {"name": "tiny-random", "progress": False}
