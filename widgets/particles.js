@@ -5,14 +5,41 @@ function stateLabel(st) {
   return st === "active" ? "" : st;
 }
 
+function factorCells(p, names) {
+  // control.SMC: summed log-weight per factor (this step's in the tooltip), critic, last draw, AWRS.
+  if (!names.length) return [];
+  const last = p.last || {};
+  const step = last.factors || {};
+  const cells = names.map((n) => h("td", { class: "genlm-num genlm-factor", "data-factor": n,
+    title: n in step ? `this step: ${fmt(step[n], 3)}` : "no step" }, fmt((p.factors || {})[n], 2)));
+  cells.push(h("td", { class: "genlm-num" }, fmt(p.critic, 2)));
+  cells.push(h("td", {}, last.token === null || last.token === undefined ? "" : tokBox(last.token)));
+  const aw = last.awrs;
+  cells.push(aw ? h("td", { class: "genlm-awrs-cell", title: `rejected: ${(aw.rejected || []).join(", ")}` },
+    `${aw.n_draws} draws, ${aw.n_rejected} rejected`) : h("td", {}));
+  return cells;
+}
+
 function particleRows(data) {
+  const names = data.factor_names || [];
   return (data.particles || []).map((p) =>
     h("tr", { class: `genlm-${p.state}`, "data-index": p.index },
       h("td", { class: "genlm-num" }, p.index),
-      h("td", {}, stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : ""),
+      h("td", {}, stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : "",
+        p.killed ? h("span", { class: "genlm-killed" }, ` step ${p.killed.step}, by ${p.killed.by}`) : null),
       h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
       h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
+      factorCells(p, names),
       h("td", { class: "genlm-text" }, p.text)));
+}
+
+function deathsLine(data) {
+  if (!(data.factor_names || []).length) return null;
+  const d = data.deaths || {};
+  const keys = Object.keys(d);
+  if (!keys.length) return h("div", { class: "genlm-note genlm-deaths" }, "no particle killed");
+  const parts = keys.map((k) => `${k}: ${d[k].length} (step ${d[k].slice(0, 8).join(", ")}${d[k].length > 8 ? ", ..." : ""})`);
+  return h("div", { class: "genlm-note genlm-deaths" }, `killed by ${parts.join("; ")}`);
 }
 
 function genealogy(data) {
@@ -62,7 +89,9 @@ function genealogy(data) {
       class: `genlm-node genlm-${node.state}`, "data-step": t, "data-index": i,
       onclick: () => highlight(t, i),
     }, s("title", {}, `step ${t}, particle ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
-                       `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n${node.text}`));
+                       `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n` +
+                       (node.token === null || node.token === undefined ? "" : `token ${node.token}\n`) +
+                       (node.killed_by ? `killed by ${node.killed_by}\n` : "") + node.text));
     nodes.push(c);
     svg.append(c);
   }));
@@ -87,7 +116,11 @@ function drawParticles(data) {
       lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
                 { title: "log_ml estimate over steps" })),
     h("div", { class: "genlm-note genlm-resampled" }, resampled),
-    table(["#", "state", "weight", "log w", "text"], particleRows(data)),
+    deathsLine(data),
+    table(["#", "state", "weight", "log w",
+           ...((data.factor_names || []).length
+             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "last token", "AWRS"] : []),
+           "text"], particleRows(data)),
     tree ? h("div", { class: "genlm-title" }, "Genealogy (click a particle for its lineage)") : null,
     tree);
 }

@@ -142,14 +142,23 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
     # resampling with replacement (smc_standard) names as many as it has.
     kept = set(ancestors) if ancestors is not None and len(ancestors) < n else None
     parts = []
+    extras = raw.get("extras") or [None] * n
     for i, (text, lw, inc, fin) in enumerate(zip(*(raw[k] for k in _KEYS), strict=True)):
         lw = _float(lw)
         state = "dead" if lw == -math.inf else "finished" if fin else "active"
         if kept is not None and i not in kept and state != "dead":
             state = "pruned"
-        parts.append(
-            {"text": display_text(text), "log_weight": lw, "increment": _float(inc), "state": state}
-        )
+        part = {
+            "text": display_text(text),
+            "log_weight": lw,
+            "increment": _float(inc),
+            "state": state,
+        }
+        extra = extras[i] if i < len(extras) else None
+        if isinstance(extra, Mapping):  # control.SMC: the drawn token and what killed it
+            part["token"] = None if extra.get("token") is None else str(extra["token"])
+            part["killed_by"] = extra.get("killed_by")
+        parts.append(part)
     return {
         "step": _step_number(raw, where),
         "particles": parts,

@@ -8,6 +8,7 @@ from typing import Any
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets._factor_data import FactorTally, tally_of
 from genlm_lab.widgets._smc_data import (
     as_record,
     genealogy,
@@ -16,7 +17,7 @@ from genlm_lab.widgets._smc_data import (
     step_entries,
     summary_point,
 )
-from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, wrap
+from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
 
 
 def particle_data(
@@ -26,6 +27,7 @@ def particle_data(
     done: bool = False,
     summary: dict | None = None,
     status: str | None = None,
+    factors: dict | None = None,
 ) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
@@ -37,11 +39,17 @@ def particle_data(
             keep it as they go and pass only the last entry).
         status: how the run ended (the record's final status, e.g.
             "interrupted"); default "finished" when done, else "running".
+        factors: `FactorTally.view()` of a `control.SMC` run: each particle's
+            log-weight split by factor, where it was killed and by what.
 
     Returns:
         The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
         how many candidates smc_steer's cut kept at the last step (the run's
         particles; the rest are "pruned"), None where no cut dropped any.
+        With `factors`: "factor_names", "deaths" ({factor: [steps]}) and per
+        row "factors" ({name: summed log-weight}), "critic", "killed"
+        ({step, by} or None) and "last" (the newest step's token, factor
+        weights and AWRS summary).
     """
     last = entries[-1] if entries else None
     particles = []
@@ -57,6 +65,10 @@ def particle_data(
                     "state": p["state"],
                 }
             )
+    frows = factors["rows"] if factors else []
+    if len(frows) == len(particles):
+        for row, f in zip(particles, frows, strict=True):
+            row.update(f)
     cut = last is not None and last["ancestors"] is not None
     cut = cut and len(last["ancestors"]) < len(last["particles"])
     data = dict(summary) if summary is not None else run_summary(entries)
@@ -69,6 +81,8 @@ def particle_data(
         particles=particles,
         n_kept=len(last["ancestors"]) if cut else None,
         genealogy=genealogy(entries) if done else None,
+        factor_names=factors["names"] if factors else None,
+        deaths=factors["deaths"] if factors else None,
     )
     return data
 
@@ -112,7 +126,9 @@ def genealogy_svg(data: dict) -> str:
             tip = (
                 f"step {t}, particle {i} ({node['state']})\nweight {fmt(node['weight'])} "
                 f"(log {fmt(node['log_weight'], 2)})\nincrement {fmt(node['increment'])}\n"
-                f"{node['text']}"
+                + (f"token {node['token']}\n" if node.get("token") is not None else "")
+                + (f"killed by {node['killed_by']}\n" if node.get("killed_by") else "")
+                + f"{node['text']}"
             )
             out.append(
                 f"<circle cx='{left + t * dx}' cy='{top + i * dy}' "
@@ -156,13 +172,15 @@ def particles_html(data: dict) -> str:
         if resampled
         else "no resampling yet"
     )
+    names = data.get("factor_names") or []
     rows = [
         f"<tr class='genlm-{esc(p['state'])}' data-index='{p['index']}'>"
         f"<td class='genlm-num'>{p['index']}</td>"
-        f"<td>{badge(p['state']) if p['state'] != 'active' else ''}</td>"
+        f"<td>{badge(p['state']) if p['state'] != 'active' else ''}{_killed_html(p)}</td>"
         f"<td>{bar(p['weight'])}<span class='genlm-num genlm-weight'>{esc(fmt(p['weight']))}"
         f"</span></td><td class='genlm-num'>{esc(fmt(p['log_weight'], 2))}</td>"
-        f"<td class='genlm-text'>{esc(p['text'])}</td></tr>"
+        + _factor_cells(p, names)
+        + f"<td class='genlm-text'>{esc(p['text'])}</td></tr>"
         for p in ps
     ]
     charts = (
@@ -177,10 +195,63 @@ def particles_html(data: dict) -> str:
     body = (
         f"<div class='genlm-title genlm-status'>{esc(head)}</div>{charts}"
         f"<div class='genlm-note genlm-resampled'>{esc(note)}</div>"
-        + table(["#", "state", "weight", "log w", "text"], rows)
+        + _deaths_html(data)
+        + table(["#", "state", "weight", "log w", *_factor_headers(names), "text"], rows)
         + tree
     )
     return wrap(body, "particles")
+
+
+def _killed_html(p: dict) -> str:
+    k = p.get("killed")
+    if not k:
+        return ""
+    return f"<span class='genlm-killed'> step {k['step']}, by {esc(k['by'])}</span>"
+
+
+def _factor_headers(names: list[str]) -> list[str]:
+    return [*(f"log w {n}" for n in names), "critic", "last token", "AWRS"] if names else []
+
+
+def _factor_cells(p: dict, names: list[str]) -> str:
+    """Cells of a control.SMC row: summed log-weight per factor, critic, last draw, AWRS."""
+    if not names:
+        return ""
+    last = p.get("last") or {}
+    step = last.get("factors") or {}
+    cells = []
+    for n in names:
+        title = f"this step: {fmt(step.get(n), 3)}" if n in step else "no step"
+        cells.append(
+            f"<td class='genlm-num genlm-factor' data-factor='{esc(n)}' title='{esc(title)}'>"
+            f"{esc(fmt(p.get('factors', {}).get(n), 2))}</td>"
+        )
+    cells.append(f"<td class='genlm-num'>{esc(fmt(p.get('critic'), 2))}</td>")
+    tok = last.get("token")
+    cells.append(f"<td>{tok_box(tok) if tok is not None else ''}</td>")
+    aw = last.get("awrs")
+    if aw:
+        tip = "rejected: " + ", ".join(aw["rejected"])
+        cells.append(
+            f"<td class='genlm-awrs-cell' title='{esc(tip)}'>{aw['n_draws']} draws, "
+            f"{aw['n_rejected']} rejected</td>"
+        )
+    else:
+        cells.append("<td></td>")
+    return "".join(cells)
+
+
+def _deaths_html(data: dict) -> str:
+    deaths = data.get("deaths")
+    if not data.get("factor_names"):
+        return ""
+    if not deaths:
+        return "<div class='genlm-note genlm-deaths'>no particle killed</div>"
+    parts = [
+        f"{esc(k)}: {len(v)} (step {', '.join(str(t) for t in v[:8])}{', ...' if len(v) > 8 else ''})"
+        for k, v in deaths.items()
+    ]
+    return f"<div class='genlm-note genlm-deaths'>killed by {'; '.join(parts)}</div>"
 
 
 class ParticleView(LiveView):
@@ -199,6 +270,7 @@ class ParticleView(LiveView):
     def __init__(self) -> None:
         super().__init__()
         self._raw: list[dict] = []
+        self._tally = FactorTally()
         self._points: list[tuple] = []
         self._entries: list[dict] = []
         self._run_id: str | None = None
@@ -212,7 +284,12 @@ class ParticleView(LiveView):
         rec = as_record(record)
         run_id, entries = step_entries(rec)
         view._run_id, view._entries, view._done = run_id, entries, True
-        view._send_now(particle_data(entries, run_id=run_id, done=True, status=final_status(rec)))
+        factors = tally_of(rec.steps, rec.parents()).view()
+        view._send_now(
+            particle_data(
+                entries, run_id=run_id, done=True, status=final_status(rec), factors=factors
+            )
+        )
         return view
 
     @property
@@ -232,12 +309,14 @@ class ParticleView(LiveView):
         run_id = entry.get("run_id")
         if self._done or self._run_id is None:
             self._raw, self._points, self._entries, self._done = [], [], [], False
+            self._tally = FactorTally()
             self._run_id = run_id
         elif run_id != self._run_id:
             raise ValueError(
                 f"step entry of run {run_id!r} reached a view following run {self._run_id!r}; "
                 "use one ParticleView per concurrent run"
             )
+        self._tally.add(entry)  # O(particles x factors): weights split by factor
         self._raw.append(entry)
         self._points.append(point)
         self.push(self._build_live)
@@ -252,8 +331,12 @@ class ParticleView(LiveView):
         run_id, entries = step_entries(rec, run_id=self._run_id)
         self._run_id, self._entries, self._raw, self._done = run_id, entries, [], True
         status = final_status(rec)
+        factors = tally_of(rec.steps, rec.parents()).view()
         self.push(
-            lambda: particle_data(entries, run_id=run_id, done=True, status=status), final=True
+            lambda: particle_data(
+                entries, run_id=run_id, done=True, status=status, factors=factors
+            ),
+            final=True,
         )
 
     def _build_live(self) -> dict:
@@ -267,7 +350,9 @@ class ParticleView(LiveView):
             "log_ml": list(log_ml),
             "resampled": [t for t, r in zip(steps, resampled, strict=True) if r],
         }
-        return particle_data([last], run_id=self._run_id, summary=summary)
+        return particle_data(
+            [last], run_id=self._run_id, summary=summary, factors=self._tally.view()
+        )
 
     @staticmethod
     def to_html(data: dict) -> str:
