@@ -103,9 +103,11 @@ class Sequences:
 
     @cached_property
     def posterior(self) -> Chart:
-        """Normalised weight of each distinct sequence (as a tuple of tokens), greatest first."""
+        """Normalised weight of each distinct sequence of weight > 0 (a tuple of tokens), greatest first."""
         out: dict = {}
         for context, w in zip(self.contexts, self.normalized_weights, strict=True):
+            if w == 0:
+                continue
             key = tuple(context)
             out[key] = out.get(key, 0.0) + float(w)
         return _sorted_chart(out)

@@ -1,0 +1,144 @@
+"""Token samplers: the product's next-token weights and direct sampling, against brute force."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+
+import numpy as np
+import pytest
+import regex
+from _toys import RegexConstraint, TablePotential, text_of, toy_llm
+
+from genlm_lab.control import EOS, DirectTokenSampler, TokenSampler, direct_token_sampler
+
+PATTERN = rb"(ab|b|c)*"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _brute_next(llm, pattern: bytes, context) -> dict:
+    """Normalised LM * regex next-token distribution, from the LM's raw log-probs and `regex`."""
+    compiled = regex.compile(pattern)
+    ids = llm.prompt_ids + llm.token_ids(context)
+    logps = (await llm.model.next_token_logprobs(ids)).double().numpy()
+    text = text_of(context)
+    weights = {}
+    for token_id, token in enumerate(llm.model.byte_vocab):
+        if token_id in llm._eos_token_ids:
+            continue
+        alive = compiled.fullmatch(text + bytes(token), partial=True) is not None
+        weights[token_id] = math.exp(logps[token_id]) if alive else 0.0
+    eos_mass = sum(math.exp(logps[i]) for i in llm._eos_token_ids)
+    weights["EOS"] = eos_mass if compiled.fullmatch(text) is not None else 0.0
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()}
+
+
+def _random_live_contexts(llm, pattern, n, seed=0):
+    compiled = regex.compile(pattern)
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        context = []
+        for _ in range(rng.randrange(0, 4)):
+            token = rng.choice(llm.vocab)
+            if compiled.fullmatch(text_of([*context, token]), partial=True) is None:
+                break
+            context.append(token)
+        out.append(context)
+    return out
+
+
+def test_normalised_product_equals_brute_force():
+    llm = toy_llm()
+    target = llm * RegexConstraint(llm.vocab, PATTERN)
+    for context in _random_live_contexts(llm, PATTERN, 12):
+        weights = run(target.logw_next(context)).normalize().exp()
+        brute = run(_brute_next(llm, PATTERN, context))
+        for token, p in zip(target.vocab_eos, weights.weights, strict=True):
+            key = "EOS" if token == EOS else token.token_id
+            assert p == pytest.approx(brute[key], abs=1e-6), (context, token)
+
+
+def test_direct_sampler_weight_is_the_exact_mass_and_draws_follow_the_distribution():
+    llm = toy_llm()
+    target = llm * RegexConstraint(llm.vocab, PATTERN)
+    context = [llm.vocab[1]]
+    logws = run(target.logw_next(context))
+    exact_z = math.exp(logws.sum())
+    probs = np.exp(logws.weights - logws.sum())
+    sampler = direct_token_sampler(target, seed=0)
+    n = 3000
+
+    async def draws():
+        return [await sampler.sample(context) for _ in range(n)]
+
+    out = run(draws())
+    assert all(math.exp(w) == pytest.approx(exact_z, rel=1e-12) for _, w, _ in out)
+    counts = np.array([sum(t == token for t, _, _ in out) for token in target.vocab_eos])
+    se = np.sqrt(probs * (1 - probs) / n)
+    assert np.all(np.abs(counts / n - probs) <= 3.5 * se + 1e-12), (counts / n, probs)
+    wrong = np.roll(probs, 1)  # the same check fails for another distribution
+    assert not np.all(np.abs(counts / n - wrong) <= 3.5 * np.sqrt(wrong * (1 - wrong) / n))
+    for token, _, logp in out[:50]:
+        assert logp == pytest.approx(math.log(probs[target.lookup[token]]))
+
+
+def test_direct_sampler_with_no_mass_returns_eos_with_weight_zero():
+    vocab = [b"a", b"b"]
+    zero = TablePotential(vocab, lambda ctx: np.full(3, -math.inf))
+    token, logw, logp = run(direct_token_sampler(zero, seed=0).sample([]))
+    assert token == EOS and logw == -math.inf and not math.isnan(logp)
+
+
+def test_direct_sampler_names_a_nan_weight():
+    vocab = [b"a", b"b"]
+    bad = TablePotential(vocab, lambda ctx: np.array([0.0, math.nan, 0.0]))
+    with pytest.raises(ValueError, match="TablePotential.logw_next gave log-weight nan"):
+        run(DirectTokenSampler(bad, seed=0).sample([]))
+
+
+def test_sampler_base_weights_and_info():
+    llm = toy_llm()
+    target = llm * RegexConstraint(llm.vocab, PATTERN)
+    sampler = direct_token_sampler(target, seed=1)
+    assert run(sampler.start_weight()) == run(target.prefix([]))
+    context = [llm.vocab[1]]
+    assert run(sampler.logw_eos(context)) == pytest.approx(run(target.logw_next(context))[EOS])
+    token, logw, logp, info = run(sampler.sample_with_info(context))
+    assert info == {} and math.isfinite(logw)
+    with pytest.raises(ValueError, match="Potential"):
+        direct_token_sampler("not a potential")
+
+    class Fixed(TokenSampler):
+        async def sample(self, context):
+            return EOS, 0.0, 0.0
+
+    assert run(Fixed(target).sample_with_info([])) == (EOS, 0.0, 0.0, {})
+
+
+def test_sampler_smc_shortcut_runs_smc():
+    llm = toy_llm()
+    sampler = direct_token_sampler(llm * RegexConstraint(llm.vocab, PATTERN))
+    seqs = run(sampler.smc(4, 0.5, 3, seed=0))
+    assert len(seqs) == 4 and all(c[-1] == EOS for c in seqs.contexts)
+
+
+def test_concurrent_draws_with_one_bad_context_fail_only_that_call():
+    # Particles' calls go out as one batch (AutoBatched); a context outside the
+    # vocabulary fails its own call, the others get their draws.
+    llm = toy_llm()
+    sampler = direct_token_sampler(llm * RegexConstraint(llm.vocab, PATTERN), seed=0)
+
+    async def both():
+        return await asyncio.gather(
+            sampler.sample([llm.vocab[1]]), sampler.sample([b"zz"]), return_exceptions=True
+        )
+
+    good, bad = run(both())
+    assert isinstance(bad, ValueError) and "not in the vocabulary" in str(bad)
+    assert math.isfinite(good[1])

@@ -1,0 +1,219 @@
+"""SMC over token samplers: log_ml and posterior against exact enumeration on ToyLM."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import warnings
+
+import numpy as np
+import pytest
+from _toys import LengthCritic, RegexConstraint, exact_completions, toy_llm, within
+
+from genlm_lab.control import AWRS, EOS, SMC, Sequences, direct_token_sampler
+from genlm_lab.smc import CollectingObserver, SMCRecord
+
+PATTERN = rb"(ab|b|c)*"  # after a, only b; the lone byte \xc3 is never allowed
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def _target():
+    llm = toy_llm()
+    return llm, RegexConstraint(llm.vocab, PATTERN)
+
+
+async def _log_mls(sampler, n_runs, n_particles, max_tokens, critic=None, ess=0.5):
+    out = []
+    for seed in range(n_runs):
+        seqs = await SMC(sampler, critic, record_factors=False)(
+            n_particles, ess, max_tokens, seed=seed
+        )
+        out.append(seqs.log_ml)
+    return np.array(out)
+
+
+def _tv(p: dict, q: dict) -> float:
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
+
+
+def _normalise(weights: dict) -> dict:
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()}
+
+
+@pytest.mark.parametrize("kind", ["direct", "awrs"])
+def test_smc_log_ml_is_unbiased_for_the_exact_normaliser(kind):
+    llm, condition = _target()
+    target = llm * condition
+    exact = run(exact_completions(target, 3))
+    wrong = run(exact_completions(target, 3, forced_eos=False))  # no #145 correction
+    sampler = direct_token_sampler(target) if kind == "direct" else AWRS(llm, condition, seed=None)
+    z = np.exp(run(_log_mls(sampler, 60, 10, 3)))
+    assert within(z, sum(exact.values())), (z.mean(), sum(exact.values()))
+    assert not within(z, sum(wrong.values())), (z.mean(), sum(wrong.values()))
+
+
+def test_smc_posterior_converges_to_the_exact_posterior():
+    llm, condition = _target()
+    target = llm * condition
+    exact = _normalise(run(exact_completions(target, 3)))
+    wrong = _normalise(run(exact_completions(target, 3, forced_eos=False)))
+    seqs = run(SMC(direct_token_sampler(target), record_factors=False)(1000, 0.5, 3, seed=1))
+    estimate = dict(seqs.posterior)
+    assert abs(sum(estimate.values()) - 1) < 1e-9
+    assert set(estimate) <= set(exact)
+    assert _tv(estimate, exact) < 0.05
+    assert _tv(exact, wrong) > 0.1  # the same tolerance would catch a missing correction
+    assert abs(seqs.log_ml - math.log(sum(run(exact_completions(target, 3)).values()))) < 0.08
+
+
+def test_smc_forces_eos_at_max_tokens_with_the_exact_weight():
+    llm, condition = _target()
+    target = llm * condition
+    seqs = run(SMC(direct_token_sampler(target))(30, 0.5, 3, seed=0))
+    assert all(c[-1] == EOS and len(c) <= 3 for c in seqs.contexts)
+    # max_tokens=1: every particle is [EOS] with weight complete([]), exactly.
+    seqs = run(SMC(direct_token_sampler(target))(5, 0.5, 1, seed=0))
+    assert all(c == [EOS] for c in seqs.contexts)
+    expected = run(target.complete([]))
+    assert np.allclose(seqs.log_weights, expected)
+    assert seqs.record.steps[0]["extras"][0]["logZ"] is None
+
+
+def test_smc_with_a_critic_is_unbiased_for_target_times_critic():
+    llm, condition = _target()
+    target = llm * condition
+    critic = LengthCritic(llm.vocab)
+    exact = run(exact_completions(target * critic, 4))
+    plain = run(exact_completions(target, 4))
+    z = np.exp(run(_log_mls(direct_token_sampler(target), 60, 10, 4, critic=critic)))
+    assert within(z, sum(exact.values())), (z.mean(), sum(exact.values()))
+    assert not within(z, sum(plain.values()))
+
+
+def test_a_critic_of_zero_kills_the_particle():
+    llm, condition = _target()
+    critic = RegexConstraint(llm.vocab, rb"b*")  # kills anything with a or c
+    seqs = run(SMC(direct_token_sampler(llm * condition), critic)(40, 0.5, 4, seed=0))
+    extras = [e for step in seqs.record.steps for e in step.get("extras", []) if e]
+    killed = [e for e in extras if e["killed_by"] == "critic"]
+    assert killed and all(e["critic"] == -math.inf for e in killed)
+    for context, logw in seqs:
+        text = b"".join(bytes(t) for t in context[:-1] if t != EOS)
+        assert logw == -math.inf or set(text) <= {ord("b")}
+
+
+def test_all_dead_run_ends_with_log_ml_minus_inf_and_a_status():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"zz")  # "" is alive, but no token continues it
+    with pytest.warns(RuntimeWarning, match="every particle has weight zero"):
+        seqs = run(SMC(direct_token_sampler(llm * condition))(8, 0.5, 5, seed=0))
+    assert seqs.log_ml == -math.inf and seqs.status == "all_dead"
+    assert seqs.ess == 0 and not np.isnan(seqs.normalized_weights).any()
+    assert seqs.record.final["status"] == "all_dead"
+    assert dict(seqs.decoded_posterior) == {}
+    extras = seqs.record.steps[-1]["extras"]
+    assert all(e["killed_by"] == "RegexConstraint" for e in extras)
+
+
+def test_a_dead_end_in_one_particle_does_not_poison_the_others():
+    # "a" keeps "ad" alive, but no token holds a "d": those particles die at
+    # the next step while the others finish; log_ml stays unbiased.
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"ad|b*c?")
+    target = llm * condition
+    exact = run(exact_completions(target, 4))
+    seqs = run(SMC(direct_token_sampler(target))(60, 0.0, 4, seed=2))
+    dead = [c for c, w in seqs if w == -math.inf]
+    assert dead and all(bytes(c[0]) == b"a" for c in dead)
+    assert any(math.isfinite(w) for _, w in seqs)
+    assert all(not math.isnan(w) for _, w in seqs)
+    z = np.exp(run(_log_mls(direct_token_sampler(target), 40, 10, 4, ess=0.0)))
+    assert within(z, sum(exact.values()))
+
+
+def test_step_extras_follow_the_schema_and_survive_json(tmp_path):
+    llm, condition = _target()
+    target = llm * llm * condition  # a repeated factor gets "#2"
+    path = tmp_path / "run.jsonl"
+    observer = CollectingObserver()
+    seqs = run(
+        SMC(AWRS(llm * llm, condition, seed=0))(
+            6, 0.5, 4, json_path=path, observers=[observer], seed=3
+        )
+    )
+    assert isinstance(seqs, Sequences)
+    loaded = SMCRecord.load(path)
+    assert len(loaded.steps) == len(seqs.record.steps) == len(observer.entries)
+    names = ["PromptedLLM", "PromptedLLM#2", "RegexConstraint"]
+    for entry, saved in zip(seqs.record.steps, loaded.steps, strict=True):
+        assert saved["extras"] == entry["extras"]
+        for i, extra in enumerate(entry["extras"]):
+            if extra is None:
+                assert entry["finished"][i]
+                continue
+            assert {"token", "logw", "logZ", "factors", "critic", "killed_by"} <= set(extra)
+            assert list(extra["factors"]) == names
+            if extra["token"] != "EOS" or extra["logZ"] is not None:
+                assert set(extra["awrs"]) == {
+                    "drawn",
+                    "accepted",
+                    "rejected",
+                    "n_draws",
+                    "n_checks",
+                    "logw",
+                }
+            lm = extra["factors"]["PromptedLLM"]
+            assert extra["factors"]["PromptedLLM#2"] == lm
+    assert target.name == "PromptedLLM * PromptedLLM * RegexConstraint"
+
+
+def test_minus_inf_in_extras_survives_json(tmp_path):
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"zz")
+    path = tmp_path / "dead.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        seqs = run(SMC(AWRS(llm, condition, seed=0))(3, 0.5, 4, json_path=path, seed=0))
+    saved = SMCRecord.load(path).steps[-1]["extras"]
+    assert saved == seqs.record.steps[-1]["extras"]
+    assert all(e["logw"] == -math.inf and e["awrs"]["logw"] == -math.inf for e in saved)
+    assert all(e["factors"]["RegexConstraint"] == -math.inf for e in saved)
+
+
+def test_same_seed_same_sequences_and_text_serialisation():
+    llm, condition = _target()
+    sampler = direct_token_sampler(llm * condition)
+    a = run(SMC(sampler)(10, 0.5, 5, seed=7))
+    b = run(SMC(sampler)(10, 0.5, 5, seed=7))
+    assert a.contexts == b.contexts and np.array_equal(a.log_weights, b.log_weights)
+    texts = a.record.steps[-1]["contents"]
+    assert all(isinstance(t, str) for t in texts)
+
+
+def test_eos_as_token_or_bytes_gives_the_same_run():
+    from genlm_lab.control import PromptedLLM
+
+    base = toy_llm()
+    lm = base.model
+    eos = lm.byte_vocab[-1]
+    by_token = PromptedLLM(lm, eos_tokens=[eos])
+    by_bytes = PromptedLLM(lm, eos_tokens=[b"<eos>"])
+    by_strings = PromptedLLM(lm, eos_byte_strings=[b"<eos>"])
+    assert by_token.vocab == by_bytes.vocab == by_strings.vocab
+    runs = [run(SMC(direct_token_sampler(p))(5, 0.5, 4, seed=0)) for p in (by_token, by_bytes)]
+    assert runs[0].contexts == runs[1].contexts
+    assert np.array_equal(runs[0].log_weights, runs[1].log_weights)
+
+
+def test_smc_rejects_bad_settings():
+    llm, condition = _target()
+    with pytest.raises(ValueError, match="TokenSampler"):
+        SMC(llm)
+    with pytest.raises(ValueError, match="vocabulary"):
+        SMC(direct_token_sampler(llm), RegexConstraint([b"a"], rb"a"))
+    with pytest.raises(ValueError, match="max_tokens"):
+        run(SMC(direct_token_sampler(llm))(2, 0.5, 0))
