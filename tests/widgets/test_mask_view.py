@@ -189,3 +189,19 @@ def test_large_vocabulary_is_bounded_and_fast():
     t0 = time.perf_counter()
     view._on_msg(view, {"prefix_hex": b"t12".hex()}, None)
     assert time.perf_counter() - t0 < 2
+
+
+def test_mask_view_of_an_awrs_sampler_traces_one_step(llm):
+    from genlm_lab.control.awrs import AWRS
+
+    fsa = BoolFSA.from_regex(r"(a|b)+").coerce(llm)
+    view = run(MaskView.of(AWRS(llm, fsa, seed=0), [llm.vocab[0]]))
+    data = view.view_data()
+    trace = data["awrs"]
+    assert [f["name"] for f in data["factors"]] == ["PromptedLLM", "BoolFSA"]
+    assert trace["draws"] and trace["draws"][-1]["accepted"]
+    allowed = {r["token"] for r in data["rows"] if r["allowed"]}
+    for d in trace["draws"]:  # every verdict agrees with the mask
+        assert d["accepted"] == (d["token"] in allowed)
+    assert trace["exact_logw"] == pytest.approx(math.log(data["allowed_mass"]))
+    assert "AWRS trace" in mask_html(data)
