@@ -34,7 +34,13 @@ from genlm_lab.control._tokens import check_log_weights, sample_index
 from genlm_lab.control.potential import Potential
 from genlm_lab.smc._random import get_rng, make_rng
 
-__all__ = ["DirectTokenSampler", "TokenSampler", "direct_token_sampler"]
+__all__ = [
+    "DirectTokenSampler",
+    "TokenSampler",
+    "direct_token_sampler",
+    "eager_token_sampler",
+    "topk_token_sampler",
+]
 
 
 class TokenSampler:
@@ -148,3 +154,33 @@ def direct_token_sampler(
 ) -> DirectTokenSampler:
     """A `DirectTokenSampler` for `potential` (genlm-control's constructor name)."""
     return DirectTokenSampler(potential, seed=seed)
+
+
+def eager_token_sampler(
+    iter_potential: Potential,
+    item_potential: Potential,
+    seed: int | np.random.Generator | None = None,
+) -> TokenSampler:
+    """Tokens of `iter_potential` (an LM) guided byte by byte by `item_potential` (a byte-level one).
+
+    The target is `iter_potential * coerce(item_potential, iter_potential)`;
+    see `genlm_lab.control.set_samplers.EagerTokenSampler`.
+    """
+    from genlm_lab.control.set_samplers import EagerTokenSampler
+
+    return EagerTokenSampler(iter_potential, item_potential, seed=seed)
+
+
+def topk_token_sampler(
+    iter_potential: Potential,
+    item_potential: Potential,
+    K: int | None,
+    seed: int | np.random.Generator | None = None,
+) -> TokenSampler:
+    """The K heaviest tokens of `iter_potential * coerce(item_potential, ...)` plus a wildcard.
+
+    See `genlm_lab.control.set_samplers.TopKTokenSampler`.
+    """
+    from genlm_lab.control.set_samplers import TopKTokenSampler
+
+    return TopKTokenSampler(iter_potential, item_potential, K, seed=seed)

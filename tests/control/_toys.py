@@ -49,6 +49,34 @@ class RegexConstraint(Potential):
         return 0.0 if self.pattern.fullmatch(text_of(context)) is not None else -math.inf
 
 
+class ByteRegex(Potential):
+    """The same check over bytes (tokens 0..255), for coerce and the set samplers."""
+
+    is_boolean = True
+
+    def __init__(self, pattern: bytes) -> None:
+        super().__init__(list(range(256)))
+        self.pattern = regex.compile(pattern)
+        self._rows: dict[bytes, np.ndarray] = {}
+
+    def _alive(self, text: bytes) -> bool:
+        return self.pattern.fullmatch(text, partial=True) is not None
+
+    async def prefix(self, context: Sequence[Any]) -> float:
+        return 0.0 if self._alive(bytes(context)) else -math.inf
+
+    async def complete(self, context: Sequence[Any]) -> float:
+        return 0.0 if self.pattern.fullmatch(bytes(context)) is not None else -math.inf
+
+    async def logw_next(self, context: Sequence[Any]):
+        text = bytes(context)
+        if text not in self._rows:  # cached: the set samplers ask the same prefixes often
+            row = [0.0 if self._alive(text + bytes([b])) else -math.inf for b in range(256)]
+            row.append(0.0 if self.pattern.fullmatch(text) is not None else -math.inf)
+            self._rows[text] = np.array(row)
+        return self.make_lazy_weights(self._rows[text].copy())
+
+
 class LengthCritic(Potential):
     """A non-boolean critic: log-weight -scale * (number of bytes), finite everywhere."""
 
@@ -116,4 +144,4 @@ def within(samples: np.ndarray, exact: float, k: float = 3.0) -> bool:
     """Whether the mean of `samples` is within k standard errors of `exact`."""
     samples = np.asarray(samples, dtype=float)
     se = samples.std(ddof=1) / math.sqrt(len(samples))
-    return abs(samples.mean() - exact) <= k * se
+    return abs(samples.mean() - exact) <= k * se + 1e-12 * abs(exact)  # se 0: equal

@@ -9,9 +9,16 @@ import random
 import numpy as np
 import pytest
 import regex
-from _toys import RegexConstraint, TablePotential, text_of, toy_llm
+from _toys import ByteRegex, RegexConstraint, TablePotential, text_of, toy_llm, within
 
-from genlm_lab.control import EOS, DirectTokenSampler, TokenSampler, direct_token_sampler
+from genlm_lab.control import (
+    EOS,
+    DirectTokenSampler,
+    TokenSampler,
+    direct_token_sampler,
+    eager_token_sampler,
+    topk_token_sampler,
+)
 
 PATTERN = rb"(ab|b|c)*"
 
@@ -71,8 +78,8 @@ def test_direct_sampler_weight_is_the_exact_mass_and_draws_follow_the_distributi
     logws = run(target.logw_next(context))
     exact_z = math.exp(logws.sum())
     probs = np.exp(logws.weights - logws.sum())
-    sampler = direct_token_sampler(target, seed=0)
-    n = 3000
+    sampler = DirectTokenSampler(target, seed=0, autobatch=False)
+    n = 2000
 
     async def draws():
         return [await sampler.sample(context) for _ in range(n)]
@@ -142,3 +149,47 @@ def test_concurrent_draws_with_one_bad_context_fail_only_that_call():
     good, bad = run(both())
     assert isinstance(bad, ValueError) and "not in the vocabulary" in str(bad)
     assert math.isfinite(good[1])
+
+
+@pytest.mark.parametrize("kind", ["eager", "topk1", "topk2", "topk_all"])
+def test_set_samplers_are_properly_weighted(kind):
+    llm = toy_llm()
+    item = ByteRegex(PATTERN)
+    if kind == "eager":
+        sampler = eager_token_sampler(llm, item, seed=0)
+    else:
+        k = {"topk1": 1, "topk2": 2, "topk_all": None}[kind]
+        sampler = topk_token_sampler(llm, item, k, seed=0)
+    context = [llm.vocab[1]]
+    exact = np.exp(run(sampler.target.logw_next(context)).weights)
+    reference = llm * RegexConstraint(llm.vocab, PATTERN)  # the coerced target is the same
+    assert np.allclose(exact, np.exp(run(reference.logw_next(context)).weights))
+    n = 1500
+
+    async def draws():
+        return [await sampler.sample(context) for _ in range(n)]
+
+    out = run(draws())
+    w = np.exp([x[1] for x in out])
+    assert np.all(np.isfinite(w))
+    assert within(w, exact.sum()), (w.mean(), exact.sum())
+    assert not within(w, 1.2 * exact.sum())  # the same check rejects 20% too much mass
+    for i, token in enumerate(sampler.target.vocab_eos):
+        hits = np.array([wi if x[0] == token else 0.0 for x, wi in zip(out, w, strict=True)])
+        if exact[i] == 0:
+            assert not hits.any()
+        elif (hits > 0).sum() >= 20:  # rarer ones (top-K's wildcards): too few hits for an SE
+            assert within(hits, exact[i], k=3.5), (token, hits.mean(), exact[i])
+
+
+def test_topk_enumerates_the_heaviest_tokens_exactly():
+    llm = toy_llm()
+    sampler = topk_token_sampler(llm, ByteRegex(PATTERN), 2, seed=0)
+    context = [llm.vocab[1]]
+    exact = run(sampler.target.logw_next(context)).weights
+    best = run(sampler._best_first(context, run(llm.logw_next(context)).weights))
+    order = np.argsort(-exact, kind="stable")[:2]
+    assert [t for t, _ in best] == order.tolist()
+    assert np.allclose([v for _, v in best], exact[order])
+    with pytest.raises(ValueError, match="K must be"):
+        topk_token_sampler(llm, ByteRegex(PATTERN), 0)

@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from _toys import LengthCritic, RegexConstraint, exact_completions, toy_llm, within
 
-from genlm_lab.control import AWRS, EOS, SMC, Sequences, direct_token_sampler
+from genlm_lab.control import (
+    AWRS,
+    EOS,
+    SMC,
+    Sequences,
+    direct_token_sampler,
+)
 from genlm_lab.smc import CollectingObserver, SMCRecord
 
 PATTERN = rb"(ab|b|c)*"  # after a, only b; the lone byte \xc3 is never allowed
@@ -44,7 +50,7 @@ def _normalise(weights: dict) -> dict:
     return {k: v / total for k, v in weights.items()}
 
 
-@pytest.mark.parametrize("kind", ["direct", "awrs"])
+@pytest.mark.parametrize("kind", ["direct", "awrs", "eager", "topk"])
 def test_smc_log_ml_is_unbiased_for_the_exact_normaliser(kind):
     llm, condition = _target()
     target = llm * condition
