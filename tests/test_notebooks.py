@@ -19,6 +19,7 @@ NAMES = [
     "04_smc",
     "05_debugging_beams",
     "06_workshop",
+    "07_constraints",
 ]
 
 

@@ -393,7 +393,7 @@ class MaskView(LiveView):
             top_k: table rows for the LM's most probable tokens.
             awrs: an `AWRS` sampler (run once on the context) or its `info["awrs"]`.
             prefix, depth, trie_top_k: the part of the vocabulary's trie drawn
-                (default: all of a small vocabulary; 3 levels and 8 children per
+                (default: all of a small vocabulary; 2 levels and 8 children per
                 node of a large one: give a prefix for a 49k vocabulary).
             trie: compute the trie at all.
         """
@@ -451,7 +451,7 @@ class MaskView(LiveView):
     def _trie_data(self, data: dict, tokens: Sequence[Any], owner: Any) -> dict:
         st = self._settings
         small = len(tokens) <= 64
-        depth = st["depth"] if st["depth"] is not None else (12 if small else 3)
+        depth = st["depth"] if st["depth"] is not None else (12 if small else 2)
         top = st["trie_top_k"] or (len(tokens) if small else 8)
         lm = data["lm"]
         ws = np.exp(_log_probs(self._weights[lm])) if lm else np.full(len(tokens), 1 / len(tokens))
