@@ -106,6 +106,7 @@ class AWRS(TokenSampler):
         self.potential = potential.to_autobatched() if autobatch else potential
         self.condition = condition.to_autobatched() if autobatch else condition
         super().__init__(self.potential * self.condition, seed)  # checks the vocabularies
+        self._single = len(self.potential.factors()) == 1 and len(self.condition.factors()) == 1
         self.max_accepts = int(max_accepts)
         self.max_rejects = max_rejects
         self.prune_logws = prune_logws
@@ -153,7 +154,16 @@ class AWRS(TokenSampler):
             token, log_ratio, draws, checks = await run(context, q, trace)
             logw = log_w + log_ratio if self.proper_weights else log_ratio
         trace.update(n_draws=draws, n_checks=checks, logw=float(logw))
-        return token, float(logw), math.nan, {"awrs": trace}
+        info: dict[str, Any] = {"awrs": trace}
+        if top == -math.inf:
+            info["no_mass"] = True
+        elif self._single:
+            # Each factor's weight of the token, known without another call: the
+            # potential's row, and the condition's verdict (a token returned with
+            # weight zero is one the condition rejected).
+            index = self.target.lookup[token]
+            info["factors"] = [float(logws[index]), 0.0 if logw > -math.inf else -math.inf]
+        return token, float(logw), math.nan, info
 
     async def _proper(
         self, context: list[Any], q: np.ndarray, trace: dict

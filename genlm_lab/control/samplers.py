@@ -24,6 +24,7 @@ normaliser unbiased.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -113,11 +114,16 @@ class DirectTokenSampler(TokenSampler):
     A context after which the potential gives every token (and EOS) weight zero
     yields EOS with weight -inf: the particle dies, nothing raises.
 
+    For a product, the factors' `logw_next` are computed (concurrently) and
+    added here, which is what `Product` does, so that each factor's weight of
+    the drawn token comes for free in `sample_with_info`'s info["factors"]
+    (SMC records it for the views).
+
     Args:
         potential: the target.
         seed: see `TokenSampler`.
-        autobatch: wrap the potential so that concurrent particles' calls go
-            out as one batch (`Potential.to_autobatched`).
+        autobatch: wrap the potential (each factor of a product) so that
+            concurrent particles' calls go out as one batch.
     """
 
     def __init__(
@@ -132,21 +138,37 @@ class DirectTokenSampler(TokenSampler):
             )
         self.potential = potential
         super().__init__(potential.to_autobatched() if autobatch else potential, seed)
+        factors = potential.factors()
+        self._parts = (
+            [f.to_autobatched() if autobatch else f for f in factors] if len(factors) > 1 else None
+        )
 
     async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
         token, logw, logp, _ = await self.sample_with_info(context)
         return token, logw, logp
 
     async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
-        """Draw a token from the normalised next-token weights; weight = log of their total."""
-        weights = np.asarray((await self.target.logw_next(list(context))).weights, dtype=float)
+        """Draw a token from the normalised next-token weights; weight = log of their total.
+
+        info["factors"] holds each factor's log-weight of the token drawn (in
+        the order of `target.factors()`); info["no_mass"] is True when nothing
+        could be drawn.
+        """
+        context = list(context)
+        if self._parts is None:
+            rows = [np.asarray((await self.target.logw_next(context)).weights, dtype=float)]
+        else:
+            parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
+            rows = [np.asarray(r.weights, dtype=float) for r in parts]
+        weights = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
         check_log_weights(weights, f"{self.target.name}.logw_next")
         top = float(np.max(weights))
         if top == -math.inf:
-            return self.target.eos, -math.inf, 0.0, {}
+            return self.target.eos, -math.inf, 0.0, {"no_mass": True}
         index = sample_index(weights, self.rng)
         log_z = top + math.log(float(np.sum(np.exp(weights - top))))
-        return self.target.vocab_eos[index], log_z, float(weights[index]) - log_z, {}
+        info = {"factors": [float(r[index]) for r in rows]}
+        return self.target.vocab_eos[index], log_z, float(weights[index]) - log_z, info
 
 
 def direct_token_sampler(

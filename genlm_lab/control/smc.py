@@ -113,11 +113,12 @@ class SequenceModel(Model):
             for name, row in zip(self.names, rows, strict=True)
         }
 
-    def _killer(self, factors: dict[str, float | None], rows_dead: str | None) -> str:
+    def _killer(self, factors: dict[str, float | None]) -> str:
+        """The first factor that gave the drawn token weight zero ("sampler" if none did)."""
         for name, value in factors.items():
             if value == -math.inf:
                 return name
-        return rows_dead or "sampler"
+        return "sampler"
 
     async def step(self) -> None:
         """Draw one token (EOS when the length budget is spent), weigh it, apply the critic."""
@@ -129,7 +130,11 @@ class SequenceModel(Model):
         else:
             token, logw, _, info = await self.unit_sampler.sample_with_info(context)
         logw = float(logw)
-        factors = await self._factor_weights(context, token) if self.record_factors else {}
+        factors: dict[str, float | None] = {}
+        if info.get("factors") is not None and len(info["factors"]) == len(self.names):
+            factors = dict(zip(self.names, info["factors"], strict=True))
+        elif self.record_factors:
+            factors = await self._factor_weights(context, token)
         extras: dict[str, Any] = {
             "token": token_label(token),
             "logw": logw,
@@ -144,7 +149,10 @@ class SequenceModel(Model):
         self.score(logw)
         self.context.append(token)
         if self.weight == -math.inf:
-            extras["killed_by"] = self._killer(factors, await self._no_mass(context))
+            if info.get("no_mass"):
+                extras["killed_by"] = await self._no_mass(context)
+            else:
+                extras["killed_by"] = self._killer(factors)
             self.finish()
             return
         ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
@@ -164,10 +172,10 @@ class SequenceModel(Model):
         if ends:
             self.finish()
 
-    async def _no_mass(self, context: list[Any]) -> str | None:
+    async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""
         if not self.record_factors:
-            return None if len(self.factors) > 1 else self.names[0]
+            return self.names[0] if len(self.factors) == 1 else "sampler"
         rows = await asyncio.gather(
             *(f.logw_next(context) for f in self.factors), return_exceptions=True
         )
@@ -179,7 +187,7 @@ class SequenceModel(Model):
             total = weights if total is None else total + weights
             if not np.any(total > -math.inf):
                 return name
-        return None
+        return "sampler"
 
     def string_for_serialization(self) -> str:
         """The text so far (token bytes joined, invalid UTF-8 replaced)."""

@@ -154,3 +154,15 @@ def test_awrs_settings_are_checked():
         AWRS(llm, condition, max_rejects=0)
     with pytest.raises(ValueError, match="vocabular"):
         AWRS(llm, RegexConstraint([b"a"], rb"a*"))
+
+
+def test_awrs_reports_each_factors_weight_of_the_token():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, rb"(ab|b)*c?")
+    sampler = AWRS(llm, condition, seed=5)
+    for _ in range(10):
+        token, logw, _, info = run(sampler.sample_with_info([]))
+        expected = [run(llm.logw_next([]))[token], run(condition.logw_next([]))[token]]
+        assert info["factors"] == pytest.approx(expected)
+    dead = AWRS(llm, RegexConstraint(llm.vocab, rb"zz"), seed=0)
+    assert run(dead.sample_with_info([]))[3]["factors"][1] == -math.inf

@@ -117,7 +117,7 @@ def test_sampler_base_weights_and_info():
     context = [llm.vocab[1]]
     assert run(sampler.logw_eos(context)) == pytest.approx(run(target.logw_next(context))[EOS])
     token, logw, logp, info = run(sampler.sample_with_info(context))
-    assert info == {} and math.isfinite(logw)
+    assert set(info) == {"factors"} and math.isfinite(logw)
     with pytest.raises(ValueError, match="Potential"):
         direct_token_sampler("not a potential")
 
@@ -193,3 +193,16 @@ def test_topk_enumerates_the_heaviest_tokens_exactly():
     assert np.allclose([v for _, v in best], exact[order])
     with pytest.raises(ValueError, match="K must be"):
         topk_token_sampler(llm, ByteRegex(PATTERN), 0)
+
+
+def test_direct_sampler_reports_each_factors_weight_of_the_token():
+    llm = toy_llm()
+    condition = RegexConstraint(llm.vocab, PATTERN)
+    sampler = direct_token_sampler(llm * condition, seed=4)
+    context = [llm.vocab[1]]
+    for _ in range(10):
+        token, logw, _, info = run(sampler.sample_with_info(context))
+        expected = [run(f.logw_next(context))[token] for f in (llm, condition)]
+        assert info["factors"] == pytest.approx(expected)
+    zero = TablePotential([b"a"], lambda ctx: np.full(2, -math.inf))
+    assert run(direct_token_sampler(zero).sample_with_info([]))[3] == {"no_mass": True}
