@@ -222,7 +222,8 @@ async def mask_data_of(
         potential: a `Potential` (a `Product` shows one column per factor), or a
             token sampler (its target is used).
         context: a list of the potential's tokens, or text (tokenised by the LM factor).
-        top_k, n_allowed: see `mask_data`.
+        top_k: rows for the LM's most probable tokens (see `mask_data`).
+        n_allowed: extra rows for the most probable allowed tokens outside the top k.
         awrs: an AWRS sampler (its `sample_with_info(context)` is run once) or its
             `info["awrs"]` dict; the trace is shown next to the exact mass.
     """
@@ -392,9 +393,12 @@ class MaskView(LiveView):
             context: a list of the potential's tokens, or text (tokenised by its LM).
             top_k: table rows for the LM's most probable tokens.
             awrs: an `AWRS` sampler (run once on the context) or its `info["awrs"]`.
-            prefix, depth, trie_top_k: the part of the vocabulary's trie drawn
-                (default: all of a small vocabulary; 2 levels and 8 children per
-                node of a large one: give a prefix for a 49k vocabulary).
+            prefix: the byte prefix whose subtrie of the vocabulary is drawn
+                (default: the root; give a prefix for a 49k vocabulary).
+            depth: levels drawn below `prefix` (default: 12 for a small
+                vocabulary, 2 for a large one).
+            trie_top_k: children drawn per node (default: all of them for a
+                small vocabulary, 8 for a large one).
             trie: compute the trie at all.
         """
         view = cls()
