@@ -97,6 +97,12 @@ class Sequences:
         return effective_sample_size(self.log_weights)
 
     @property
+    def log_ess(self) -> float:
+        """Log of `ess` (-inf when all died)."""
+        ess = self.ess
+        return math.log(ess) if ess > 0 else -math.inf
+
+    @property
     def finished(self) -> list[bool]:
         """Whether each sequence ends with EOS."""
         return [bool(c) and isinstance(c[-1], EndOfSequence) for c in self.contexts]

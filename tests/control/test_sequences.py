@@ -41,6 +41,7 @@ def test_estimates_match_their_definitions():
     w = np.array([1, 2, 3, 1, 1, 0], dtype=float)
     assert seqs.log_ml == pytest.approx(math.log(w.mean()))
     assert seqs.ess == pytest.approx(w.sum() ** 2 / (w**2).sum())
+    assert seqs.log_ess == pytest.approx(math.log(seqs.ess))
     assert np.allclose(seqs.normalized_weights, w / w.sum())
     assert seqs.log_normalized_weights[-1] == -math.inf
     assert seqs.finished == [True, True, True, False, True, True]

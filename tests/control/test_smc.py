@@ -89,13 +89,14 @@ def test_smc_forces_eos_at_max_tokens_with_the_exact_weight():
     assert seqs.record.steps[0]["extras"][0]["logZ"] is None
 
 
-def test_smc_with_a_critic_is_unbiased_for_target_times_critic():
+@pytest.mark.parametrize("ess", [0.5, 0.0])  # twisting each step / scoring only at the end
+def test_smc_with_a_critic_is_unbiased_for_target_times_critic(ess):
     llm, condition = _target()
     target = llm * condition
     critic = LengthCritic(llm.vocab)
     exact = run(exact_completions(target * critic, 4))
     plain = run(exact_completions(target, 4))
-    z = np.exp(run(_log_mls(direct_token_sampler(target), 60, 10, 4, critic=critic)))
+    z = np.exp(run(_log_mls(direct_token_sampler(target), 60, 10, 4, critic=critic, ess=ess)))
     assert within(z, sum(exact.values())), (z.mean(), sum(exact.values()))
     assert not within(z, sum(plain.values()))
 
@@ -223,3 +224,24 @@ def test_smc_rejects_bad_settings():
         SMC(direct_token_sampler(llm), RegexConstraint([b"a"], rb"a"))
     with pytest.raises(ValueError, match="max_tokens"):
         run(SMC(direct_token_sampler(llm))(2, 0.5, 0))
+
+
+def test_verbosity_prints_a_line_per_step(capsys):
+    llm, condition = _target()
+    seqs = run(SMC(direct_token_sampler(llm * condition))(4, 0.5, 3, verbosity=1, seed=0))
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("step")]
+    assert len(lines) == len(seqs.record.steps) >= 1
+
+
+def test_extras_read_back_floats_by_key_and_leave_token_text_alone():
+    extra = {
+        "token": "-Infinity",  # a token's text, not a number
+        "logw": -math.inf,
+        "logZ": None,
+        "factors": {"NaN": -math.inf, "b": 0.5, "c": None},
+        "critic": None,
+        "killed_by": "NaN",
+        "awrs": {"drawn": ["NaN", "Infinity"], "n_draws": 2, "logw": -math.inf},
+    }
+    record = SMCRecord(n_particles=2, steps=[{"step": 1, "extras": [extra, None]}])
+    assert SMCRecord.from_json(record.to_json()).steps[0]["extras"] == [extra, None]
