@@ -5,7 +5,7 @@ function stateLabel(st) {
   return st === "active" ? "" : st;
 }
 
-function factorCells(p, names) {
+function factorCells(p, names, awrs) {
   // control.SMC: summed log-weight per factor (this step's in the tooltip), critic, last draw, AWRS.
   if (!names.length) return [];
   const last = p.last || {};
@@ -15,7 +15,7 @@ function factorCells(p, names) {
   cells.push(h("td", { class: "genlm-num" }, fmt(p.critic, 2)));
   cells.push(h("td", {}, last.token === null || last.token === undefined ? "" : tokBox(last.token)));
   const aw = last.awrs;
-  cells.push(aw ? h("td", { class: "genlm-awrs-cell", title: `rejected: ${(aw.rejected || []).join(", ")}` },
+  if (awrs) cells.push(aw ? h("td", { class: "genlm-awrs-cell", title: `rejected: ${(aw.rejected || []).join(", ")}` },
     `${aw.n_draws} draws, ${aw.n_rejected} rejected`) : h("td", {}));
   return cells;
 }
@@ -29,7 +29,7 @@ function particleRows(data) {
         p.killed ? h("span", { class: "genlm-killed" }, ` step ${p.killed.step}, by ${p.killed.by}`) : null),
       h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
       h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
-      factorCells(p, names),
+      factorCells(p, names, data.awrs_column),
       h("td", { class: "genlm-text" }, p.text)));
 }
 
@@ -119,7 +119,8 @@ function drawParticles(data) {
     deathsLine(data),
     table(["#", "state", "weight", "log w",
            ...((data.factor_names || []).length
-             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "last token", "AWRS"] : []),
+             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "last token",
+                ...(data.awrs_column ? ["AWRS"] : [])] : []),
            "text"], particleRows(data)),
     tree ? h("div", { class: "genlm-title" }, "Genealogy (click a particle for its lineage)") : null,
     tree);

@@ -82,6 +82,7 @@ def particle_data(
         n_kept=len(last["ancestors"]) if cut else None,
         genealogy=genealogy(entries) if done else None,
         factor_names=factors["names"] if factors else None,
+        awrs_column=any((p.get("last") or {}).get("awrs") for p in particles),
         deaths=factors["deaths"] if factors else None,
     )
     return data
@@ -179,7 +180,7 @@ def particles_html(data: dict) -> str:
         f"<td>{badge(p['state']) if p['state'] != 'active' else ''}{_killed_html(p)}</td>"
         f"<td>{bar(p['weight'])}<span class='genlm-num genlm-weight'>{esc(fmt(p['weight']))}"
         f"</span></td><td class='genlm-num'>{esc(fmt(p['log_weight'], 2))}</td>"
-        + _factor_cells(p, names)
+        + _factor_cells(p, names, data.get("awrs_column", False))
         + f"<td class='genlm-text'>{esc(p['text'])}</td></tr>"
         for p in ps
     ]
@@ -196,7 +197,17 @@ def particles_html(data: dict) -> str:
         f"<div class='genlm-title genlm-status'>{esc(head)}</div>{charts}"
         f"<div class='genlm-note genlm-resampled'>{esc(note)}</div>"
         + _deaths_html(data)
-        + table(["#", "state", "weight", "log w", *_factor_headers(names), "text"], rows)
+        + table(
+            [
+                "#",
+                "state",
+                "weight",
+                "log w",
+                *_factor_headers(names, data.get("awrs_column", False)),
+                "text",
+            ],
+            rows,
+        )
         + tree
     )
     return wrap(body, "particles")
@@ -209,11 +220,13 @@ def _killed_html(p: dict) -> str:
     return f"<span class='genlm-killed'> step {k['step']}, by {esc(k['by'])}</span>"
 
 
-def _factor_headers(names: list[str]) -> list[str]:
-    return [*(f"log w {n}" for n in names), "critic", "last token", "AWRS"] if names else []
+def _factor_headers(names: list[str], awrs: bool) -> list[str]:
+    if not names:
+        return []
+    return [*(f"log w {n}" for n in names), "critic", "last token", *(["AWRS"] if awrs else [])]
 
 
-def _factor_cells(p: dict, names: list[str]) -> str:
+def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
     """Cells of a control.SMC row: summed log-weight per factor, critic, last draw, AWRS."""
     if not names:
         return ""
@@ -230,13 +243,13 @@ def _factor_cells(p: dict, names: list[str]) -> str:
     tok = last.get("token")
     cells.append(f"<td>{tok_box(tok) if tok is not None else ''}</td>")
     aw = last.get("awrs")
-    if aw:
+    if awrs and aw:
         tip = "rejected: " + ", ".join(aw["rejected"])
         cells.append(
             f"<td class='genlm-awrs-cell' title='{esc(tip)}'>{aw['n_draws']} draws, "
             f"{aw['n_rejected']} rejected</td>"
         )
-    else:
+    elif awrs:
         cells.append("<td></td>")
     return "".join(cells)
 

@@ -125,6 +125,7 @@ def test_live_control_smc_factor_sums_equal_the_potentials_weights(llm):
 
     data, by_text = asyncio.run(go())
     assert data["done"] and data["factor_names"] == ["PromptedLLM", "BoolFSA"]
+    assert not data["awrs_column"] and "<th>AWRS</th>" not in particles_html(data)
     for p in data["particles"]:
         lm, c = by_text[p["text"]]
         assert p["factors"]["PromptedLLM"] == pytest.approx(lm)
@@ -147,5 +148,6 @@ def test_awrs_run_with_a_killing_critic(llm):
     assert all(1 <= s <= 6 for s in steps)
     stepped = [p for p in data["particles"] if p["last"] and p["last"]["awrs"]]
     assert stepped and all(p["last"]["awrs"]["n_draws"] >= 1 for p in stepped)
+    assert data["awrs_column"] and "<th>AWRS</th>" in particles_html(data)
     again = ParticleView.from_record(seqs.record.to_json()).view_data()
     assert [p["factors"] for p in again["particles"]] == [p["factors"] for p in data["particles"]]
