@@ -18,7 +18,6 @@ the bytes read lies in `[logZ, logZ_upper]` (see `genlm_lab.bytes.interval`).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from functools import cached_property
@@ -26,23 +25,22 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.bytes._beam_display import BeamDisplay
+from genlm_lab.bytes._beam_ext import WIDEN_FACTOR, ExtensionMixin
 from genlm_lab.bytes._tries import trie_for
-from genlm_lab.bytes.base import StatefulByteLM
+from genlm_lab.bytes.base import StatefulByteLM, byte_bar
 from genlm_lab.bytes.heal import TokenHealer
 from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
+from genlm_lab.bytes.lookahead import Lookahead
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
-from genlm_lab.bytes.probs import EOS, EOT, LazyByteProbs
+from genlm_lab.bytes.probs import EOS, LazyByteProbs
 from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
 from genlm_lab.bytes.trie import TrieMode
 from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.util import logsumexp
 
 __all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]
-
-
-WIDEN_FACTOR = 4
-"""With `on_wide="widen"`, `prune()` keeps at most this many times K candidates."""
 
 
 def _check_byte(b: Any) -> int:
@@ -54,7 +52,7 @@ def _check_byte(b: Any) -> int:
     return b
 
 
-class ByteBeamState(StatefulByteLM):
+class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
     """A beam of candidate tokenizations: a language model over bytes.
 
     Build one with `await ByteBeamState.initial(llm, params)`; then
@@ -89,6 +87,7 @@ class ByteBeamState(StatefulByteLM):
         self._base_len = base_len
         self.log_dropped = float(log_dropped)
         self._warned = [False]  # shared along a chain: warn about the width once
+        self._ahead: Lookahead | None = None  # known bytes ahead (see `expect`)
         self._ext: list[LazyTrieState] | None = None
         self._ext_dropped: list[LazyTrieState] = []  # skipped by the thresholds
         self._ext_skipped = 0
@@ -138,6 +137,7 @@ class ByteBeamState(StatefulByteLM):
             else self.log_dropped,
         )
         beam._warned = self._warned
+        beam._ahead = self._ahead
         return beam
 
     def _check_width(self) -> None:
@@ -202,55 +202,6 @@ class ByteBeamState(StatefulByteLM):
 
     # -- extensions ---------------------------------------------------------------------
 
-    def _extension_candidates(self) -> tuple[list[LazyTrieState], list[LazyTrieState]]:
-        """Extensions worth evaluating (thresholds applied), and the ones skipped."""
-        cands = [e for s in self.states for e in s.extensions()]
-        if not cands:
-            return [], []
-        logZ = self.logZ
-        cut = self.params.log_prune_threshold
-        keep = [e for e in cands if e.weight - logZ > cut]
-        eps = self.params.extend_threshold
-        if eps > 0 and keep:
-            keep.sort(key=lambda e: e.weight)
-            total = 0.0
-            drop = 0
-            for e in keep:
-                if e.materialized:
-                    break
-                total += math.exp(e.weight - logZ)
-                if total > eps:
-                    break
-                drop += 1
-            keep = keep[drop:]
-        kept = {id(e) for e in keep}
-        return keep, [e for e in cands if id(e) not in kept]
-
-    async def extend(self, logZ: float) -> list[LazyTrieState]:
-        """The candidates' token-committing extensions, materialized (seed API).
-
-        Those whose share of `logZ` plus all extension weights is at most
-        `prune_threshold` are left out. `logp_next` and `<<` do this themselves.
-        """
-        cands = [e for s in self.states for e in s.extensions()]
-        total = logsumexp([float(logZ)] + [e.weight for e in cands])
-        cut = self.params.log_prune_threshold
-        keep = [e for e in cands if e.weight - total > cut]
-        await self._evaluate(keep)
-        return keep
-
-    async def _evaluate(self, states: list[LazyTrieState]) -> int:
-        """Materialize `states` concurrently; the number of LM calls this call made.
-
-        States another caller is already computing (particles sharing this
-        beam) are awaited, not counted again.
-        """
-        todo = [s for s in states if not s.materialized]
-        if not todo:
-            return 0
-        made = await asyncio.gather(*(s._materialize_counted() for s in todo))
-        return sum(made)
-
     # -- the two operations ----------------------------------------------------------------
 
     async def logp_next(self) -> LazyByteProbs:
@@ -289,26 +240,6 @@ class ByteBeamState(StatefulByteLM):
             step.next_logprobs = [float(x) for x in logps]
             step.lm_calls_next += calls
         return probs
-
-    def _set_ext(self, keep: list[LazyTrieState], dropped: list[LazyTrieState]) -> None:
-        self._ext, self._ext_dropped, self._ext_skipped = keep, dropped, len(dropped)
-
-    def _mixture(self) -> np.ndarray:
-        """Unnormalised log-masses of the next slots over candidates and evaluated extensions."""
-        rows = [s.logp_next.ps + s.weight for s in self.states]
-        rows.extend(e.logp_next.ps + e.weight for e in self._ext or ())
-        stacked = np.stack(rows)
-        # Ending a token is not a byte: a candidate's EOT mass is in its extensions
-        # (an extension's EOT would be an empty token, b"", never read as a byte).
-        stacked[:, EOT] = -np.inf
-        top = np.max(stacked, axis=0)
-        finite = np.isfinite(top)
-        logps = np.full(stacked.shape[1], -np.inf)
-        with np.errstate(divide="ignore"):
-            logps[finite] = top[finite] + np.log(
-                np.exp(stacked[:, finite] - top[finite]).sum(axis=0)
-            )
-        return logps
 
     async def __lshift__(self, a: int) -> ByteBeamState:
         """The beam after reading byte `a` (0..255, or 257 for EOS).
@@ -376,6 +307,8 @@ class ByteBeamState(StatefulByteLM):
                 )
             new, status = [healed], ["healed"]
         beam = self._derive(new, None, self.position + 1, lost)
+        if beam._ahead is not None and not beam._ahead.expects(self.position, a):
+            beam._ahead = None  # another byte than the one announced: stop looking ahead
         beam._record(
             a,
             {id(s): st for s, st in zip(new, status, strict=True)},
@@ -385,23 +318,8 @@ class ByteBeamState(StatefulByteLM):
         )
         beam._check_width()
         if self.params.verbose:
-            print(beam)
+            print(beam.show())
         return beam
-
-    def _could_survive(
-        self, exts: list[LazyTrieState], known: list[float]
-    ) -> tuple[list[LazyTrieState], list[LazyTrieState]]:
-        """Drop unevaluated extensions that cannot enter the top K after this byte.
-
-        Reading a byte can only lower an extension's weight, so one already
-        below the K-th best exact weight would be pruned before the next byte.
-        """
-        K = self.params.K
-        if len(known) < K or self.params.widens:  # widening prune may keep them
-            return exts, []
-        kth = sorted(known, reverse=True)[K - 1]
-        keep = [e for e in exts if e.materialized or e.weight > kth]
-        return keep, [e for e in exts if not (e.materialized or e.weight > kth)]
 
     async def _heal(self, a: int, events: list[HealEvent]) -> LazyTrieState | None:
         healer = TokenHealer(
@@ -464,8 +382,18 @@ class ByteBeamState(StatefulByteLM):
         beam._history, beam._hlen = self._history, self._hlen
         return beam
 
-    async def prefill(self, bs: bytes) -> ByteBeamState:
-        """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile."""
+    async def prefill(
+        self, bs: bytes, lookahead: int = 0, progress: bool | None = None
+    ) -> ByteBeamState:
+        """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile.
+
+        Args:
+            bs: bytes (or text, UTF-8 encoded) to read.
+            lookahead: bytes ahead whose extensions join each batched forward
+                (see `expect`); the result is the same for every value.
+            progress: a bar over the bytes (None: in a notebook, for more
+                than a few dozen bytes).
+        """
         if isinstance(bs, str):
             bs = bs.encode("utf-8")
         if not hasattr(bs, "__iter__"):
@@ -477,51 +405,15 @@ class ByteBeamState(StatefulByteLM):
                 "EOS tokens are ordinary tokens while prefilling; end with `beam << 257` after"
             )
         beam = self.with_mode(TrieMode.WITHOUT_EOS)
-        for b in data:
-            beam = await (beam.prune() << b)
+        if lookahead and beam._ahead is None:  # a lookahead given by `expect` is kept
+            beam = beam.expect(bytes(data), lookahead)
+        with byte_bar(len(data), "prefill", progress) as bar:
+            for b in data:
+                beam = await (beam.prune() << b)
+                bar.update(1)
         return beam.with_mode(TrieMode.WITH_EOS)
 
     async def cleanup(self) -> None:
         """Stop the trie's background worker."""
         if self.states:
             await self.states[0].cleanup()
-
-    # -- records -------------------------------------------------------------------------
-
-    def _record(self, byte: int | None, status: dict[int, str], **info: Any) -> None:
-        logZ = self.logZ
-        rows = []
-        for s in self.states:
-            ids = list(s.lm_state.context[self._base_len :])
-            rows.append(
-                CandidateRow(
-                    token_ids=ids,
-                    tokens=list(s.lm_state.tokens[self._base_len :]),
-                    partial=s.partial,
-                    log_weight=s.weight,
-                    share=math.exp(s.weight - logZ) if math.isfinite(logZ) else 0.0,
-                    status=status.get(id(s), "kept"),
-                    terminated=s.terminated,
-                )
-            )
-        self._rows = rows
-        step = BeamStep(
-            position=self.position,
-            byte=byte,
-            candidates=list(rows),
-            logZ=logZ,
-            logZ_upper=self.logZ_upper,
-            **info,
-        )
-        self._history.append(step)
-        self._hlen = len(self._history)
-
-    def __repr__(self) -> str:
-        lines = [
-            f"ByteBeamState(position={self.position}, logZ={self.logZ:.4f}, "
-            f"logZ_upper={self.logZ_upper:.4f}, K={self.params.K})"
-        ]
-        for s in self.states:
-            share = math.exp(s.weight - self.logZ) if math.isfinite(self.logZ) else 0.0
-            lines.append(f"  ({share:.4f}) {s!r}")
-        return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""Lookahead: when the next bytes are known, evaluate tomorrow's extensions in today's forward.
+
+A beam reading a known text (`prefill`, scoring a text, the benchmark's read
+loop) knows every token boundary ahead. The extensions its candidates may
+need over the next `depth` bytes are token contexts spelled by that text, so
+they can join the batched forward the beam runs anyway: one forward of many
+rows costs far less than many one-row forwards. Their log-probabilities land
+in the backend's cache; when the beam reaches them it reads them from there.
+
+Nothing the beam computes changes: the same candidates, weights, records and
+next-byte distributions as without lookahead (only the backend's cache is
+warmer). Rows that turn out unneeded (their candidate was pruned first) are
+the waste, counted in `LookaheadStats`.
+
+Which rows: every token that a candidate could commit within the known
+bytes, and tokens after those (tilings of the text), each with an upper
+bound on its weight (a candidate's weight only falls as it reads). Rows whose
+bound is below the K-th best weight known exactly at that byte are left out,
+as are all but the `budget` heaviest. This choice only affects speed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.bytes.trie_state import LazyTrieState, eot_edges
+
+__all__ = ["Lookahead", "LookaheadStats", "check_depth", "speculative_rows"]
+
+
+@dataclass
+class LookaheadStats:
+    """What lookahead evaluated: rows issued ahead, and how many the beam then needed."""
+
+    rows: int = 0
+    used: int = 0
+
+    @property
+    def waste(self) -> float:
+        """Share of the rows issued ahead that no candidate needed."""
+        return 1 - self.used / self.rows if self.rows else 0.0
+
+
+@dataclass
+class Lookahead:
+    """Bytes a beam will read next, from `start`, and what was evaluated ahead of them.
+
+    Args:
+        text: the known bytes.
+        start: the beam position of `text[0]`.
+        depth: how many bytes ahead to evaluate extensions for.
+        budget: most speculative rows added to one forward.
+    """
+
+    text: bytes
+    start: int
+    depth: int = 6
+    budget: int = 24
+    stats: LookaheadStats = field(default_factory=LookaheadStats)
+    issued: set = field(default_factory=set)
+
+    def ahead(self, position: int) -> bytes:
+        """The known bytes from `position`, at most `depth` of them."""
+        i = position - self.start
+        return self.text[i : i + self.depth] if 0 <= i < len(self.text) else b""
+
+    def expects(self, position: int, byte: int) -> bool:
+        """Whether the byte at `position` is known to be `byte`."""
+        i = position - self.start
+        return 0 <= i < len(self.text) and self.text[i] == byte
+
+
+def speculative_rows(
+    states: list[LazyTrieState], fresh: list[LazyTrieState], ahead: bytes, K: int, budget: int
+) -> list[Any]:
+    """Token contexts (`StatefulTokenizedLM`s) the beam may need while reading `ahead`.
+
+    Args:
+        states: the beam's candidates (materialized), at the current position.
+        fresh: extensions evaluated in this forward (at the root, not yet materialized).
+        ahead: the known next bytes.
+        K: beam width (rows of candidates that cannot be in the top K are left out).
+        budget: the most rows returned (heaviest upper bound first).
+
+    Returns:
+        Contexts not among those of `fresh`, heaviest bound first.
+    """
+    if not ahead or budget <= 0:
+        return []
+    trie = (states or fresh)[0].trie.trie
+    children = trie.children
+    # frontier: (lm_state, node, weight bound, mass or None); mass known means exact weight
+    frontier = [(s.lm_state, s.node, s.weight, s._mass) for s in states if s._mass is not None]
+    frontier += [(e.lm_state, e.node, e.weight, None) for e in fresh]
+    rows: list[tuple[float, Any]] = []
+    seen = {e.lm_state.context for e in fresh}
+    for b in ahead:
+        moved = []
+        for lm, node, w, mass in frontier:
+            child = children[node].get(b)
+            if child is None:
+                continue
+            if mass is not None:
+                m = float(mass[child])
+                if m <= 0:
+                    continue
+                w = w + math.log(m) - math.log(float(mass[node]))
+            moved.append((lm, child, w, mass))
+        exact = sorted((w for _, _, w, mass in moved if mass is not None), reverse=True)
+        bar = exact[K - 1] if len(exact) >= K else -math.inf
+        frontier = []
+        for lm, node, w, mass in moved:
+            if w < bar:
+                continue  # K candidates known to be heavier: it would be pruned here
+            frontier.append((lm, node, w, mass))
+            for leaf, token_id in eot_edges(trie, node):
+                ub = w
+                if mass is not None:
+                    m = float(mass[leaf])
+                    if m <= 0:
+                        continue
+                    ub = w + math.log(m) - math.log(float(mass[node]))
+                nxt = lm << token_id
+                if nxt.context in seen:
+                    continue
+                seen.add(nxt.context)
+                rows.append((ub, nxt))
+                frontier.append((nxt, trie.root, ub, None))
+    rows.sort(key=lambda r: -r[0])
+    return [lm for _, lm in rows[:budget]]
+
+
+def check_depth(depth: Any) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
+        raise ValueError(f"lookahead must be an int >= 0 (bytes ahead), got {depth!r}")
+    return int(depth)

@@ -1,0 +1,142 @@
+"""Lookahead batching changes nothing the beam computes: same logZ, distributions, records."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_beam import EOS_TOKEN, toy_cases
+
+from genlm_lab.backend import AsyncTransformer
+from genlm_lab.bytes import BeamParams, ByteBeamState
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+async def score(lm, params: BeamParams, text: bytes, lookahead: int, prefill: bool = False):
+    """Read `text` (with logp_next before every byte, or by prefill); what a user can see."""
+    beam = await ByteBeamState.initial(lm, params)
+    logps = []
+    if prefill:
+        beam = await beam.prefill(text, lookahead=lookahead)
+    else:
+        if lookahead:
+            beam = beam.expect(text, lookahead)
+        for b in text:
+            beam = beam.prune()
+            logps.append((await beam.logp_next()).ps)
+            beam = await (beam << b)
+    logps.append((await beam.logp_next()).ps)
+    records = [step.to_dict() for step in beam.history]
+    return beam, np.array(logps), records
+
+
+def assert_same(a, b, tol: float) -> None:
+    beam_a, logps_a, rec_a = a
+    beam_b, logps_b, rec_b = b
+    assert beam_a.logZ == pytest.approx(beam_b.logZ, abs=tol)
+    assert beam_a.logZ_upper == pytest.approx(beam_b.logZ_upper, abs=tol)
+    np.testing.assert_array_equal(np.isfinite(logps_a), np.isfinite(logps_b))
+    fin = np.isfinite(logps_a)
+    np.testing.assert_allclose(logps_a[fin], logps_b[fin], atol=tol, rtol=0)
+    assert len(rec_a) == len(rec_b)
+    for x, y in zip(rec_a, rec_b, strict=True):
+        for key in ("position", "byte", "lm_calls", "lm_calls_next", "skipped"):
+            assert x[key] == y[key], key
+        assert [c["token_ids"] for c in x["candidates"]] == [
+            c["token_ids"] for c in y["candidates"]
+        ]
+        assert [c["status"] for c in x["candidates"]] == [c["status"] for c in y["candidates"]]
+        wa = [c["log_weight"] for c in x["candidates"]]
+        wb = [c["log_weight"] for c in y["candidates"]]
+        np.testing.assert_allclose(np.array(wa, float), np.array(wb, float), atol=tol, rtol=0)
+
+
+@SETTINGS
+@given(
+    toy_cases(prefix_closed=True),
+    st.integers(1, 4),
+    st.sampled_from([1, 3, 8]),
+    st.sampled_from([0.0, 0.05]),
+    st.sampled_from([0.0, 0.1]),
+    st.booleans(),
+)
+def test_lookahead_gives_the_plain_beams_results(case, K, depth, prune, extend, prefill):
+    lm, text = case
+    text = text * 2  # longer texts: several lookahead windows
+    params = BeamParams(K=K, prune_threshold=prune, extend_threshold=extend, eos_tokens=[EOS_TOKEN])
+    plain = asyncio.run(score(lm, params, text, 0, prefill))
+    ahead = asyncio.run(score(lm, params, text, depth, prefill))
+    assert_same(ahead, plain, 1e-9)
+
+
+async def test_lookahead_evaluates_rows_that_later_steps_use():
+    from genlm_lab.backend.toy import ToyLM
+
+    lm = ToyLM([b"a", b"b", b"ab", b"ba", b"aba", b"bab"], seed=4)
+    beam = await ByteBeamState.initial(lm, BeamParams(K=3))
+    beam = beam.expect(b"abababab", 4)
+    for b in b"abababab":
+        beam = beam.prune()
+        await beam.logp_next()
+        beam = await (beam << b)
+    stats = beam.lookahead_stats
+    assert stats.rows > 0 and 0 < stats.used <= stats.rows
+    assert 0.0 <= stats.waste < 1.0
+
+
+async def test_reading_another_byte_than_expected_stops_the_lookahead():
+    from genlm_lab.backend.toy import ToyLM
+
+    lm = ToyLM([b"a", b"b", b"ab"], seed=1)
+    beam = (await ByteBeamState.initial(lm, BeamParams(K=3))).expect(b"ab", 2)
+    assert beam.lookahead_stats is not None
+    beam = await (beam << ord("b"))
+    assert beam.lookahead_stats is None
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
+async def test_a_bad_lookahead_raises_value_error(bad):
+    from genlm_lab.backend.toy import ToyLM
+
+    beam = await ByteBeamState.initial(ToyLM([b"a"], seed=0), BeamParams(K=1))
+    with pytest.raises(ValueError, match="lookahead"):
+        beam.expect(b"a", bad)
+
+
+def _float64_lm(model, tokenizer) -> AsyncTransformer:
+    # float32 forwards differ by batch composition (about 3e-5 nats in logZ between
+    # batch_size=1 and batched runs of the plain beam on the default model); in
+    # float64 that noise is far below 1e-6, so the comparison tests the algorithm.
+    return AsyncTransformer(copy.deepcopy(model).double(), tokenizer)
+
+
+def test_lookahead_on_tiny_random_equals_the_plain_beam(tiny_random_hf):
+    lm = _float64_lm(*tiny_random_hf)
+    params = BeamParams(K=5)
+    text = b"Hello, world! 12"
+    plain = asyncio.run(score(lm, params, text, 0))
+    lm.clear_cache()
+    ahead = asyncio.run(score(lm, params, text, 4))
+    assert_same(ahead, plain, 1e-6)
+    assert ahead[0].lookahead_stats.used > 0
+
+
+@pytest.mark.slow
+def test_lookahead_on_the_default_model_equals_the_plain_beam(default_hf):
+    lm = _float64_lm(*default_hf)
+    params = BeamParams(K=5)
+    text = b"Hello, world"
+    plain = asyncio.run(score(lm, params, text, 0))
+    lm.clear_cache()
+    ahead = asyncio.run(score(lm, params, text, 4))
+    assert_same(ahead, plain, 1e-6)
+    lm.clear_cache()
+    plain = asyncio.run(score(lm, params, text, 0, prefill=True))
+    lm.clear_cache()
+    ahead = asyncio.run(score(lm, params, text, 4, prefill=True))
+    assert_same(ahead, plain, 1e-6)
