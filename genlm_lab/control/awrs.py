@@ -33,7 +33,9 @@ Termination: if every token with q > 0 is rejected, the target's mass is
 exactly zero and the weight is -inf (also when q itself is all zero). With a
 finite `max_rejects`, a call that rejects that many draws (skipped ones
 included) stops with weight -inf: faster, but biased towards zero; the
-weight is otherwise never -inf (genlm-control #95, #102).
+weight is otherwise never -inf (genlm-control #95, #102). One skipped run is
+capped at e^700 draws, which only matters when the allowed share of the
+mass is below ~1e-300 (the weight then stays finite, slightly too large).
 """
 
 from __future__ import annotations
@@ -186,13 +188,17 @@ class AWRS(TokenSampler):
                 p_out = live_sum / total
                 if p_out <= 0:  # every token with mass is rejected: the target's mass is 0
                     return last_rejected, -math.inf, draws, len(known)
-                skipped = 0.0
-                if p_out < 1:
-                    skipped = math.floor(math.log(1.0 - rng.random()) / math.log1p(-p_out))
+                skipped = 0
+                u = 1.0 - rng.random()  # in (0, 1]
+                if p_out < 1 and u < 1:
+                    # floor(log u / log(1 - p_out)), in logs so that a tiny p_out
+                    # cannot overflow; counts beyond e^700 are capped (see module).
+                    log_skip = math.log(-math.log(u)) - math.log(-math.log1p(-p_out))
+                    skipped = math.floor(math.exp(min(log_skip, 700.0)))
                 if rejects + skipped >= self.max_rejects:
                     draws += int(self.max_rejects - rejects)
                     return last_rejected, -math.inf, draws, len(known)
-                draws += int(skipped)
+                draws += skipped
                 rejects += skipped
             index = sample_linear(live, rng)
             draws += 1

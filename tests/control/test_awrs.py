@@ -166,3 +166,14 @@ def test_awrs_reports_each_factors_weight_of_the_token():
         assert info["factors"] == pytest.approx(expected)
     dead = AWRS(llm, RegexConstraint(llm.vocab, rb"zz"), seed=0)
     assert run(dead.sample_with_info([]))[3]["factors"][1] == -math.inf
+
+
+def test_awrs_weight_stays_finite_when_the_allowed_mass_underflows():
+    # The allowed token has relative mass e^-740 (below the smallest normal float).
+    vocab = [b"a", b"b"]
+    logits = np.array([0.0, -740.0, -math.inf])
+    table = TablePotential(vocab, lambda ctx: logits)
+    condition = RegexConstraint(vocab, rb"b")
+    token, logw, _, info = run(AWRS(table, condition, seed=0).sample_with_info([]))
+    assert token == b"b" and -800 < logw < -600
+    assert info["awrs"]["n_checks"] == 2
