@@ -43,7 +43,9 @@ function drawBeam(data, model) {
         h("td", {}, bar(b.p), h("span", { class: "genlm-num" }, fmt(b.p)))))));
   }
   kids.push(h("div", { class: "genlm-cols" },
-    lineChart([{ name: "logZ", values: data.logZ }], { title: "logZ over bytes read" }),
+    lineChart([{ name: "logZ", values: data.logZ },
+      { name: "logZ upper bound", values: data.logZ_upper || data.logZ, cls: "genlm-line2" }],
+      { title: "logZ and its certified upper bound (dashed)" }),
     lineChart([{ name: "LM calls", values: data.lm_calls, cls: "genlm-line2" }], { title: "LM calls per step" })));
   return h("div", {}, kids);
 }

@@ -88,7 +88,7 @@ def beam_data(
         error: a message to show (e.g. the beam emptied).
     """
     heads = [_head(s, i) for i, s in enumerate(steps)]
-    for i, (pos, _, _) in enumerate(heads):
+    for i, (pos, *_) in enumerate(heads):
         if pos != i:
             raise ValueError(
                 f"beam step {i} is at position {pos}: steps must be consecutive from 0"
@@ -106,19 +106,27 @@ def beam_data(
         "n_bytes": len(text),
         "logZ": [h[1] for h in heads[: cur + 1]],
         "lm_calls": [h[2] for h in heads[: cur + 1]],
+        "logZ_upper": [h[3] for h in heads[: cur + 1]],
         "step": step_view(steps[cur], cur) if heads else None,
         "error": error,
     }
 
 
-def _head(step: Any, index: int) -> tuple[int, float, int]:
-    """(position, logZ, LM calls) of a step, read without converting its candidates."""
+def _head(step: Any, index: int) -> tuple[int, float, int, float]:
+    """(position, logZ, LM calls, logZ_upper) of a step, read without converting its candidates.
+
+    A record without `logZ_upper` (older JSON) reads as logZ: a band of width 0.
+    """
     if not hasattr(step, "to_dict"):
         d = _step_dict(step, index)
         logz, calls = d["logZ"], int(d["lm_calls"]) + int(d.get("lm_calls_next", 0))
-        return d["position"], (-math.inf if logz is None else float(logz)), calls
-    logz = step.logZ
-    return step.position, float(logz), int(step.lm_calls) + int(step.lm_calls_next)
+        logz = -math.inf if logz is None else float(logz)
+        upper = d.get("logZ_upper")
+        return d["position"], logz, calls, logz if upper is None else float(upper)
+    logz = float(step.logZ)
+    upper = getattr(step, "logZ_upper", None)
+    calls = int(step.lm_calls) + int(step.lm_calls_next)
+    return step.position, logz, calls, logz if upper is None else float(upper)
 
 
 def beam_html(data: dict) -> str:
@@ -165,7 +173,13 @@ def beam_html(data: dict) -> str:
         )
     parts.append(
         "<div class='genlm-cols'>"
-        + line_chart([("logZ", data["logZ"], "genlm-line")], title="logZ over bytes read")
+        + line_chart(
+            [
+                ("logZ", data["logZ"], "genlm-line"),
+                ("logZ upper bound", data["logZ_upper"], "genlm-line2"),
+            ],
+            title="logZ and its certified upper bound (dashed)",
+        )
         + line_chart([("LM calls", data["lm_calls"], "genlm-line2")], title="LM calls per step")
         + "</div>"
     )

@@ -179,3 +179,13 @@ async def test_beam_data_takes_text_as_str_like_beam_view(odd_llm):
     beam = await _beam(odd_llm, b"ab")
     assert beam_data(beam.history, "ab") == beam_data(beam.history, b"ab")
     assert beam_data(beam.history, "ab") == BeamView(beam, "ab").view_data()
+
+
+async def test_the_logZ_chart_draws_the_certified_upper_bound_as_a_band(odd_llm):
+    beam = await _beam(odd_llm, k=1)  # K=1 drops candidates: the band opens
+    data = beam_data(beam.history, TEXT)
+    assert data["logZ_upper"] == pytest.approx([s.logZ_upper for s in beam.history])
+    assert all(u >= z - 1e-12 for z, u in zip(data["logZ"], data["logZ_upper"], strict=True))
+    assert "certified upper bound" in beam_html(data)
+    old = [{k: v for k, v in s.to_dict().items() if k != "logZ_upper"} for s in beam.history]
+    assert beam_data(old, TEXT)["logZ_upper"] == data["logZ"]  # older records: no band
