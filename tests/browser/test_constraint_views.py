@@ -8,10 +8,13 @@ prints the numbers the views should draw.
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import nbformat
+import pytest
 from _views_page import NOISE, open_and_run_all, printed
+from conftest import NOTEBOOKS
 from nbformat.v4 import new_code_cell, new_notebook
 
 SETUP = """import asyncio
@@ -64,7 +67,11 @@ def _factor_cells(page) -> list[str]:
 def test_mask_and_constrained_particle_views_draw_live(page, lab, screenshot):
     base, token, root = lab
     nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell(MASK), new_code_cell(RUN)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, str(root / "constraint_views.ipynb"))
     open_and_run_all(
         page, f"{base}/lab/workspaces/constraints/tree/constraint_views.ipynb?reset&token={token}"
@@ -119,5 +126,44 @@ def test_mask_and_constrained_particle_views_draw_live(page, lab, screenshot):
     assert "log w PromptedLLM" in heads and "log w BoolFSA" in heads, heads
     screenshot(particles, "control_particle_view")
 
+    errors = [e for e in page.console_errors if not NOISE.search(e)]
+    assert not errors, errors
+
+
+_ALL_RAN = """() => {
+  const root = window.jupyterapp.shell.currentWidget.node;
+  const errors = [...root.querySelectorAll('.jp-OutputArea-output')]
+    .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
+  if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
+  const prompts = [...root.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
+}"""
+
+
+@pytest.mark.slow
+def test_constraints_tutorial_draws_its_views(page, lab, screenshot):
+    base, token, root = lab
+    name = "07_constraints.ipynb"
+    if not (NOTEBOOKS / name).exists():
+        pytest.skip(f"notebooks/{name} does not exist")
+    shutil.copy(NOTEBOOKS / name, root / name)
+    open_and_run_all(page, f"{base}/lab/workspaces/tutorial-07/tree/{name}?reset&token={token}")
+    outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+    assert outcome == "done", outcome
+    page.wait_for_function(
+        "() => document.querySelectorAll('.genlm-live.genlm-particles').length >= 5"
+        " && document.querySelectorAll('.genlm-live.genlm-mask').length >= 5",
+        timeout=60_000,
+    )
+    for view in page.locator(".genlm-live.genlm-particles").all():
+        assert "finished" in view.locator(".genlm-status").text_content()
+        assert view.locator("td.genlm-factor").count() > 0
+    # The broken city regex on SmolLM2: ␣Paris blocked, the trie under ␣P greyed.
+    broken = page.locator(".genlm-live.genlm-mask").nth(4)
+    assert "BoolFSA" in broken.locator("tr.genlm-blocked").first.text_content()
+    broken.locator("button.genlm-toggle").click()
+    broken.locator(".genlm-mask-trie").wait_for(timeout=30_000)
+    assert broken.locator(".genlm-mask-trie .genlm-blocked").count() > 0
+    screenshot(broken, "mask_view_smollm2")
     errors = [e for e in page.console_errors if not NOISE.search(e)]
     assert not errors, errors
