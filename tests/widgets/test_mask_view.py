@@ -205,3 +205,34 @@ def test_mask_view_of_an_awrs_sampler_traces_one_step(llm):
         assert d["accepted"] == (d["token"] in allowed)
     assert trace["exact_logw"] == pytest.approx(math.log(data["allowed_mass"]))
     assert "AWRS trace" in mask_html(data)
+
+
+def test_update_recomputes_for_a_new_context(llm):
+    product = llm * BoolFSA.from_regex(r"ab1").coerce(llm)
+    view = run(MaskView.of(product, []))
+    assert {r["token"] for r in view.view_data()["rows"] if r["allowed"]} == {"a", "ab"}
+    run(view.update(context=[llm.vocab[2]]))  # after "ab" only "1" is left
+    data = view.view_data()
+    assert data["context"] == "ab"
+    assert {r["token"] for r in data["rows"] if r["allowed"]} == {"1"}
+    with pytest.raises(ValueError, match="unknown settings"):
+        run(view.update(colour="red"))
+
+
+@pytest.mark.slow
+def test_smollm2_under_a_prefix_is_bounded_and_fast():
+    from genlm_lab.backend import load_model_by_name
+
+    capital = PromptedLLM(load_model_by_name("default"), prompt="The capital of France is")
+    product = capital * BoolFSA.from_regex(r"[A-Z][a-z]+").coerce(capital)
+    run(MaskView.of(product, [], prefix=" P"))  # builds the 49k-token trie once
+    t0 = time.perf_counter()
+    view = run(MaskView.of(product, [], prefix=" P"))
+    elapsed = time.perf_counter() - t0
+    data = view.view_data()
+    assert elapsed < 5, elapsed
+    assert data["n_tokens"] == 49152 and len(data["rows"]) <= 25
+    assert len(data["trie"]["nodes"]) <= 1 + 8 + 64
+    assert len(json.dumps(view.data)) < 400_000
+    paris = next(r for r in data["rows"] if r["token"] == "␣Paris")
+    assert paris["blocked_by"] == ["BoolFSA"] and data["allowed_mass"] < 0.01
