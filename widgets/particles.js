@@ -91,7 +91,8 @@ function genealogy(data) {
     }, s("title", {}, `step ${t}, particle ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
                        `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n` +
                        (node.token === null || node.token === undefined ? "" : `token ${node.token}\n`) +
-                       (node.killed_by ? `killed by ${node.killed_by}\n` : "") + node.text));
+                       (node.killed_by ? `killed by ${node.killed_by}\n` : "") +
+                       (node.awrs ? `${node.awrs}\n` : "") + node.text));
     nodes.push(c);
     svg.append(c);
   }));

@@ -158,6 +158,11 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
         if isinstance(extra, Mapping):  # control.SMC: the drawn token and what killed it
             part["token"] = None if extra.get("token") is None else str(extra["token"])
             part["killed_by"] = extra.get("killed_by")
+            aw = extra.get("awrs")
+            if isinstance(aw, Mapping):  # AWRS: this step's draws, for the genealogy tooltip
+                part["awrs"] = (
+                    f"AWRS {aw.get('n_draws')} draws, {len(aw.get('rejected') or [])} rejected"
+                )
         parts.append(part)
     return {
         "step": _step_number(raw, where),

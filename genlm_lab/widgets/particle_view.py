@@ -129,6 +129,7 @@ def genealogy_svg(data: dict) -> str:
                 f"(log {fmt(node['log_weight'], 2)})\nincrement {fmt(node['increment'])}\n"
                 + (f"token {node['token']}\n" if node.get("token") is not None else "")
                 + (f"killed by {node['killed_by']}\n" if node.get("killed_by") else "")
+                + (f"{node['awrs']}\n" if node.get("awrs") else "")
                 + f"{node['text']}"
             )
             out.append(
