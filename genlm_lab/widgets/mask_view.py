@@ -89,6 +89,7 @@ async def mask_data_of(
     if awrs is None and sampler is not None and type(sampler).__name__ == "AWRS":
         awrs = sampler
     tokens = _context_tokens(potential, context)
+    potential.encode(tokens)  # a token outside the vocabulary: one clear ValueError, here
     factors = potential.factors()
     names = factor_names(potential)  # the names control.SMC records extras under
     arrays = await asyncio.gather(*(_weights(f, tokens) for f in factors))

@@ -236,3 +236,9 @@ def test_smollm2_under_a_prefix_is_bounded_and_fast():
     assert len(json.dumps(view.data)) < 400_000
     paris = next(r for r in data["rows"] if r["token"] == "␣Paris")
     assert paris["blocked_by"] == ["BoolFSA"] and data["allowed_mass"] < 0.01
+
+
+def test_context_outside_the_vocabulary_is_named(llm):
+    product = llm * BoolFSA.from_regex("a+").coerce(llm)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        run(mask_data_of(product, [b"zz"]))
