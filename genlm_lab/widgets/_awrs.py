@@ -15,6 +15,12 @@ from typing import Any
 
 from genlm_lab.widgets.render import esc, fmt, token_text
 
+
+def _label(token: Any) -> str:
+    """A drawn token as the mask table shows it (records hold text: spaces become ␣)."""
+    return token.replace(" ", "␣") if isinstance(token, str) else token_text(token)
+
+
 __all__ = ["awrs_html", "awrs_summary", "awrs_trace"]
 
 
@@ -39,9 +45,9 @@ def awrs_trace(info: Mapping, allowed_mass: float | None = None) -> dict:
     """
     if not isinstance(info, Mapping):
         raise ValueError(f"an AWRS trace is a dict (info['awrs']), got {type(info).__name__}")
-    rejected = [token_text(t) for t in info.get("rejected") or []]
-    accepted = [token_text(t) for t in info.get("accepted") or []]
-    drawn = [token_text(t) for t in info.get("drawn") or []] or rejected + accepted
+    rejected = [_label(t) for t in info.get("rejected") or []]
+    accepted = [_label(t) for t in info.get("accepted") or []]
+    drawn = [_label(t) for t in info.get("drawn") or []] or rejected + accepted
     left = list(rejected)
     draws = []
     for t in drawn:  # a token rejected once is not drawn again; match each verdict once
