@@ -177,3 +177,45 @@ def test_awrs_weight_stays_finite_when_the_allowed_mass_underflows():
     token, logw, _, info = run(AWRS(table, condition, seed=0).sample_with_info([]))
     assert token == b"b" and -800 < logw < -600
     assert info["awrs"]["n_checks"] == 2
+
+
+class _AllowedSet(TablePotential):
+    """Boolean: the first token must be in `allowed` (then anything goes)."""
+
+    is_boolean = True
+
+    def __init__(self, vocab, allowed):
+        super().__init__(vocab, lambda ctx: np.zeros(len(vocab) + 1))
+        self.allowed = allowed
+
+    async def prefix(self, context):
+        return 0.0 if not context or context[0] in self.allowed else -math.inf
+
+    async def complete(self, context):
+        return 0.0 if context and context[0] in self.allowed else -math.inf
+
+
+def test_awrs_is_unbiased_over_a_large_vocabulary_with_many_rejections():
+    # 400 tokens, the allowed 20 carry a few percent of the mass: hundreds of
+    # distinct rejections per call, drawn from the lazily sorted order.
+    rng = np.random.default_rng(0)
+    vocab = [f"t{i:03d}".encode() for i in range(400)]
+    logits = rng.normal(scale=2.0, size=401)
+    allowed_idx = rng.choice(400, size=20, replace=False)
+    logits[allowed_idx] -= 3.0
+    lm = TablePotential(vocab, lambda ctx: logits)
+    condition = _AllowedSet(vocab, {vocab[i] for i in allowed_idx})
+    exact = run(_exact_next(lm, condition, []))
+    draws = run(_draws(AWRS(lm, condition, seed=3, max_accepts=4, autobatch=False), [], 1500))
+    assert np.mean([d[3]["awrs"]["n_checks"] for d in draws]) > 30
+    _check_properly_weighted(draws, exact)
+    improper = AWRS(lm, condition, seed=7, proper_weights=False, autobatch=False)
+    counts = {}
+    for token, logw, _, _ in run(_draws(improper, [], 1500)):
+        assert logw == 0.0
+        counts[token] = counts.get(token, 0) + 1
+    total = sum(exact.values())
+    for token, value in exact.items():  # an exact draw from the normalised target
+        p = value / total
+        if p * 1500 >= 20:
+            assert abs(counts.get(token, 0) / 1500 - p) <= 3.5 * math.sqrt(p * (1 - p) / 1500)
