@@ -23,11 +23,13 @@ for the target, and E[w] is its next-token mass.
 Adaptivity makes the i.i.d. draws cheap. A rejected token is never asked
 about again. A run of draws that would land in the rejected set R (of mass
 m_R) is skipped in O(1): its length is Geometric(1 - m_R), and the next draw
-is from q restricted to everything outside R. 1 - m_R is computed as the sum
-of the remaining mass, not as one minus a running sum, so it stays exact
-when nearly all mass is rejected. Each draw is therefore either the first
-look at a token or a repeat of an accepted one: at most |V| + max_accepts
-iterations.
+is from q restricted to everything outside R: a repeat of an accepted token
+(no check), or the next unseen token of a without-replacement order (Gumbel
+keys, sorted lazily in growing chunks), so a draw costs O(1), not O(|V|).
+1 - m_R is computed as the sum of the remaining mass, not as one minus a
+running sum, so it stays exact when nearly all mass is rejected. Each
+iteration is either the first look at a token or a repeat of an accepted
+one: at most |V| + max_accepts iterations.
 
 Termination: if every token with q > 0 is rejected, the target's mass is
 exactly zero and the weight is -inf (also when q itself is all zero). With a
@@ -110,6 +112,7 @@ class AWRS(TokenSampler):
         self.condition = condition
         super().__init__(self.potential * self.condition, seed)  # checks the vocabularies
         self._single = len(self.potential.factors()) == 1 and len(self.condition.factors()) == 1
+        self._labels: dict[int, str] = {}
         self.max_accepts = int(max_accepts)
         self.max_rejects = max_rejects
         self.prune_logws = prune_logws
@@ -168,6 +171,13 @@ class AWRS(TokenSampler):
             info["factors"] = [float(logws[index]), 0.0 if logw > -math.inf else -math.inf]
         return token, float(logw), math.nan, info
 
+    def _label(self, index: int) -> str:
+        """The escaped text of token `index` for the trace (cached: the vocabulary is fixed)."""
+        label = self._labels.get(index)
+        if label is None:
+            label = self._labels[index] = token_label(self.target.vocab_eos[index])
+        return label
+
     def _skipped(self, p_out: float) -> int:
         """How many draws land in the rejected set before one lands outside: Geometric(p_out) - 1."""
         u = 1.0 - self.rng.random()  # in (0, 1]
@@ -221,7 +231,7 @@ class AWRS(TokenSampler):
                 index = new if new is not None else _pick(accepted, rng)
             draws += 1
             token = vocab[index]
-            label = token_label(token)
+            label = self._label(index)
             trace["drawn"].append(label)
             if index not in accepted:
                 if not await self._accepts(context, token):
@@ -257,7 +267,7 @@ class AWRS(TokenSampler):
                 break
             draws += 1
             token = vocab[index]
-            label = token_label(token)
+            label = self._label(index)
             trace["drawn"].append(label)
             if await self._accepts(context, token):
                 trace["accepted"].append(label)
