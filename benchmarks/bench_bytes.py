@@ -1,102 +1,90 @@
-"""Byte-level beam on the default model: ours vs PyPI genlm-bytes vs the token-level floor.
+"""Byte-level beam on a text panel: ours vs PyPI genlm-bytes vs the token-level floor.
 
-One process, one HF model object (SmolLM2-135M on CPU), the 74-byte text below
-read with `logp_next` at every byte and K=5:
+One process, one HF model object (SmolLM2-135M on CPU). Every panel text is
+read with `logp_next` before every byte (the loop below), at K=5 and K=10:
 
 - genlm-bytes 0.2.0 (PyPI) on genlm-backend's AsyncTransformer over the same
-  HF model, fresh caches;
-- ours (`genlm_lab.bytes.ByteBeamState`) on our AsyncTransformer, fresh
-  LM caches, trie built beforehand (its build time, with the load of our numba
-  kernels, is added to our wall in the throughput ratio only; numba's one-off
-  runtime start-up is timed apart and reported, not charged), with `extend_threshold=0.01` (extensions whose summed weight is at
-  most 1% of the beam are not evaluated) and, as a check, with 0 (every
-  extension evaluated, the genlm-bytes semantics) and at the larger thresholds
-  in `SWEEP_EPS` (the tokens-vs-logZ trade-off);
+  HF model, once per text and K;
+- ours, exact (every extension evaluated: the genlm-bytes semantics), plain
+  and with lookahead batching (the text is known: `beam.expect(text)`), on
+  our AsyncTransformer with fresh caches; our trie build is charged to every
+  text;
 - the floor: the canonical tokenization scored token by token with the KV
-  cache, one forward per token.
+  cache, one forward per token;
+- a reference: a K=50 beam without thresholds (prefill), a much wider beam
+  whose logZ every certified interval of ours must contain;
+- the knobs (`extend_threshold`, `prune_threshold`, a smaller K) at K=5 with
+  lookahead: their logZ error against our exact beam, beside the width of
+  the certified interval [logZ, logZ_upper] they report.
 
-Time inside the model forward is measured with forward hooks on the HF model.
-
-Where the tokens go (issue #4): the canonical tokenization needs 17 forwards
-(BOS + 16 tokens). With this model, text and K, the final beam also holds the
-non-canonical " Mont|real" path, with about two thirds of the mass; matching
-genlm-bytes' logZ needs it, and it costs 7 more tokens (" Mont", " Mont|real",
-then " is", " a", " city", " in", " Canada" a second time): 24 tokens is the
-floor for the logZ check ("needed" below: distinct token prefixes of the final
-candidates). The other extensions only serve `logp_next`: their share of the
-beam when the next-byte distribution is asked for is up to 0.54 (" jump|" before
-the "s"), and they die one or two bytes later. A threshold on that share that
-keeps " Mont|" (0.147 at that byte) keeps them too, so 28 tokens is the least
-any share rule reaches here (`extend_threshold` 0.12); at 0.15 " Mont|" is
-skipped and logZ falls by 1.09 nats.
-Run as a script (`python benchmarks/bench_bytes.py`) or through run_all.py.
+Rows: one per text and K (throughput ratio, with the logZ difference, wall
+over the floor, forwards and tokens in the note), one per text and knob, and
+the geometric means. The panel texts were chosen before any measurement and
+no rule is tuned to them. Scope for a quick look: BENCH_BYTES_TEXTS=3 (the
+first three texts) and BENCH_BYTES_KS=5.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
 import statistics
 import time
 
-import numpy as np
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-TEXT = b"The quick brown fox jumps over the lazy dog. Montreal is a city in Canada."
-K = 5
-EPS = 0.01
-SWEEP_EPS = (0.05, 0.1, 0.12, 0.15)
-REPS = 3
+PANEL = {
+    "English prose": "The old lighthouse keeper walked slowly down to the harbour.",
+    "code (indented)": "def area(r):\n    if r < 0:\n        return None\n    return 3.14159 * r * r\n",
+    "numbers and dates": "On 2024-03-15 the price rose 7.5% to $1,234.56 (up from $987.10).",
+    "URL": "https://example.org/docs/v2/search?q=beam+search&page=3#results",
+    "French (UTF-8)": "Le café de l'hôtel était déjà fermé à minuit, hélas.",
+    "German (UTF-8)": "Die Straße über den Fluss führt nach Köln und Düsseldorf.",
+    "Japanese (UTF-8)": "東京は日本の首都で、人口が多い都市です。",
+    "rare proper noun": "Llanfairpwllgwyngyll is a village on Anglesey in Wales.",
+    "repeated whitespace": "name:     Alice\n\n\nage:      42\t\tcity:   Oslo  ",
+}
+KS = (5, 10)
+REF_K = 50
+KNOBS = {
+    "extend_threshold=0.01": {"extend_threshold": 0.01},
+    "extend_threshold=0.1": {"extend_threshold": 0.1},
+    "prune_threshold=0.05": {"prune_threshold": 0.05},
+    "K=2": {"K": 2},
+}
+NAME = "bytes: beam panel, logp_next every byte, SmolLM2-135M CPU"
 
 
-class ForwardTimer:
-    """Wall time spent inside `hf_model.forward` (outermost calls only)."""
-
-    def __init__(self, hf_model):
-        self.total = 0.0
-        self.calls = 0
-        self._start = None
-        hf_model.register_forward_pre_hook(self._pre)
-        hf_model.register_forward_hook(self._post)
-
-    def _pre(self, *_):
-        self._start = time.perf_counter()
-
-    def _post(self, *_):
-        self.total += time.perf_counter() - self._start
-        self.calls += 1
-
-    def reset(self):
-        self.total, self.calls = 0.0, 0
+def row(metric, ours, baseline, ratio, target, met, note) -> dict:
+    """One result row in the shape run_all.py writes."""
+    return {
+        "benchmark": NAME,
+        "metric": metric,
+        "ours": ours,
+        "baseline": baseline,
+        "ratio": ratio,
+        "target": target,
+        "met": met,
+        "note": note,
+    }
 
 
-def floor(hf_model, ids: list[int]) -> tuple[float, float, int]:
-    """Score ids[1:] given ids[0] (BOS) one token per forward with the KV cache."""
+def geomean(xs: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else math.nan
+
+
+def floor(hf_model, ids: list[int]) -> float:
+    """Seconds to score ids[1:] given ids[0] (BOS), one token per forward with the KV cache."""
     import torch
 
-    past, logp = None, 0.0
+    past = None
     start = time.perf_counter()
     with torch.inference_mode():
         for i in range(len(ids) - 1):
             out = hf_model(input_ids=torch.tensor([[ids[i]]]), past_key_values=past, use_cache=True)
             past = out.past_key_values
-            logp += float(torch.log_softmax(out.logits[0, -1].double(), -1)[ids[i + 1]])
-    return time.perf_counter() - start, logp, len(ids) - 1
-
-
-def start_numba_runtime() -> float:
-    """Seconds numba takes to start its compiler runtime, paid once per process.
-
-    The first jitted call of any library in a process loads numba's typing and
-    lowering registries (about half a second here), whatever the function. It is
-    a start-up cost like importing torch, which neither side is charged; our
-    own kernels' load from numba's disk cache stays in the trie build time.
-    """
-    import numba
-
-    start = time.perf_counter()
-    numba.njit(lambda x: x + 1)(1)
     return time.perf_counter() - start
 
 
@@ -109,186 +97,268 @@ async def read_text(beam, text: bytes):
     return beam
 
 
-async def ours(lm, k: int, eps: float) -> dict:
+async def ours(lm, text: bytes, K: int, lookahead: int, **knobs) -> dict:
     from genlm_lab.bytes import BeamParams, ByteBeamState
 
     lm.clear_cache()
     lm.reset_stats()
     start = time.perf_counter()
-    beam = await ByteBeamState.initial(lm, BeamParams(K=k, extend_threshold=eps))
-    beam = await read_text(beam, TEXT)
+    beam = await ByteBeamState.initial(lm, BeamParams(K=K, **knobs))
+    if lookahead:
+        beam = beam.expect(text, lookahead)
+    beam = await read_text(beam, text)
     wall = time.perf_counter() - start
-    await beam.cleanup()
+    stats = beam.lookahead_stats
     return {
         "wall": wall,
         "logZ": beam.logZ,
+        "upper": beam.logZ_upper,
+        "forwards": lm.stats["batches"],
         "tokens": lm.stats["tokens_computed"],
-        "batches": lm.stats["batches"],
-        "needed": needed_tokens(beam),
+        "waste": None if stats is None else stats.waste,
     }
 
 
-def needed_tokens(beam, tol: float = 0.02) -> int:
-    """Forwards any beam must run to reach this logZ within `tol` nats.
+async def reference(lm, text: bytes) -> float:
+    """logZ of a K=50 beam without thresholds (prefill: no logp_next needed)."""
+    from genlm_lab.bytes import BeamParams, ByteBeamState
 
-    The heaviest final candidates whose dropped rest costs at most `tol` nats
-    are kept; each distinct token prefix of theirs (BOS alone included) is one
-    forward that produced their weights.
-    """
-    rows = sorted(beam.last_step.candidates, key=lambda r: -r.share)
-    kept, total = [], 0.0
-    for r in rows:
-        if total > 0 and np.log(total) >= -tol:
-            break
-        kept.append(r)
-        total += r.share
-    return len({tuple(r.token_ids[:i]) for r in kept for i in range(len(r.token_ids) + 1)})
+    lm.clear_cache()
+    beam = await ByteBeamState.initial(lm, BeamParams(K=REF_K))
+    beam = await beam.prefill(text, lookahead=0)
+    return beam.logZ
 
 
-async def theirs(hf_model, hf_tokenizer) -> dict:
-    from genlm.backend.llm import AsyncTransformer as TheirTransformer
+async def theirs(llm, text: bytes, K: int) -> dict:
     from genlm.bytes import BeamParams as TheirParams
     from genlm.bytes import ByteBeamState as TheirBeam
 
-    llm = TheirTransformer(hf_model, hf_tokenizer)
+    llm.clear_cache()
     start = time.perf_counter()
     beam = await TheirBeam.initial(llm, TheirParams(K=K))
-    beam = await read_text(beam, TEXT)
+    beam = await read_text(beam, text)
     wall = time.perf_counter() - start
     await beam.cleanup()
     return {"wall": wall, "logZ": float(beam.logZ)}
 
 
+def _scope() -> tuple[dict[str, str], tuple[int, ...]]:
+    panel = dict(PANEL)
+    n = os.environ.get("BENCH_BYTES_TEXTS")
+    if n:
+        panel = dict(list(panel.items())[: int(n)])
+    ks = os.environ.get("BENCH_BYTES_KS")
+    return panel, tuple(int(k) for k in ks.split(",")) if ks else KS
+
+
+def measure(lm, their_llm, lookahead: int) -> dict:
+    """Every measurement of the panel, printed as it goes."""
+    hf_model, tok = lm.model, lm.tokenizer
+    panel, ks = _scope()
+    out = {}
+    for name, text in panel.items():
+        data = text.encode("utf-8")
+        ids = [lm.bos_token_id, *tok.encode(text, add_special_tokens=False)]
+        res = {"bytes": len(data), "canonical": len(ids) - 1}
+        res["floor"] = min(floor(hf_model, ids) for _ in range(2))
+        res["ref"] = asyncio.run(reference(lm, data))
+        for K in ks:
+            res[K] = {
+                "theirs": asyncio.run(theirs(their_llm, data, K)),
+                "plain": asyncio.run(ours(lm, data, K, 0)),
+                "ahead": asyncio.run(ours(lm, data, K, lookahead)),
+            }
+        res["knobs"] = {
+            knob: asyncio.run(ours(lm, data, kw.get("K", ks[0]), lookahead, **_no_k(kw)))
+            for knob, kw in KNOBS.items()
+        }
+        out[name] = res
+        partial = os.environ.get("BENCH_BYTES_PARTIAL")
+        if partial:  # a long run leaves what it measured so far
+            with open(partial, "w") as f:
+                json.dump(out, f, default=str)
+        print(
+            name, {K: {k: round(v["wall"], 2) for k, v in res[K].items()} for K in ks}, flush=True
+        )
+    return out
+
+
+def _no_k(kw: dict) -> dict:
+    return {k: v for k, v in kw.items() if k != "K"}
+
+
+def rows_of(results: dict, trie_build: float, lookahead: int) -> list[dict]:
+    """Result rows: per text and K, per knob, and the geometric means."""
+    _, ks = _scope()
+    rows, ratios, plain_ratios, diffs, floors, contained = [], [], [], [], [], []
+    knob_errs: dict[str, list[tuple[float, float, bool]]] = {k: [] for k in KNOBS}
+    for name, res in results.items():
+        n = res["bytes"]
+        for K in ks:
+            gb, plain, ahead = res[K]["theirs"], res[K]["plain"], res[K]["ahead"]
+            wall = ahead["wall"] + trie_build
+            ratio = gb["wall"] / wall
+            plain_ratio = gb["wall"] / (plain["wall"] + trie_build)
+            diff = ahead["logZ"] - gb["logZ"]
+            over = ahead["wall"] / res["floor"]
+            inside = ahead["logZ"] - 1e-4 <= res["ref"] <= ahead["upper"] + 1e-4
+            ratios.append(ratio)
+            plain_ratios.append(plain_ratio)
+            diffs.append(abs(diff))
+            floors.append(over)
+            contained.append(inside)
+            rows.append(
+                row(
+                    f"{name} ({n} B), K={K}: throughput over genlm-bytes, exact",
+                    n / wall,
+                    n / gb["wall"],
+                    ratio,
+                    ">= 5 (geomean)",
+                    None,
+                    f"logZ {ahead['logZ']:.4f} ({diff:+.4f} vs genlm-bytes); walls {wall:.2f} s "
+                    f"vs {gb['wall']:.2f} s; plain exact {plain_ratio:.2f}x; wall/floor "
+                    f"{over:.2f} ({res['floor']:.2f} s, {res['canonical']} tokens); forwards "
+                    f"{ahead['forwards']} (plain {plain['forwards']}), tokens {ahead['tokens']} "
+                    f"(plain {plain['tokens']}), lookahead waste {ahead['waste']:.0%}; interval "
+                    f"width {ahead['upper'] - ahead['logZ']:.3g}, contains K={REF_K}: {inside}",
+                )
+            )
+        exact = res[ks[0]]["plain"]["logZ"]
+        for knob, r in res["knobs"].items():
+            err = r["logZ"] - exact
+            width = r["upper"] - r["logZ"]
+            inside = r["logZ"] - 1e-4 <= res["ref"] <= r["upper"] + 1e-4
+            knob_errs[knob].append((err, width, inside))
+            rows.append(
+                row(
+                    f"{name}: {knob} (K={KNOBS[knob].get('K', ks[0])}), logZ error vs exact",
+                    err,
+                    width,
+                    None,
+                    "interval contains the K=50 logZ",
+                    inside,
+                    f"interval width {width:.3g} nats; wall {r['wall']:.2f} s; forwards "
+                    f"{r['forwards']}, tokens {r['tokens']}; contains K={REF_K} logZ: {inside}",
+                )
+            )
+    g = geomean(ratios)
+    head = []
+    head.append(
+        row(
+            "geomean throughput over genlm-bytes, exact (lookahead)",
+            g,
+            geomean(plain_ratios),
+            g,
+            ">= 5",
+            g >= 5,
+            f"{len(ratios)} runs ({len(results)} texts x K={ks}); baseline column: ours plain "
+            f"exact (no lookahead); lookahead={lookahead}; trie build {trie_build:.2f} s "
+            "charged to every run",
+        )
+    )
+    head.append(
+        row(
+            "largest |logZ ours - genlm-bytes|, exact (nats)",
+            max(diffs),
+            None,
+            None,
+            "<= 0.02",
+            max(diffs) <= 0.02,
+            "every text and K",
+        )
+    )
+    gf = geomean(floors)
+    head.append(
+        row(
+            "geomean wall over the canonical floor, exact with lookahead",
+            gf,
+            None,
+            gf,
+            "<= 3",
+            gf <= 3,
+            "floor: canonical tokens, one forward each with the KV cache (best of 2)",
+        )
+    )
+    head.append(
+        row(
+            f"certified interval contains the K={REF_K} logZ",
+            sum(contained),
+            len(contained),
+            None,
+            "all",
+            all(contained),
+            "exact runs at every K (dropped mass from K pruning alone)",
+        )
+    )
+    for knob, errs in knob_errs.items():
+        if not errs:
+            continue
+        worst = min(e for e, _, _ in errs)
+        head.append(
+            row(
+                f"knob {knob}: worst logZ error over the panel (nats), vs its interval",
+                worst,
+                max(w for _, w, _ in errs),
+                None,
+                "interval contains K=50 on every text",
+                all(i for _, _, i in errs),
+                "ours: most negative logZ - exact logZ; baseline column: widest interval; per "
+                "text: " + ", ".join(f"{e:+.3f}/{w:.2g}" for e, w, _ in errs),
+            )
+        )
+    return head + rows
+
+
 def run() -> list[dict]:
+    import numpy as np
     import torch
+    from genlm.backend.llm import AsyncTransformer as TheirTransformer
 
     from genlm_lab.backend import load_model_by_name
+    from genlm_lab.bytes._tries import trie_for
+    from genlm_lab.bytes.lookahead import DEFAULT_DEPTH
 
     torch.manual_seed(0)
     lm = load_model_by_name("smollm2-135m")
-    hf_model, tok = lm.model, lm.tokenizer
-    timer = ForwardTimer(hf_model)
-    ids = [lm.bos_token_id, *tok.encode(TEXT.decode(), add_special_tokens=False)]
-    floor(hf_model, ids[:3])  # warm up kernels
-    # Our trie is built once per model (like loading the model); time it apart and
-    # charge it to our wall only in the throughput ratio, where genlm-bytes'
-    # wall also includes building its trie.
-    from genlm_lab.bytes._tries import trie_for
-
-    numba_startup = start_numba_runtime()
+    their_llm = TheirTransformer(lm.model, lm.tokenizer)
+    floor(lm.model, [lm.bos_token_id, 504, 2365])  # warm up kernels
     start = time.perf_counter()
     trie = trie_for(lm, [], None)
     trie.trie.weight_sum(np.ones(lm.vocab_size))  # load the numba kernels
     trie_build = time.perf_counter() - start
-    # On a shared machine single timings drift: our run is repeated REPS times,
-    # each between two floor measurements, and medians are compared.
-    floors = [floor(hf_model, ids)]
-    floor_logp, floor_tokens = floors[0][1], floors[0][2]
-    runs, shares = [], []
-    for _ in range(REPS):
-        timer.reset()
-        runs.append(asyncio.run(ours(lm, K, EPS)))
-        shares.append(timer.total / runs[-1]["wall"])
-        floors.append(floor(hf_model, ids))
-    walls = sorted(r["wall"] for r in runs)
-    mine = dict(runs[0], wall=statistics.median(walls))
-    mine_share = statistics.median(shares)
-    floor_walls = sorted(f[0] for f in floors)
-    floor_wall = statistics.median(floor_walls)
-    timer.reset()
-    base = asyncio.run(theirs(hf_model, tok))
-    their_share = timer.total / base["wall"]
-    sweep = {k: asyncio.run(ours(lm, k, EPS))["logZ"] for k in range(1, 9)}
-    exact = asyncio.run(ours(lm, K, 0.0))
-    trade = {eps: asyncio.run(ours(lm, K, eps)) for eps in SWEEP_EPS}
+    results = measure(lm, their_llm, DEFAULT_DEPTH)
+    return rows_of(results, trie_build, DEFAULT_DEPTH)
 
-    n = len(TEXT)
-    name = "bytes: beam K=5, logp_next every byte, 74 bytes, SmolLM2-135M CPU"
-    cold = mine["wall"] + trie_build
-    speedup = base["wall"] / cold
-    charged = base["wall"] / (cold + numba_startup)
-    rows = [
-        {
-            "metric": "throughput (bytes/s), ours over genlm-bytes 0.2.0",
-            "ours": n / cold,
-            "baseline": n / base["wall"],
-            "ratio": speedup,
-            "target": ">= 8",
-            "met": speedup >= 8,
-            "note": f"walls {cold:.2f} s (incl. {trie_build:.2f} s trie build) vs {base['wall']:.2f} s; "
-            f"extend_threshold={EPS}; numba's runtime start-up ({numba_startup:.2f} s, once per "
-            f"process, like imports) not charged: {charged:.2f}x with it",
-        },
-        {
-            "metric": "logZ, ours minus genlm-bytes (nats)",
-            "ours": mine["logZ"],
-            "baseline": base["logZ"],
-            "ratio": mine["logZ"] - base["logZ"],
-            "target": "|diff| <= 0.02",
-            "met": abs(mine["logZ"] - base["logZ"]) <= 0.02,
-            "note": f"ours with extend_threshold=0: {exact['logZ']:.4f}; floor (canonical) {floor_logp:.4f}",
-        },
-        {
-            "metric": "wall time over the floor (canonical tokens, one forward each)",
-            "ours": mine["wall"],
-            "baseline": floor_wall,
-            "ratio": mine["wall"] / floor_wall,
-            "target": "<= 2.5",
-            "met": mine["wall"] / floor_wall <= 2.5,
-            "note": f"{mine['batches']} batched forwards vs {floor_tokens}; medians: ours of "
-            f"{[round(w, 2) for w in walls]}, floor of {[round(w, 2) for w in floor_walls]}",
-        },
-        {
-            "metric": "tokens evaluated in the model over the canonical count",
-            "ours": mine["tokens"],
-            "baseline": floor_tokens,
-            "ratio": mine["tokens"] / floor_tokens,
-            "target": "<= 1.5",
-            "met": mine["tokens"] / floor_tokens <= 1.5,
-            "note": f"extend_threshold={EPS}; needed for this logZ: {mine['needed']} "
-            f"(distinct token prefixes of the final candidates); "
-            f"extend_threshold=0: {exact['tokens']} tokens in {exact['batches']} forwards, "
-            f"{exact['wall']:.2f} s",
-        },
-        {
-            "metric": "share of wall time inside the model forward",
-            "ours": mine_share,
-            "baseline": their_share,
-            "ratio": mine_share / their_share if their_share else None,
-            "target": ">= 0.7",
-            "met": mine_share >= 0.7,
-            "note": "median of our runs, trie prebuilt; baseline column: genlm-bytes' share",
-        },
-        {
-            "metric": "tokens evaluated vs extend_threshold (logZ minus genlm-bytes)",
-            "ours": mine["tokens"],
-            "baseline": None,
-            "ratio": None,
-            "target": "report",
-            "met": None,
-            "note": ", ".join(
-                f"{eps}: {r['tokens']} ({r['logZ'] - base['logZ']:+.3f})"
-                for eps, r in [(EPS, mine), *trade.items()]
-            ),
-        },
-        {
-            "metric": "logZ for K = 1..8",
-            "ours": sweep[K],
-            "baseline": None,
-            "ratio": None,
-            "target": "report",
-            "met": None,
-            "note": ", ".join(f"K={k}: {v:.4f}" for k, v in sweep.items()),
-        },
-    ]
-    for row in rows:
-        row["benchmark"] = name
-    return rows
+
+def write_section(rows: list[dict], elapsed: float) -> None:
+    """Replace only the bench_bytes section of RESULTS.md (read just before writing)."""
+    import datetime as dt
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    from run_all import table
+
+    path = here / "RESULTS.md"
+    text = path.read_text()
+    stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    section = f"## bench_bytes ({stamp}, {elapsed:.0f} s)\n\n{table(rows)}\n"
+    start = text.index("## bench_bytes")
+    end = text.find("\n## ", start + 1)
+    text = text[:start] + section + ("\n" + text[end + 1 :] if end >= 0 else "")
+    path.write_text(text)
 
 
 if __name__ == "__main__":
-    for row in run():
+    import sys
+
+    began = time.perf_counter()
+    result = run()
+    if "--write" in sys.argv:
+        write_section(result, time.perf_counter() - began)
+    for r in result:
         print(
-            f"{row['metric']:<66} ours={row['ours']!s:<22.22} base={row['baseline']!s:<14.14} "
-            f"ratio={row['ratio']!s:<10.8} target={row['target']} met={row['met']}  {row['note']}"
+            f"{r['metric']:<70} ours={r['ours']!s:<12.10} base={r['baseline']!s:<12.10} "
+            f"ratio={r['ratio']!s:<8.6} met={r['met']}  {r['note']}"
         )

@@ -8,6 +8,10 @@ Typical use::
     beam = await (beam.prune() << ord(" "))
     beam.logZ                           # log P(bytes read so far), summed over tokenizations
     beam.logZ_upper                     # the exact value lies in [logZ, logZ_upper]
+
+Reading a known text, `beam.expect(text)` (or `prefill(text, lookahead=1)`)
+batches the next bytes' extensions into the forwards of this one: same
+results, fewer forwards.
     beam.history[-1].to_dict()          # what the last step did, for views
 """
 

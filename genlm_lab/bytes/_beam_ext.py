@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
-from genlm_lab.bytes.lookahead import Lookahead, LookaheadStats, check_depth, speculative_rows
+from genlm_lab.bytes.lookahead import (
+    DEFAULT_BUDGET,
+    DEFAULT_DEPTH,
+    Lookahead,
+    LookaheadStats,
+    check_depth,
+    speculative_rows,
+)
 from genlm_lab.bytes.probs import EOT
 from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.util import logsumexp
@@ -119,7 +126,9 @@ class ExtensionMixin:
         ahead.stats.rows += len(rows)
         return rows
 
-    def expect(self, text: bytes | str, lookahead: int = 6, budget: int = 24) -> ByteBeamState:
+    def expect(
+        self, text: bytes | str, lookahead: int = DEFAULT_DEPTH, budget: int = DEFAULT_BUDGET
+    ) -> ByteBeamState:
         """The same beam, told the bytes it will read next (lookahead batching).
 
         While it reads them, each batched forward also evaluates the

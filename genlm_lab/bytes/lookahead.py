@@ -29,7 +29,19 @@ import numpy as np
 
 from genlm_lab.bytes.trie_state import LazyTrieState, eot_edges
 
-__all__ = ["Lookahead", "LookaheadStats", "check_depth", "speculative_rows"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_DEPTH",
+    "Lookahead",
+    "LookaheadStats",
+    "check_depth",
+    "speculative_rows",
+]
+
+DEFAULT_DEPTH = 1
+"""Bytes ahead whose extensions join a forward, by default (see `ByteBeamState.expect`)."""
+DEFAULT_BUDGET = 8
+"""Most rows added to one forward, by default."""
 
 
 @dataclass
@@ -58,8 +70,8 @@ class Lookahead:
 
     text: bytes
     start: int
-    depth: int = 6
-    budget: int = 24
+    depth: int = DEFAULT_DEPTH
+    budget: int = DEFAULT_BUDGET
     stats: LookaheadStats = field(default_factory=LookaheadStats)
     issued: set = field(default_factory=set)
 
