@@ -42,6 +42,7 @@ mass is below ~1e-300 (the weight then stays finite, slightly too large).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -111,7 +112,13 @@ class AWRS(TokenSampler):
         self.potential = potential.to_autobatched() if autobatch else potential
         self.condition = condition
         super().__init__(self.potential * self.condition, seed)  # checks the vocabularies
-        self._single = len(self.potential.factors()) == 1 and len(self.condition.factors()) == 1
+        parts = potential.factors()
+        # A product's factors are computed apart (and added, as Product does), so
+        # that each one's weight of the drawn token is known for SMC's record.
+        self._parts = (
+            [f.to_autobatched() if autobatch else f for f in parts] if len(parts) > 1 else None
+        )
+        self._checks = condition.factors()
         self._labels: dict[int, str] = {}
         self.max_accepts = int(max_accepts)
         self.max_rejects = max_rejects
@@ -147,7 +154,12 @@ class AWRS(TokenSampler):
             as escaped strings and EOS as "EOS".
         """
         context = list(context)
-        logws = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
+        if self._parts is None:
+            rows = [np.asarray((await self.potential.logw_next(context)).weights, dtype=float)]
+        else:
+            parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
+            rows = [np.asarray(r.weights, dtype=float) for r in parts]
+        logws = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
         check_log_weights(logws, f"{self.potential.name}.logw_next")
         trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
         top = float(np.max(logws))
@@ -163,13 +175,40 @@ class AWRS(TokenSampler):
         info: dict[str, Any] = {"awrs": trace}
         if top == -math.inf:
             info["no_mass"] = True
-        elif self._single:
-            # Each factor's weight of the token, known without another call: the
-            # potential's row, and the condition's verdict (a token returned with
-            # weight zero is one the condition rejected).
-            index = self.target.lookup[token]
-            info["factors"] = [float(logws[index]), 0.0 if logw > -math.inf else -math.inf]
+        else:
+            info["factors"] = await self._factor_values(context, token, rows, logw > -math.inf)
         return token, float(logw), math.nan, info
+
+    async def _factor_values(
+        self, context: list[Any], token: Any, rows: list[np.ndarray], allowed: bool
+    ) -> list[float]:
+        """Each factor's log-weight of the token returned, without a full mask of the condition.
+
+        The potential's factors from their rows; the condition's from its
+        verdict (a token returned with weight zero is one it rejected), asking
+        each factor of a product condition only when one of them rejected it.
+        """
+        index = self.target.lookup[token]
+        values = [float(r[index]) for r in rows]
+        if allowed:
+            return values + [0.0] * len(self._checks)
+        if len(self._checks) == 1:
+            return [*values, -math.inf]
+        scores = await asyncio.gather(*(f.score([*context, token]) for f in self._checks))
+        return values + [float(x) for x in scores]
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        """The target's EOS weight from the potential's row and one check of the condition.
+
+        (The target's `logw_next` would mask the whole vocabulary with the
+        condition.) The condition's prefix weight of a live context is 0.
+        """
+        context = list(context)
+        eos = self.target.eos
+        lm = float((await self.potential.logw_next(context))[eos])
+        if lm == -math.inf:
+            return lm
+        return lm + float(await self.condition.score([*context, eos]))
 
     def _label(self, index: int) -> str:
         """The escaped text of token `index` for the trace (cached: the vocabulary is fixed)."""

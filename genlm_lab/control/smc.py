@@ -103,14 +103,24 @@ class SequenceModel(Model):
         """Weigh the empty prefix: a start weight of -inf kills the particle."""
         self.score(await self.unit_sampler.start_weight())
 
-    async def _factor_weights(self, context: list[Any], token: Any) -> dict[str, float | None]:
-        """The log-weight each factor gives `token` after `context` (None where it fails)."""
-        rows = await asyncio.gather(
-            *(f.logw_next(context) for f in self.factors), return_exceptions=True
-        )
+    async def _factor_weights(
+        self, context: list[Any], token: Any, forced: bool
+    ) -> dict[str, float | None]:
+        """The log-weight each factor gives `token` after `context` (None where it fails).
+
+        A forced EOS asks boolean factors one `score` (their prefix weight of a
+        live context is 0) rather than a whole mask.
+        """
+
+        async def one(f: Potential) -> float:
+            if forced and f.is_boolean:
+                return float(await f.score([*context, token]))
+            return float((await f.logw_next(context))[token])
+
+        values = await asyncio.gather(*(one(f) for f in self.factors), return_exceptions=True)
         return {
-            name: None if isinstance(row, BaseException) else float(row[token])
-            for name, row in zip(self.names, rows, strict=True)
+            name: None if isinstance(v, BaseException) else v
+            for name, v in zip(self.names, values, strict=True)
         }
 
     def _killer(self, factors: dict[str, float | None]) -> str:
@@ -134,7 +144,7 @@ class SequenceModel(Model):
         if info.get("factors") is not None and len(info["factors"]) == len(self.names):
             factors = dict(zip(self.names, info["factors"], strict=True))
         elif self.record_factors:
-            factors = await self._factor_weights(context, token)
+            factors = await self._factor_weights(context, token, forced)
         extras: dict[str, Any] = {
             "token": token_label(token),
             "logw": logw,

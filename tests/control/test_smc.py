@@ -245,3 +245,25 @@ def test_extras_read_back_floats_by_key_and_leave_token_text_alone():
     }
     record = SMCRecord(n_particles=2, steps=[{"step": 1, "extras": [extra, None]}])
     assert SMCRecord.from_json(record.to_json()).steps[0]["extras"] == [extra, None]
+
+
+class _NoMask(RegexConstraint):
+    """A condition whose full mask must never be computed (the AWRS case: each check is costly)."""
+
+    async def logw_next(self, context):
+        raise AssertionError("AWRS under SMC computed the condition's full mask")
+
+
+def test_awrs_smc_never_masks_the_whole_vocabulary_with_the_condition():
+    llm, _ = _target()
+    for potential in (llm, llm * llm):  # one factor, and a product
+        condition = _NoMask(llm.vocab, PATTERN)
+        sampler = AWRS(potential, condition, seed=0)
+        seqs = run(SMC(sampler)(6, 0.5, 3, seed=0))  # max_tokens=3 forces EOS too
+        assert math.isfinite(seqs.log_ml)
+        steps = [e for s in seqs.record.steps for e in s["extras"] if e]
+        assert all(set(e["factors"]) >= {"_NoMask"} for e in steps)
+        assert all(e["factors"]["_NoMask"] in (0.0, -math.inf) for e in steps)
+        context = [llm.vocab[1]]  # "b" matches the pattern: EOS keeps the LM's weight
+        expected = run(potential.logw_next(context))[EOS]
+        assert run(sampler.logw_eos(context)) == pytest.approx(expected)
