@@ -17,7 +17,7 @@ Rows:
   every prefix of the text, caches cleared before each pass so every step is
   computed (the parent context's state is cached, as in SMC). genlm-control's
   coerced potential takes seconds to a minute per step, so it is timed on a
-  few steps only (`THEIR_STEPS`) and compared with ours on those same steps;
+  few steps only (`Case.their_steps`) and compared with ours on those same steps;
   the note extrapolates its time over the whole text. The floor is
   llguidance's own bare mask call (`fill_next_token_bitmask`) on an `LLMatcher`
   over the HF tokenizer, advanced by hand along the same tokens. Masks are
@@ -32,7 +32,9 @@ Rows:
 - SMC end to end: 10 particles, the JSON schema, at most 40 tokens; ours
   (direct sampler on `llm * constraint`, and AWRS) vs genlm-control's AWRS-SMC
   (its direct sampler would need its 30 s masks at every step): wall, valid
-  outputs (jsonschema), log_ml over repeated runs.
+  outputs (jsonschema), log_ml over repeated runs. A few-shot prompt, and "\n"
+  as well as <|im_end|> ends a sequence on both sides. A forward hook on the
+  shared model separates the model's time from each side's own.
 
 Run: `python benchmarks/bench_control.py` or `python benchmarks/run_all.py control`.
 Environment: BENCH_CONTROL_REPS (passes over each text, default 5),
@@ -49,8 +51,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -86,8 +87,7 @@ JSON_PROMPT = (
 )
 
 
-@dataclass
-class Case:
+class Case(NamedTuple):
     """One constraint: how each side builds it, the text whose steps are timed."""
 
     name: str
@@ -206,11 +206,18 @@ class _Setup:
             return "none"
         texts = {i: self.tok.decode([i]) for i in sorted(ids)}
         special = [i for i in ids if i in self.special]
-        space = [
-            i for i, t in texts.items() if i not in self.special and any(c.isspace() for c in t)
+        control = [
+            i
+            for i, t in texts.items()
+            if i not in self.special and any(ord(c) < 0x20 or ord(c) == 0x7F for c in t)
         ]
-        examples = ", ".join(repr(t) for t in list(texts.values())[:6])
-        return f"{len(ids)} ({len(special)} special, {len(space)} with whitespace; e.g. {examples})"
+        other = [texts[i] for i in texts if i not in self.special and i not in control]
+        examples = ", ".join(repr(texts[i]) for i in [*special, *control][:4])
+        return (
+            f"{len(ids)} ({len(special)} special, {len(control)} holding a control character "
+            f"such as a raw newline or DEL, e.g. {examples}; {len(other)} other"
+            + (f", e.g. {', '.join(repr(t) for t in other[:6])})" if other else ")")
+        )
 
 
 # ---------------------------------------------------------------- masks
@@ -379,7 +386,7 @@ async def _mask_rows(setup: _Setup, case: Case, rng: np.random.Generator) -> lis
             f"those steps, median of {REPS} cleared passes; masks: " + "; ".join(agree),
         ),
         _row(
-            f"{name}: mask per step vs llguidance's bare mask (s)",
+            f"{name}: mask per step vs llguidance's bare mask (s; ratio = ours / floor)",
             ours_med,
             floor_med,
             "<= 4x floor",
@@ -393,7 +400,7 @@ async def _mask_rows(setup: _Setup, case: Case, rng: np.random.Generator) -> lis
             ratio=ours_med / floor_med,
         ),
         _row(
-            f"{name}: single-token check (s)",
+            f"{name}: single-token check (s; ratio = ours / floor)",
             check_ours,
             check_floor,
             f"<= {case.check_target_us:.0f} us",
