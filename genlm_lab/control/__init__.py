@@ -11,6 +11,7 @@ The names follow genlm-control.
 
 from genlm_lab.control._guidance import InvalidGrammar
 from genlm_lab.control.awrs import AWRS
+from genlm_lab.control.bytellm import ByteLLM
 from genlm_lab.control.cfg import BoolCFG
 from genlm_lab.control.coerce import Coerced, coerce
 from genlm_lab.control.constant import EOS, EndOfSequence
@@ -41,6 +42,7 @@ __all__ = [
     "BoolCFG",
     "BoolFSA",
     "BoolPredicate",
+    "ByteLLM",
     "Coerced",
     "DirectTokenSampler",
     "EndOfSequence",

@@ -14,6 +14,7 @@ Special tokens (BOS, chat markers) are never allowed: they are not text.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -73,6 +74,27 @@ def check_grammar(grammar: str, kind: str, source: str) -> None:
     raise InvalidGrammar(f"invalid {kind}{where}: {detail}\n{source}")
 
 
+_NO_FORCING = '%llguidance {"no_forcing": true}\n'
+
+
+def exact_grammar(grammar: str) -> str:
+    """`grammar` with llguidance's forcing switched off, as Lark text.
+
+    By default, where the grammar forces some bytes llguidance allows only
+    their canonical tokenization (after "caf" in `café`, the token "é" but
+    not the lone byte token b"\\xc3"). A potential allows every token whose
+    bytes keep the grammar alive, whatever the tokenization: `no_forcing`.
+    """
+    try:
+        top = json.loads(grammar)
+    except json.JSONDecodeError:
+        return _NO_FORCING + grammar
+    (inner,) = top["grammars"]
+    if inner.get("lark_grammar") is not None:
+        return _NO_FORCING + inner["lark_grammar"]
+    return _NO_FORCING + "start: %json " + json.dumps(inner["json_schema"])
+
+
 class _GreedyTokenizer:
     """What llguidance's `TokenizerWrapper` asks of a tokenizer, for a plain list of byte strings.
 
@@ -112,6 +134,9 @@ _TOKENIZERS_LOCK = threading.Lock()
 def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llguidance.LLTokenizer:
     """An llguidance tokenizer whose token i is `tokens[i]`, plus an EOS token at index len(tokens).
 
+    Single bytes missing from `tokens` are added after EOS (see below); masks
+    are read only over `tokens` and EOS.
+
     Cached per vocabulary (the build walks every token once: ~0.5 s for 49k).
     """
     raw = [bytes(t) for t in tokens]
@@ -125,6 +150,11 @@ def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llgui
             # Empty tokens confuse the token trie; they never match anything anyway.
             padded = [t if t else b"<|genlm-lab-empty|>" for t in raw] + [_EOS_TEXT]
             specials = special_ids + [i for i, t in enumerate(raw) if not t]
+            # Every single byte must be a token: where the grammar forces bytes no token
+            # spells, llguidance otherwise allows wrong tokens (seen: "ca" + "é" for "café"
+            # in a vocabulary without "f"). The extra tokens sit after EOS and are never read.
+            present = set(padded)
+            padded += [bytes([b]) for b in range(256) if bytes([b]) not in present]
             wrapper = llguidance.TokenizerWrapper(_GreedyTokenizer(padded, len(raw), specials))
             found = _TOKENIZERS[key] = llguidance.LLTokenizer(wrapper)
         return found
@@ -150,7 +180,7 @@ class Engine:
         self.n_tokens = len(tokens)
         self.tokenizer = llg_tokenizer(tokens, special)
         self.grammar = grammar
-        self._root = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0)
+        self._root = llguidance.LLMatcher(self.tokenizer, exact_grammar(grammar), log_level=0)
         if self._root.is_error():
             raise InvalidGrammar(self._root.get_error())
         self._states: OrderedDict[tuple[int, ...], llguidance.LLMatcher | None] = OrderedDict()

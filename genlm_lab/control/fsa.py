@@ -75,6 +75,7 @@ class WFSA(Potential):
     def add_arc(self, src: Hashable, symbol: Hashable, dst: Hashable, weight: float = 1.0) -> None:
         if symbol not in self.lookup or symbol == self.eos:
             raise ValueError(f"arc symbol {symbol!r} is not in the vocabulary")
+        symbol = self.vocab[self.lookup[symbol]]
         self._arcs[src][symbol][dst] += self._check(weight)
         self._compiled = None
 
@@ -125,18 +126,18 @@ class WFSA(Potential):
     def _log(x: float) -> float:
         return math.log(x) if x > 0 else -math.inf
 
+    def _symbols(self, context: Sequence[Any]) -> list[Any]:
+        return [self.vocab[i] for i in self.encode(context)]
+
     async def prefix(self, context: Sequence[Any]) -> float:
-        self.encode(context)
-        return self._log(float(self._forward(context) @ self._compile()[4]))
+        return self._log(float(self._forward(self._symbols(context)) @ self._compile()[4]))
 
     async def complete(self, context: Sequence[Any]) -> float:
-        self.encode(context)
-        return self._log(float(self._forward(context) @ self._compile()[3]))
+        return self._log(float(self._forward(self._symbols(context)) @ self._compile()[3]))
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
-        self.encode(context)
         _, per_symbol, _, final, beta = self._compile()
-        alpha = self._forward(context)
+        alpha = self._forward(self._symbols(context))
         base = float(alpha @ beta)
         if base <= 0:
             raise ValueError(f"the context {list(context)!r:.60} has weight zero under the WFSA")

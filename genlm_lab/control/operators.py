@@ -160,6 +160,7 @@ class AutoBatched(Potential):
         self.lookup = potential.lookup
         self.is_boolean = potential.is_boolean
         self._queues: dict[str, list[tuple[Any, asyncio.Future]]] = {}
+        self._running: set[asyncio.Task] = set()  # strong references until they finish
 
     @property
     def name(self) -> str:
@@ -185,7 +186,9 @@ class AutoBatched(Potential):
     def _flush(self, method: str) -> None:
         batch = self._queues.pop(method, [])
         if batch:
-            asyncio.ensure_future(self._run(method, batch))
+            task = asyncio.ensure_future(self._run(method, batch))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
 
     async def _run(self, method: str, batch: list[tuple[Any, asyncio.Future]]) -> None:
         contexts = [c for c, _ in batch]
@@ -215,6 +218,13 @@ class AutoBatched(Potential):
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
         return await self._enqueue("logw_next", context)
+
+    async def score(self, context: Sequence[Any]) -> float:
+        # The wrapped potential may score a last token faster than prefix (grammars do).
+        return float(await self._enqueue("score", context))
+
+    async def batch_score(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        return await self.potential.batch_score(contexts)
 
     async def batch_prefix(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         return await self.potential.batch_prefix(contexts)

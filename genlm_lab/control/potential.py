@@ -59,6 +59,10 @@ class Potential(ABC):
                 )
             lookup.setdefault(token, i)
         lookup[eos] = len(vocabulary)
+        if vocabulary == list(range(256)):
+            # Byte-level potentials: b"a" and 97 name the same byte (genlm-control writes bytes).
+            for i in range(256):
+                lookup[bytes([i])] = i
         self.vocab = vocabulary
         self.eos = eos
         self.vocab_eos = [*vocabulary, eos]

@@ -50,8 +50,7 @@ class BoolPredicate(Potential):
         self.calls = 0
 
     def _text(self, context: Sequence[Any]) -> bytes:
-        self.encode(context)
-        return bytes(context)
+        return bytes(self.encode(context))
 
     async def prefix(self, context: Sequence[Any]) -> float:
         self.calls += 1

@@ -1,0 +1,98 @@
+"""PromptedLLM: its weights are the LM's log-probabilities, EOS tokens folded into EOS."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.control import EOS, PromptedLLM
+from genlm_lab.tokenization import Token
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+TOKENS = [b"<s>", b"a", b"b", b"ab", b"\n", b"$"]
+
+
+def toy(seed=0):
+    return ToyLM(TOKENS, eos=b"$", bos=b"<s>", seed=seed)
+
+
+def test_prefix_is_the_sum_of_lm_log_probs_and_logw_next_their_row():
+    lm = toy()
+    assert PromptedLLM(lm).prompt_ids == []  # ToyLM can start from nothing
+    p = PromptedLLM(lm, prompt_ids=[0])
+    ids = [1, 3, 2]
+    context = [lm.byte_vocab[i] for i in ids]
+    expected = sum(
+        float(lm.next_token_logprobs_sync([0, *ids[:k]])[ids[k]]) for k in range(len(ids))
+    )
+    assert run(p.prefix(context)) == pytest.approx(expected, abs=1e-6)
+    row = lm.next_token_logprobs_sync([0, *ids]).double()
+    w = run(p.logw_next(context))
+    assert w[lm.byte_vocab[2]] == pytest.approx(float(row[2]))
+    assert w[EOS] == pytest.approx(float(row[5]))
+    assert run(p.complete(context)) == pytest.approx(expected + float(row[5]), abs=1e-6)
+    assert math.isclose(np.exp(w.weights).sum(), 1.0, rel_tol=1e-5)
+
+
+def test_eos_as_token_bytes_or_id_means_the_same():
+    lm = toy()
+    by_token = PromptedLLM(lm, eos_tokens=[Token(4, b"\n"), Token(5, b"$")])
+    by_bytes = PromptedLLM(lm, eos_tokens=[b"\n", b"$"])
+    by_id = PromptedLLM(lm, eos_tokens=[4, 5])
+    by_new_name = PromptedLLM(lm, eos_byte_strings=[b"\n", b"$"])
+    weights = [run(p.logw_next([])).weights for p in (by_token, by_bytes, by_id, by_new_name)]
+    for w in weights[1:]:
+        np.testing.assert_array_equal(w, weights[0])
+    row = lm.next_token_logprobs_sync([]).double()
+    assert weights[0][-1] == pytest.approx(float(torch.logsumexp(row[[4, 5]], 0)))
+    assert b"\n" not in [bytes(t) for t in by_bytes.vocab]
+    with pytest.raises(ValueError, match="no token"):
+        PromptedLLM(lm, eos_tokens=[b"zz"])
+
+
+def test_temperature_renormalises():
+    p = PromptedLLM(toy(), temperature=0.5)
+    w = run(p.logw_next([]))
+    assert math.isclose(np.exp(w.weights).sum(), 1.0, rel_tol=1e-9)
+    for bad in (0, -1, math.inf):
+        with pytest.raises(ValueError, match="temperature"):
+            PromptedLLM(toy(), temperature=bad)
+
+
+def test_text_prompt_and_spawn():
+    lm = toy()
+    p = PromptedLLM(lm, prompt="ab")
+    assert p.prompt == "ab" and p.prompt_ids == [3]
+    q = p.spawn(temperature=2.0)
+    assert q.prompt_ids == p.prompt_ids and q.temperature == 2.0
+    p.set_prompt_from_str("ba")
+    assert p.prompt == "ba"
+    with pytest.raises(ValueError, match="not both"):
+        PromptedLLM(lm, prompt_ids=[0], prompt="a")
+
+
+def test_special_tokens_are_listed_for_grammars():
+    p = PromptedLLM(toy())
+    assert p.special_indices() == [0]
+
+
+def test_a_bad_token_fails_only_its_own_call():
+    p = PromptedLLM(toy())
+
+    async def main():
+        return await asyncio.gather(
+            p.prefix([p.vocab[1]]), p.prefix([b"zz"]), return_exceptions=True
+        )
+
+    good, bad = run(main())
+    assert isinstance(bad, ValueError) and "position 0" in str(bad)
+    assert good == run(p.prefix([p.vocab[1]]))

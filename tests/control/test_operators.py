@@ -1,0 +1,107 @@
+"""Product, Power and AutoBatched against their definitions."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.control import EOS, AutoBatched, BoolFSA, PromptedLLM, Potential
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+TOKENS = [b"a", b"b", b"ab", b"c", b"$"]
+
+
+def llm(seed=0, **kw):
+    return PromptedLLM(ToyLM(TOKENS, eos=b"$", seed=seed), **kw)
+
+
+def test_product_weights_add_for_every_method():
+    p = llm()
+    q = BoolFSA.from_regex("(ab)*c?").coerce(p)
+    prod = p * q
+    assert [f.name for f in prod.factors()] == ["PromptedLLM", "BoolFSA"]
+    for context in [[], [p.vocab[2]], [p.vocab[0]]]:
+        for method in ("prefix", "complete"):
+            expected = run(getattr(p, method)(context)) + run(getattr(q, method)(context))
+            assert run(getattr(prod, method)(context)) == expected
+        np.testing.assert_array_equal(
+            run(prod.logw_next(context)).weights,
+            run(p.logw_next(context)).weights + run(q.logw_next(context)).weights,
+        )
+    batch = run(prod.batch_logw_next([[], [p.vocab[2]]]))
+    np.testing.assert_array_equal(batch[1].weights, run(prod.logw_next([p.vocab[2]])).weights)
+
+
+def test_multiplying_different_vocabularies_is_one_value_error():
+    p = llm()
+    with pytest.raises(ValueError, match="vocabularies differ.*index 0"):
+        p * BoolFSA.from_regex("a")
+    other = PromptedLLM(ToyLM([b"a", b"b", b"x", b"c", b"$"], eos=b"$"))
+    with pytest.raises(ValueError, match="index 2"):
+        p * other
+
+
+def test_power_tempers_and_keeps_zeros():
+    p = llm()
+    hot = p**0.5
+    w = run(p.logw_next([])).weights
+    np.testing.assert_allclose(run(hot.logw_next([])).weights, 0.5 * w)
+    assert run(hot.prefix([p.vocab[0]])) == pytest.approx(0.5 * run(p.prefix([p.vocab[0]])))
+    q = BoolFSA.from_regex("a") ** 3
+    assert q.is_boolean and run(q.prefix([98])) == -math.inf
+    for bad in (0, -1, math.inf, "2", True):
+        with pytest.raises(ValueError, match="exponent"):
+            p**bad
+
+
+class Counting(Potential):
+    """Records how its batch methods are called; refuses contexts that start with `b`."""
+
+    def __init__(self):
+        super().__init__([b"a", b"b"])
+        self.batches = []
+
+    async def prefix(self, context):
+        if context and context[0] == b"b":
+            raise ValueError("no b first")
+        return -float(len(context))
+
+    async def complete(self, context):
+        return await self.prefix(context)
+
+    async def batch_prefix(self, contexts):
+        self.batches.append(len(contexts))
+        return await super().batch_prefix(contexts)
+
+
+def test_autobatched_sends_concurrent_calls_together_and_isolates_errors():
+    inner = Counting()
+    batched = inner.to_autobatched()
+    assert isinstance(batched, AutoBatched) and batched.to_autobatched() is batched
+
+    async def main():
+        good = [batched.prefix([b"a"] * n) for n in range(5)]
+        bad = batched.prefix([b"b"])
+        return await asyncio.gather(*good, bad, return_exceptions=True)
+
+    results = run(main())
+    assert results[:5] == [0.0, -1.0, -2.0, -3.0, -4.0]
+    assert isinstance(results[5], ValueError) and "no b first" in str(results[5])
+    assert inner.batches[0] == 6  # all six went out as one batch first
+
+
+def test_score_dispatches_on_eos():
+    p = llm()
+    ctx = [p.vocab[0]]
+    assert run(p.score([*ctx, EOS])) == run(p.complete(ctx))
+    assert run(p.score(ctx)) == run(p.prefix(ctx))
+    with pytest.raises(ValueError, match="EOS at position 0"):
+        run(p.prefix([EOS, p.vocab[0]]))
