@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from genlm_lab.backend import ToyLM
-from genlm_lab.control import EOS, AutoBatched, BoolFSA, PromptedLLM, Potential
+from genlm_lab.control import EOS, AutoBatched, BoolFSA, Potential, PromptedLLM
 
 
 def run(coro):
