@@ -73,5 +73,7 @@ def random_walk(
 def as_mask(weights: np.ndarray) -> np.ndarray:
     """Log-weights 0 / -inf as a bool mask (and a check that nothing else occurs)."""
     weights = np.asarray(weights)
-    assert np.all((weights == 0) | (weights == -math.inf)), "a boolean potential gave another weight"
+    assert np.all((weights == 0) | (weights == -math.inf)), (
+        "a boolean potential gave another weight"
+    )
     return weights == 0

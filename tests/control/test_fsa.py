@@ -103,15 +103,15 @@ def test_token_masks_equal_regex_partial_matching_on_smollm2(smollm2_tokenizer, 
     alphabet = set(b"0123456789-abcdefghijklmnopqrstuvwxyz@. ") | set("é".encode())
     pool = [i for i, t in enumerate(tokens) if t and set(t) <= alphabet]
     checked = 0
-    for ids in random_walk(tokens, viable, 10, rng, pool) + random_walk(tokens, viable, 10, rng, pool):
+    for ids in random_walk(tokens, viable, 10, rng, pool) + random_walk(
+        tokens, viable, 10, rng, pool
+    ):
         text = b"".join(tokens[i] for i in ids)
         if not viable(text):
             continue
         context = [llm.vocab[i] for i in ids]
         mask = as_mask(run(constraint.logw_next(context)).weights)
-        np.testing.assert_array_equal(
-            mask, reference_mask(tokens, text, viable, complete, special)
-        )
+        np.testing.assert_array_equal(mask, reference_mask(tokens, text, viable, complete, special))
         checked += 1
     assert checked >= 5
 
