@@ -74,7 +74,7 @@ def check_grammar(grammar: str, kind: str, source: str) -> None:
     raise InvalidGrammar(f"invalid {kind}{where}: {detail}\n{source}")
 
 
-_NO_FORCING = '%llguidance {"no_forcing": true}\n'
+_NO_FORCING = '%llguidance {"no_forcing": true, "allow_initial_skip": true}\n'
 
 
 def exact_grammar(grammar: str) -> str:

@@ -1,0 +1,126 @@
+"""BoolCFG (Lark grammars over llguidance) against lark's own LALR parser on the text."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+
+import numpy as np
+import pytest
+from _references import as_mask, random_walk, reference_mask
+from lark import Lark
+from lark.exceptions import UnexpectedInput
+
+from genlm_lab.backend import ToyLM
+from genlm_lab.control import BoolCFG, InvalidGrammar, PromptedLLM
+
+ARITHMETIC = r"""
+start: expr
+expr: term (("+" | "-") term)*
+term: factor ("*" factor)*
+factor: NUMBER | "(" expr ")"
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+
+TOKENS = [
+    b"1", b"2", b"12", b"0", b"+", b"-", b"*", b"(", b")", b"(1", b"1)", b"+(", b" ", b"1 ",
+    b" +", b"))", b"a", b"1+2", b"$",
+]  # fmt: skip
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def lark_reference(grammar: str):
+    """`(viable, complete)` from lark's LALR parser fed the whole text.
+
+    With single-character terminals and NUMBER (which any prefix can extend or
+    end), a text is a viable prefix iff the parser accepts its tokens so far.
+    """
+    parser = Lark(grammar, parser="lalr")
+
+    def consumed(text: bytes):
+        try:
+            interactive = parser.parse_interactive(text.decode("ascii"))
+            interactive.exhaust_lexer()
+            return interactive
+        except (UnexpectedInput, UnicodeDecodeError):
+            return None
+
+    def viable(text: bytes) -> bool:
+        return consumed(text) is not None
+
+    def complete(text: bytes) -> bool:
+        interactive = consumed(text)
+        if interactive is None:
+            return False
+        try:
+            interactive.feed_eof()
+        except UnexpectedInput:
+            return False
+        return True
+
+    return viable, complete
+
+
+def test_byte_masks_equal_lark_on_random_prefixes():
+    cfg = BoolCFG.from_lark(ARITHMETIC)
+    viable, complete = lark_reference(ARITHMETIC)
+    singles = [bytes([i]) for i in range(256)]
+    rng = random.Random(0)
+    checked = 0
+    for _ in range(6):
+        for context in random_walk(singles, viable, 14, rng, pool=list(b"0123456789+-*() x")):
+            text = bytes(context)
+            assert (run(cfg.prefix(context)) == 0) == viable(text), text
+            if not viable(text):
+                continue
+            mask = as_mask(run(cfg.logw_next(context)).weights)
+            np.testing.assert_array_equal(mask, reference_mask(singles, text, viable, complete))
+            checked += 1
+    assert checked > 30
+
+
+def test_token_masks_equal_lark_on_a_toy_vocabulary():
+    llm = PromptedLLM(ToyLM(TOKENS, eos=b"$", seed=0))
+    constraint = BoolCFG.from_lark(ARITHMETIC).coerce(llm, f=b"".join)
+    viable, complete = lark_reference(ARITHMETIC)
+    tokens = [bytes(t) for t in llm.vocab]
+    rng = random.Random(1)
+    checked = 0
+    for _ in range(10):
+        for ids in random_walk(tokens, viable, 10, rng):
+            text = b"".join(tokens[i] for i in ids)
+            context = [llm.vocab[i] for i in ids]
+            assert (run(constraint.prefix(context)) == 0) == viable(text), text
+            if not viable(text):
+                continue
+            mask = as_mask(run(constraint.logw_next(context)).weights)
+            np.testing.assert_array_equal(mask, reference_mask(tokens, text, viable, complete))
+            checked += 1
+    assert checked > 30
+
+
+def test_complete_strings_are_exactly_the_language():
+    cfg = BoolCFG.from_lark(ARITHMETIC)
+    _, complete = lark_reference(ARITHMETIC)
+    for text in [b"1", b"1+2*3", b"(1+2)*3", b" 1 + 2 ", b"1+", b"()", b"(1", b"12 3", b""]:
+        assert (run(cfg.complete(list(text))) == 0) == complete(text), text
+
+
+def test_an_invalid_grammar_names_line_and_column():
+    with pytest.raises(InvalidGrammar, match="line 2, column") as info:
+        BoolCFG.from_lark('start: x\nx: "a" y\n')
+    assert isinstance(info.value, ValueError) and "y" in str(info.value)
+    with pytest.raises(ValueError, match="str"):
+        BoolCFG.from_lark(None)
+
+
+def test_a_grammar_that_blocks_everything_kills_cleanly():
+    llm = PromptedLLM(ToyLM(TOKENS, eos=b"$", seed=0))
+    only_letters = BoolCFG.from_lark('start: "a" "!"').coerce(llm)
+    w = run(only_letters.logw_next([llm.vocab[TOKENS.index(b"a")]]))
+    assert np.all(w.weights == -math.inf)  # no "!" token: nothing can follow, EOS included

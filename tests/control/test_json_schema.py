@@ -1,0 +1,174 @@
+"""JsonSchema: what the masks allow is valid JSON under the schema (jsonschema), and vice versa."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+
+from genlm_lab.backend import MockAsyncLM
+from genlm_lab.control import EOS, InvalidGrammar, JsonSchema, PromptedLLM
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"enum": ["a", "ab", "b"]}, "maxItems": 3},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+NUMBERS = {"type": "array", "items": {"type": "number"}, "maxItems": 3}
+ENUM = {"enum": [1, 10, "x", True, None]}
+
+VALID = {
+    "person": [
+        {"name": "Ada", "age": 36},
+        {"name": "Zoë €", "age": 0, "tags": ["ab", "b"]},
+        {"name": "", "age": 1234567, "tags": []},
+    ],
+    "numbers": [[], [0], [-1.5, 2e10, 3], [0.25, -0, 7]],
+    "enum": [1, 10, "x", True, None],
+}
+SCHEMAS = {"person": PERSON, "numbers": NUMBERS, "enum": ENUM}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def renderings(value) -> list[bytes]:
+    """A document written compactly, with spaces, and pretty-printed (indent 2)."""
+    return [
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(),
+        json.dumps(value, ensure_ascii=False).encode(),
+        json.dumps(value, indent=2, ensure_ascii=False).encode(),
+    ]
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_every_byte_of_valid_documents_is_allowed(name):
+    js = JsonSchema(SCHEMAS[name])
+    for value in VALID[name]:
+        for text in renderings(value):
+            assert js.validate(text)
+            for cut in range(len(text)):
+                mask = js.allowed(list(text[:cut]))
+                assert mask[text[cut]], (text[:cut], text[cut : cut + 1])
+            assert js.allowed(list(text))[-1], text  # EOS at the end
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_every_string_the_masks_complete_is_valid(name):
+    """Random walks through the byte masks: each document they end (EOS) validates."""
+    js = JsonSchema(SCHEMAS[name])
+    rng = random.Random(0)
+    closers = set(b'"]}0') | {ord(",")}
+    ended = 0
+    for _ in range(60):
+        text = b""
+        for _ in range(200):
+            mask = js.allowed(list(text))
+            allowed = np.flatnonzero(mask[:256])
+            if mask[-1] and (rng.random() < 0.7 or not len(allowed)):
+                assert js.validate(text), text
+                ended += 1
+                break
+            assert len(allowed), f"a live prefix with nothing allowed: {text!r}"
+            preferred = [b for b in allowed if b in closers]
+            pool = preferred if preferred and rng.random() < 0.5 else allowed
+            text += bytes([int(rng.choice(list(pool)))])
+    assert ended >= 30
+
+
+def test_whitespace_runs_are_capped():
+    js = JsonSchema(NUMBERS, max_whitespace=4)
+    assert js.allowed(list(b"[" + b" " * 3))[ord(" ")]
+    assert not js.allowed(list(b"[" + b" " * 4))[ord(" ")]
+    assert js.allowed(list(b"[" + b" " * 4))[ord("1")]
+    unbounded = JsonSchema(NUMBERS, max_whitespace=None)
+    assert unbounded.allowed(list(b"[" + b" " * 40))[ord(" ")]
+    compact = JsonSchema(NUMBERS, max_whitespace=0)
+    assert not compact.allowed(list(b"["))[ord(" ")]
+    with pytest.raises(ValueError, match="max_whitespace"):
+        JsonSchema(NUMBERS, max_whitespace=-1)
+
+
+def test_strings_take_only_valid_utf8():
+    js = JsonSchema({"type": "string"})
+    start = list(b'"')
+    assert not js.allowed(start)[0xFF] and not js.allowed(start)[0x80]
+    assert js.allowed(start)[0xE2]
+    euro = list(b'"\xe2\x82')
+    assert js.allowed(euro)[0xAC] and not js.allowed(euro)[ord('"')]
+    assert not js.allowed(list(b'"\xe2'))[ord('"')]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "byte", "allowed"),
+    [
+        (b"[0", b"1", False),  # no leading zeros
+        (b"[-", b"]", False),
+        (b"[-", b"5", True),
+        (b"[1.", b"]", False),
+        (b"[1.", b"5", True),
+        (b"[1e", b"+", True),
+        (b"[1e", b"]", False),
+        (b"[1,2,3", b",", False),  # maxItems
+    ],
+)
+def test_number_edge_cases(prefix, byte, allowed):
+    js = JsonSchema(NUMBERS)
+    assert bool(js.allowed(list(prefix))[byte[0]]) == allowed
+    assert js.validate(b"[-0.5e-3]") and not js.validate(b"[01]")
+
+
+def test_enum_edge_cases():
+    js = JsonSchema(ENUM)
+    one = js.allowed(list(b"1"))
+    assert one[-1] and one[ord("0")] and not one[ord("1")]
+    assert list(np.flatnonzero(js.allowed(list(b"10")))) == [256]
+    assert not js.allowed(list(b"tr"))[ord("x")]
+
+
+def test_invalid_schemas_name_where():
+    with pytest.raises(InvalidGrammar, match="properties/a/type"):
+        JsonSchema({"type": "object", "properties": {"a": {"type": "strin"}}})
+    with pytest.raises(InvalidGrammar, match="line 1, column 10"):
+        JsonSchema('{"type": ')
+    with pytest.raises(ValueError):
+        JsonSchema([1, 2])
+
+
+@pytest.mark.slow
+def test_smollm2_tokens_of_valid_documents_are_allowed(smollm2_tokenizer):
+    """Over the real vocabulary: the tokenizer's own tokens of valid documents are never masked,
+    and masks agree with the byte-level constraint token by token."""
+    llm = PromptedLLM(MockAsyncLM(tokenizer=smollm2_tokenizer))
+    js = JsonSchema(PERSON)
+    tokens = js.coerce(llm, f=b"".join)
+    position = {int(t.token_id): i for i, t in enumerate(llm.vocab)}
+    rng = random.Random(3)
+    for value in VALID["person"]:
+        for text in renderings(value):
+            ids = smollm2_tokenizer.encode(text.decode(), add_special_tokens=False)
+            context = []
+            for token_id in ids:
+                mask = run(tokens.logw_next(context)).weights
+                assert mask[position[token_id]] == 0, (context, token_id)
+                # a sample of other tokens: allowed iff the bytes keep the byte-level mask alive
+                prefix = b"".join(bytes(t) for t in context)
+                for i in rng.sample(range(len(llm.vocab)), 40):
+                    expected = run(js.prefix(list(prefix + bytes(llm.vocab[i])))) == 0
+                    assert (mask[i] == 0) == (expected and i not in llm.special_indices())
+                context.append(llm.vocab[position[token_id]])
+            assert run(tokens.logw_next(context))[EOS] == 0
+            assert run(tokens.complete(context)) == 0
+    assert (
+        run(tokens.complete([llm.vocab[position[smollm2_tokenizer.encode("{")[0]]]])) == -math.inf
+    )
