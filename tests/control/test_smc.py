@@ -267,3 +267,58 @@ def test_awrs_smc_never_masks_the_whole_vocabulary_with_the_condition():
         context = [llm.vocab[1]]  # "b" matches the pattern: EOS keeps the LM's weight
         expected = run(potential.logw_next(context))[EOS]
         assert run(sampler.logw_eos(context)) == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------- the default model
+@pytest.fixture(scope="module")
+def smollm2():
+    from genlm_lab.backend import load_model_by_name
+
+    return load_model_by_name("default", backend="hf")
+
+
+@pytest.mark.slow
+async def test_json_schema_run_on_smollm2_gives_only_valid_documents(smollm2):
+    import json
+
+    from genlm_lab.control import JsonSchema, PromptedLLM, direct_token_sampler
+
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 10}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    prompt = 'A person as JSON: {"name": "Ada", "age": 36}\nAnother person as JSON: '
+    llm = PromptedLLM(smollm2, prompt=prompt, eos_tokens=[b"\n"])
+    js = JsonSchema(schema, max_whitespace=1)
+    sampler = direct_token_sampler(llm * js.coerce(llm, f=b"".join))
+    result = await SMC(sampler)(n_particles=8, ess_threshold=0.5, max_tokens=30, seed=0)
+    assert math.isfinite(result.log_ml)
+    finished = [(seq, w) for seq, w in result if seq and seq[-1] is EOS and w > -math.inf]
+    assert finished, "no particle finished"
+    for seq, _ in finished:
+        text = b"".join(seq[:-1])
+        assert js.validate(text), text
+        assert set(json.loads(text)) == {"name", "age"}
+    assert all(js.validate(t.encode()) for t in result.decoded_posterior)
+
+
+@pytest.mark.slow
+async def test_iso_date_run_on_smollm2_with_awrs_gives_only_dates(smollm2):
+    import regex
+
+    from genlm_lab.control import AWRS, BoolFSA, PromptedLLM
+
+    pattern = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    llm = PromptedLLM(
+        smollm2, prompt="The Apollo 11 landing date, in ISO format: ", eos_tokens=[b"\n"]
+    )
+    date = BoolFSA.from_regex(pattern).coerce(llm, f=b"".join)
+    result = await SMC(AWRS(llm, date, seed=0))(
+        n_particles=8, ess_threshold=0.5, max_tokens=12, seed=0
+    )
+    assert math.isfinite(result.log_ml)
+    assert result.decoded_posterior, "no particle finished"
+    for text in result.decoded_posterior:
+        assert regex.fullmatch(pattern, text), text
