@@ -105,13 +105,8 @@ class Coerced(Potential):
         self._walk = _is_join(f) and _byte_level(potential)
         self._trie = _ByteTrie(self._images) if self._walk else None
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or self.potential.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
+    def _default_name(self) -> str:
+        return self.potential.name
 
     def _image(self, context: Sequence[Any]) -> list[Any]:
         return list(self.f(list(context)))

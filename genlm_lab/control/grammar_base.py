@@ -134,13 +134,8 @@ class TokenConstraint(_MaskedPotential):
         self.special = special
         self.engine = Engine([bytes(t) for t in self.vocab], grammar.grammar, special)
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or self.grammar.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
+    def _default_name(self) -> str:
+        return self.grammar.name
 
     def __repr__(self) -> str:
         return f"TokenConstraint({self.grammar!r}, {len(self.vocab)} tokens)"

@@ -43,19 +43,11 @@ class Product(Potential):
         _same_vocabulary(p1, p2)
         self.p1 = p1
         self.p2 = p2
-        self.vocab = p1.vocab
-        self.eos = p1.eos
-        self.vocab_eos = p1.vocab_eos
-        self.lookup = p1.lookup
+        self._share_vocabulary(p1)
         self.is_boolean = p1.is_boolean and p2.is_boolean
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or " * ".join(f.name for f in self.factors())
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
+    def _default_name(self) -> str:
+        return " * ".join(f.name for f in self.factors())
 
     def factors(self) -> list[Potential]:
         return [*self.p1.factors(), *self.p2.factors()]
@@ -113,19 +105,11 @@ class Power(Potential):
             raise ValueError(f"the exponent must be a finite number > 0, got {exponent}")
         self.potential = potential
         self.exponent = exponent
-        self.vocab = potential.vocab
-        self.eos = potential.eos
-        self.vocab_eos = potential.vocab_eos
-        self.lookup = potential.lookup
+        self._share_vocabulary(potential)
         self.is_boolean = potential.is_boolean
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or f"{self.potential.name}**{self.exponent:g}"
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
+    def _default_name(self) -> str:
+        return f"{self.potential.name}**{self.exponent:g}"
 
     async def prefix(self, context: Sequence[Any]) -> float:
         return self.exponent * await self.potential.prefix(context)
@@ -154,21 +138,13 @@ class AutoBatched(Potential):
 
     def __init__(self, potential: Potential) -> None:
         self.potential = potential
-        self.vocab = potential.vocab
-        self.eos = potential.eos
-        self.vocab_eos = potential.vocab_eos
-        self.lookup = potential.lookup
+        self._share_vocabulary(potential)
         self.is_boolean = potential.is_boolean
         self._queues: dict[str, list[tuple[Any, asyncio.Future]]] = {}
         self._running: set[asyncio.Task] = set()  # strong references until they finish
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or self.potential.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
+    def _default_name(self) -> str:
+        return self.potential.name
 
     def factors(self) -> list[Potential]:
         return self.potential.factors()

@@ -81,11 +81,21 @@ class Potential(ABC):
     @property
     def name(self) -> str:
         """A short label for views and records (the class name unless set)."""
-        return getattr(self, "_name", None) or type(self).__name__
+        return getattr(self, "_name", None) or self._default_name()
 
     @name.setter
     def name(self, value: str) -> None:
         self._name = str(value)
+
+    def _default_name(self) -> str:
+        return type(self).__name__
+
+    def _share_vocabulary(self, other: Potential) -> None:
+        """Take `other`'s vocabulary tables as they are (wrappers and products: no copy)."""
+        self.vocab = other.vocab
+        self.eos = other.eos
+        self.vocab_eos = other.vocab_eos
+        self.lookup = other.lookup
 
     def factors(self) -> list[Potential]:
         """The potentials multiplied in this one (itself, for a single potential)."""
