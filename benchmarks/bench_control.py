@@ -644,6 +644,8 @@ async def _smc_rows(setup: _Setup) -> list[dict]:
             f"({sum(r['n'] - r['live'] for r in v)} of {sum(r['n'] for r in v)} dead)"
         )
 
+    _progress("SMC over a mock LM: ours")
+    mock = await _our_overhead(setup)
     wall = {k: statistics.median(r["wall"] for r in v) for k, v in runs.items()}
     rest = {k: statistics.median(r["wall"] - r["model_s"] for r in v) for k, v in runs.items()}
     all_valid = all(r["valid"] == r["live"] > 0 for v in runs.values() for r in v)
@@ -661,7 +663,9 @@ async def _smc_rows(setup: _Setup) -> list[dict]:
                 f"{base}; median of runs: ours {walls(kind)}; genlm-control "
                 f"{walls('genlm-control')}; outside the model's forward: ours "
                 f"{rest[kind]:.1f} s, genlm-control {rest['genlm-control']:.1f} s "
-                f"({rest['genlm-control'] / rest[kind]:.1f}x)",
+                f"({rest['genlm-control'] / rest[kind]:.1f}x; most of ours is the backend around "
+                f"the forward: the same run over a mock LM with fixed rows took "
+                f"{mock[kind][0]:.2f} s for {mock[kind][1]} particle-steps)",
             )
         )
     rows.append(
@@ -688,6 +692,38 @@ async def _smc_rows(setup: _Setup) -> list[dict]:
         )
     )
     return rows
+
+
+async def _our_overhead(setup: _Setup) -> dict[str, tuple[float, int]]:
+    """Our SMC run of `_smc_rows` over a mock LM (fixed log-prob rows, no forward).
+
+    Returns (wall, particle-steps) per sampler: the control layer's own cost.
+    genlm-control is not run here: over such rows its AWRS checks thousands
+    of tokens per step (about 3 s per particle-step when tried), minutes.
+    """
+    from bench_smc import _fixed_table
+
+    from genlm_lab.backend import MockAsyncLM
+    from genlm_lab.control import AWRS, SMC, JsonSchema, PromptedLLM, direct_token_sampler
+
+    class OurFixed(MockAsyncLM):
+        async def next_token_logprobs(self, token_ids: list[int]) -> Any:
+            return table[len(token_ids) % len(table)]
+
+    lm = OurFixed(tokenizer=setup.tok)
+    table = _fixed_table(lm.vocab_size)
+    eos = [*(bytes(setup.lm.byte_vocab[i]) for i in setup.lm.eos_token_ids), b"\n"]
+    llm = PromptedLLM(lm, prompt=JSON_PROMPT, eos_tokens=eos)
+    constraint = JsonSchema(SCHEMA).coerce(llm, f=b"".join)
+    out = {}
+    for kind, sampler in (
+        ("direct", direct_token_sampler(llm * constraint)),
+        ("AWRS", AWRS(llm, constraint)),
+    ):
+        start = time.perf_counter()
+        seqs = await SMC(sampler)(10, 0.5, 40, seed=0, progress=False)
+        out[kind] = (time.perf_counter() - start, sum(len(c) for c, _ in seqs))
+    return out
 
 
 # ---------------------------------------------------------------- main
