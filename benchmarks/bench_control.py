@@ -576,6 +576,7 @@ async def _smc_rows(setup: _Setup) -> list[dict]:
             "wall": wall,
             "model_s": counter.seconds,
             "forwards": len(counter.sizes),
+            "batch": float(np.mean(counter.sizes)) if counter.sizes else 0.0,
             "log_ml": log_ml,
             "live": len(live),
             "valid": valid,
@@ -633,7 +634,8 @@ async def _smc_rows(setup: _Setup) -> list[dict]:
 
     def walls(kind: str) -> str:
         return ", ".join(
-            f"{r['wall']:.1f} s ({r['model_s']:.1f} s in {r['forwards']} forwards)"
+            f"{r['wall']:.1f} s ({r['model_s']:.1f} s in {r['forwards']} forwards of mean batch "
+            f"{r['batch']:.1f})"
             for r in runs[kind]
         )
 
