@@ -211,6 +211,9 @@ class Engine:
             token = context[-1]
             if token >= self.n_tokens:  # EOS cannot be followed
                 state = None
+            elif parent.validate_tokens([token]) != 1:
+                # Checked first: consuming a refused token costs ~50x more (an error state).
+                state = None
             else:
                 state = parent.deep_copy()
                 self.stats["consumed"] += 1

@@ -120,6 +120,8 @@ class PromptedLLM(Potential):
         """Vocabulary indices of special tokens (BOS, chat markers): not text, never allowed by grammars."""
         tok = self.model.tokenizer
         ids = set(getattr(tok, "all_special_ids", None) or ())
+        added = getattr(tok, "added_tokens_decoder", None) or {}
+        ids.update(i for i, t in added.items() if getattr(t, "special", False))
         if self.model.bos_token_id is not None:
             ids.add(self.model.bos_token_id)
         position = {int(t): i for i, t in enumerate(self._vocab_ids)}
