@@ -275,7 +275,7 @@ class Engine:
                 computed: dict[tuple[int, ...], np.ndarray] = {}
                 for k, (c, s) in enumerate(live):
                     flags = np.unpackbits(bits[k].view(np.uint8), bitorder="little")
-                    mask = flags[: self.n_tokens + 1].astype(bool)
+                    mask = flags[: self.n_tokens + 1].view(bool)  # 0/1 bytes: no copy
                     mask[self.n_tokens] = s.is_accepting()
                     mask.flags.writeable = False
                     computed[c] = mask

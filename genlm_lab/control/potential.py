@@ -112,8 +112,16 @@ class Potential(ABC):
             raise ValueError(
                 f"a context is a list of tokens, got {type(context).__name__} {context!r:.40}"
             )
-        out = []
         lookup = self.lookup
+        eos = len(self.vocab)
+        try:  # the common case at C speed: every token known, EOS at most last
+            out = [lookup[token] for token in context]
+        except (KeyError, TypeError):
+            pass
+        else:
+            if eos not in out or out.index(eos) == len(out) - 1:
+                return out
+        out = []
         last = len(context) - 1
         for pos, token in enumerate(context):
             try:
@@ -123,7 +131,7 @@ class Potential(ABC):
                     f"token {token!r:.60} at position {pos} is not in the vocabulary of "
                     f"{self.name} ({len(self.vocab)} tokens)"
                 ) from None
-            if index == len(self.vocab) and pos != last:
+            if index == eos and pos != last:
                 raise ValueError(f"EOS at position {pos} is not the last token of the context")
             out.append(index)
         return out
