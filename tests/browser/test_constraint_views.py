@@ -156,7 +156,10 @@ def test_constraints_tutorial_draws_its_views(page, lab, screenshot):
         timeout=60_000,
     )
     for view in page.locator(".genlm-live.genlm-particles").all():
-        assert "finished" in view.locator(".genlm-status").text_content()
+        # A run ends finished or, when the constraint kills every particle, all_dead: batched
+        # float32 forwards differ with batch composition, so Lab's run may differ from nbval's.
+        status = view.locator(".genlm-status").text_content()
+        assert "finished" in status or "all_dead" in status, status
         assert view.locator("td.genlm-factor").count() > 0
     # The broken city regex on SmolLM2: ␣Paris blocked, the trie under ␣P greyed.
     broken = page.locator(".genlm-live.genlm-mask").nth(4)
