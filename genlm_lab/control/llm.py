@@ -13,6 +13,7 @@ import torch
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.weights import LazyWeights
 from genlm_lab.smc.distributions import encode_prompt
+from genlm_lab.util import logsumexp
 
 __all__ = ["PromptedLLM"]
 
@@ -141,20 +142,14 @@ class PromptedLLM(Potential):
         if self.temperature == 1.0:
             return row
         row = row / self.temperature
-        top = row.max()
-        return row - (top + np.log(np.exp(row - top).sum()))
+        return row - logsumexp(row)
 
     def _weights(self, logps: torch.Tensor) -> np.ndarray:
         """One LM row -> log-weights over `vocab_eos` (EOS = mass of every EOS token)."""
         row = self._temper(logps)
         out = np.empty(len(self.vocab_eos))
         out[:-1] = row[self._vocab_ids]
-        eos = row[self._eos_ids_array]
-        if eos.size == 0 or eos.max() == -math.inf:
-            out[-1] = -math.inf
-        else:
-            top = eos.max()
-            out[-1] = top + math.log(float(np.exp(eos - top).sum()))
+        out[-1] = logsumexp(row[self._eos_ids_array])  # -inf without EOS tokens
         return out
 
     async def _rows(self, ids: list[int]) -> list[torch.Tensor]:

@@ -8,18 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.util import Chart
+from genlm_lab.util import Chart, logsumexp
 
 __all__ = ["LazyWeights"]
-
-
-def _logsumexp(values: np.ndarray) -> float:
-    if values.size == 0:
-        return -math.inf
-    top = float(np.max(values))
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(float(np.sum(np.exp(values - top))))
 
 
 class LazyWeights:
@@ -80,7 +71,7 @@ class LazyWeights:
 
     def sum(self) -> float:
         """Total weight: logsumexp for log-weights."""
-        return _logsumexp(self.weights) if self.is_log else float(self.weights.sum())
+        return logsumexp(self.weights) if self.is_log else float(self.weights.sum())
 
     def normalize(self) -> LazyWeights:
         """Weights that sum to one (log-weights: logsumexp to 0).
