@@ -15,6 +15,7 @@ import statistics
 import time
 
 import torch
+from _row import result_row
 
 REPS = 5
 
@@ -28,16 +29,7 @@ N_CONTEXTS = 32
 
 
 def _row(metric, ours, baseline, ratio, target, met, note):
-    return {
-        "benchmark": "backend",
-        "metric": metric,
-        "ours": ours,
-        "baseline": baseline,
-        "ratio": ratio,
-        "target": target,
-        "met": met,
-        "note": note,
-    }
+    return result_row("backend", metric, ours, baseline, ratio, target, met, note)
 
 
 def _bare_forward(model, ids: list[list[int]], past_kv) -> float:

@@ -33,6 +33,8 @@ import os
 import statistics
 import time
 
+from _row import result_row
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 PANEL = {
@@ -59,16 +61,7 @@ NAME = "bytes: beam panel, logp_next every byte, SmolLM2-135M CPU"
 
 def row(metric, ours, baseline, ratio, target, met, note) -> dict:
     """One result row in the shape run_all.py writes."""
-    return {
-        "benchmark": NAME,
-        "metric": metric,
-        "ours": ours,
-        "baseline": baseline,
-        "ratio": ratio,
-        "target": target,
-        "met": met,
-        "note": note,
-    }
+    return result_row(NAME, metric, ours, baseline, ratio, target, met, note)
 
 
 def geomean(xs: list[float]) -> float:

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
+from _row import result_row
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -143,16 +144,7 @@ def _row(
     """One result row; the ratio defaults to baseline / ours (how many times faster ours is)."""
     if ratio is None and isinstance(ours, (int, float)) and isinstance(baseline, (int, float)):
         ratio = baseline / ours if ours else None
-    return {
-        "benchmark": "control",
-        "metric": metric,
-        "ours": ours,
-        "baseline": baseline,
-        "ratio": ratio,
-        "target": target,
-        "met": met,
-        "note": note,
-    }
+    return result_row("control", metric, ours, baseline, ratio, target, met, note)
 
 
 def _us(seconds: float) -> str:
