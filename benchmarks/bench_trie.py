@@ -24,6 +24,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import torch
+from _row import result_row
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -81,16 +82,8 @@ def _row(benchmark, metric, ours, baseline, target=None, note="", higher_is_bett
     ratio = None
     if ours and baseline:
         ratio = ours / baseline if higher_is_better else baseline / ours
-    return {
-        "benchmark": benchmark,
-        "metric": metric,
-        "ours": ours,
-        "baseline": baseline,
-        "ratio": ratio,
-        "target": target,
-        "met": None if target is None or ratio is None else ratio >= target,
-        "note": note,
-    }
+    met = None if target is None or ratio is None else ratio >= target
+    return result_row(benchmark, metric, ours, baseline, ratio, target, met, note)
 
 
 def _theirs_index(their, vocab_len: int) -> tuple[np.ndarray, dict[bytes, int]]:

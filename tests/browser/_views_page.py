@@ -32,6 +32,21 @@ def open_and_run_all(page, url: str) -> None:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+_ALL_RAN = """() => {
+  const root = window.jupyterapp.shell.currentWidget.node;
+  const errors = [...root.querySelectorAll('.jp-OutputArea-output')]
+    .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
+  if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
+  const prompts = [...root.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
+}"""
+
+
+def all_cells_ran(page, timeout_ms: int = 480_000) -> str:
+    """Wait until every code cell has run (or one shows a traceback): "done", or "error: ..."."""
+    return page.wait_for_function(_ALL_RAN, timeout=timeout_ms, polling=1000).json_value()
+
+
 def printed(page, key: str) -> list[int]:
     """The integers a cell printed after `key` (e.g. "BEAM ROWS 3")."""
     loc = page.locator(f".jp-OutputArea-output >> text=/^{key} /")

@@ -13,7 +13,7 @@ import time
 
 import nbformat
 import pytest
-from _views_page import NOISE, open_and_run_all, printed
+from _views_page import NOISE, all_cells_ran, open_and_run_all, printed
 from conftest import NOTEBOOKS
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -130,16 +130,6 @@ def test_mask_and_constrained_particle_views_draw_live(page, lab, screenshot):
     assert not errors, errors
 
 
-_ALL_RAN = """() => {
-  const root = window.jupyterapp.shell.currentWidget.node;
-  const errors = [...root.querySelectorAll('.jp-OutputArea-output')]
-    .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
-  if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
-  const prompts = [...root.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
-}"""
-
-
 @pytest.mark.slow
 def test_constraints_tutorial_draws_its_views(page, lab, screenshot):
     base, token, root = lab
@@ -148,7 +138,7 @@ def test_constraints_tutorial_draws_its_views(page, lab, screenshot):
         pytest.skip(f"notebooks/{name} does not exist")
     shutil.copy(NOTEBOOKS / name, root / name)
     open_and_run_all(page, f"{base}/lab/workspaces/tutorial-07/tree/{name}?reset&token={token}")
-    outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+    outcome = all_cells_ran(page)
     assert outcome == "done", outcome
     page.wait_for_function(
         "() => document.querySelectorAll('.genlm-live.genlm-particles').length >= 5"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from _views_page import NOISE, check_views, open_and_run_all
+from _views_page import NOISE, all_cells_ran, check_views, open_and_run_all
 
 
 def _run_all(page, lab, name: str) -> None:
@@ -69,19 +69,9 @@ def test_views_draw_live_and_console_is_clean(page, lab, screenshot):
     assert not errors, errors
 
 
-_ALL_RAN = """() => {
-  const root = window.jupyterapp.shell.currentWidget.node;
-  const errors = [...root.querySelectorAll('.jp-OutputArea-output')]
-    .map((o) => o.textContent).filter((t) => t.includes('Traceback'));
-  if (errors.length) return 'error: ' + errors[0].slice(0, 2000);
-  const prompts = [...root.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-  return prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent)) && 'done';
-}"""
-
-
 def _wait_all_ran(page, screenshot, name: str) -> None:
     try:
-        outcome = page.wait_for_function(_ALL_RAN, timeout=480_000, polling=1000).json_value()
+        outcome = all_cells_ran(page)
     except Exception:
         screenshot(page, f"{name}_timeout")
         prompts = page.eval_on_selector_all(
