@@ -29,7 +29,10 @@ class AsyncTransformer(_BatchedLM):
     of its tokens, so a context that extends a cached one runs the model only
     on its new tokens; rows with different cached prefixes share one forward
     (prefix left-padded, new tokens right-padded, with attention mask and
-    position ids).
+    position ids). A context that is a prefix of another in the same forward
+    (a beam asking for c+t1 and, looking ahead, c+t1+t2) takes its
+    log-probs from the longer row's earlier position instead of a row of its
+    own (counted in `stats["prefix_shared"]`).
 
     Memory knobs: `max_cache_tokens` bounds the token positions whose keys and
     values are kept (each costs layers x 2 x kv_heads x head_dim floats, about
@@ -76,7 +79,7 @@ class AsyncTransformer(_BatchedLM):
             timeout,
             byte_vocab,
             str_vocab,
-            extra_stats=("kv_tokens_reused", "evictions"),
+            extra_stats=("kv_tokens_reused", "evictions", "prefix_shared"),
         )
         self.model = hf_model.eval()
         self.device = next(hf_model.parameters()).device
@@ -227,6 +230,11 @@ class AsyncTransformer(_BatchedLM):
             handles = [self._cache.longest_kv(adapter, ids, len(ids) - 1) for ids in rows]
         else:
             handles = [KVHandle(None, 0) for _ in rows]
+        every_row, every_past = rows, [h.length for h in handles]
+        riders = _riders(every_row, every_past)
+        computed = [i for i in range(len(every_row)) if i not in riders]
+        rows = [every_row[i] for i in computed]
+        handles = [handles[i] for i in computed]
         past = [h.length for h in handles]
         new = [ids[p:] for ids, p in zip(rows, past, strict=True)]
         n_past, n_new, batch = max(past), max(len(x) for x in new), len(rows)
@@ -243,23 +251,31 @@ class AsyncTransformer(_BatchedLM):
             kwargs["attention_mask"] = mask.to(dev)
         if n_past > 0:
             kwargs["past_key_values"] = padded_cache(handles, n_past, n_new, self._workspace)
-        last = [len(x) - 1 for x in new]
-        keep = sorted(set(last))
+        # each context's logits: (row of the forward, position among its new tokens)
+        slot = {i: j for j, i in enumerate(computed)}
+        picks = [
+            (slot[riders[i][0]], riders[i][1] - 1 - every_past[riders[i][0]])
+            if i in riders
+            else (slot[i], len(new[slot[i]]) - 1)
+            for i in range(len(every_row))
+        ]
+        keep = sorted({pos for _, pos in picks})
         if self._keep_arg is not None:
             kwargs[self._keep_arg] = torch.tensor(keep, device=dev)
         out = self.model(input_ids.to(dev), **kwargs)
-        if self._keep_arg is not None:
-            col = {pos: j for j, pos in enumerate(keep)}
-            picked = out.logits[torch.arange(batch), torch.tensor([col[q] for q in last])]
-        else:
-            picked = out.logits[torch.arange(batch), torch.tensor(last)]
+        col = {pos: j for j, pos in enumerate(keep)} if self._keep_arg is not None else None
+        picked = out.logits[
+            torch.tensor([i for i, _ in picks]),
+            torch.tensor([pos if col is None else col[pos] for _, pos in picks]),
+        ]
         logprobs = self._normalise(picked)
 
         self._count_forward(batch, sum(len(x) for x in new))
         self.stats["kv_tokens_reused"] += sum(past)
+        self.stats["prefix_shared"] += len(riders)
 
-        results = [logprobs[i] for i in range(batch)]
-        for ids, lp in zip(rows, results, strict=True):
+        results = [logprobs[i] for i in range(len(every_row))]
+        for ids, lp in zip(every_row, results, strict=True):
             self._cache.put_logprobs(adapter, ids, lp)
         if self._kv_enabled:
             segments = new_segments(out.past_key_values, n_past, n_new, [len(x) for x in new])
@@ -272,3 +288,24 @@ class AsyncTransformer(_BatchedLM):
                 self._cache.evict()
         self.stats["evictions"] += self._cache.evictions - evictions  # counts from reset_stats
         return results
+
+
+def _riders(rows: list[tuple[int, ...]], past: list[int]) -> dict[int, tuple[int, int]]:
+    """Rows that are a prefix of another row's new tokens: {row: (host row, its length)}.
+
+    A row `ids` rides on a host that extends it when the host's cached prefix
+    is shorter than `ids`: the host's output at position len(ids) - 1 is the
+    distribution after `ids`. A chain of prefixes rides on its longest
+    member that covers them; hosts always compute.
+    """
+    spans: dict[tuple[int, ...], int] = {}
+    riders: dict[int, tuple[int, int]] = {}
+    for i in sorted(range(len(rows)), key=lambda i: -len(rows[i])):  # hosts before riders
+        ids = tuple(rows[i])
+        host = spans.get(ids)
+        if host is not None:
+            riders[i] = (host, len(ids))
+            continue
+        for length in range(max(past[i], 1), len(ids)):
+            spans.setdefault(ids[:length], i)
+    return riders

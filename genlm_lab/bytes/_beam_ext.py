@@ -17,10 +17,11 @@ import numpy as np
 
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.lookahead import (
-    DEFAULT_BUDGET,
     DEFAULT_DEPTH,
+    ROWS_PER_CANDIDATE,
     Lookahead,
     LookaheadStats,
+    check_budget,
     check_depth,
     speculative_rows,
 )
@@ -120,14 +121,15 @@ class ExtensionMixin:
         if not text or hits == len(todo):
             return []  # everything was evaluated ahead: no forward to join
         K = self.params.K * (WIDEN_FACTOR if self.params.widens else 1)
-        rows = speculative_rows(self.states, todo, text, K, ahead.budget)
+        budget = ROWS_PER_CANDIDATE * K if ahead.budget is None else ahead.budget
+        rows = speculative_rows(self.states, todo, text, K, budget)
         rows = [lm for lm in rows if lm.context not in issued]
         issued.update(lm.context for lm in rows)
         ahead.stats.rows += len(rows)
         return rows
 
     def expect(
-        self, text: bytes | str, lookahead: int = DEFAULT_DEPTH, budget: int = DEFAULT_BUDGET
+        self, text: bytes | str, lookahead: int = DEFAULT_DEPTH, budget: int | None = None
     ) -> ByteBeamState:
         """The same beam, told the bytes it will read next (lookahead batching).
 
@@ -138,11 +140,13 @@ class ExtensionMixin:
         Args:
             text: the bytes to be read next (str is UTF-8 encoded).
             lookahead: bytes ahead to evaluate for (0 turns lookahead off).
-            budget: most extra rows per forward.
+            budget: most extra rows per forward (None: two per unit of beam
+                width, `ROWS_PER_CANDIDATE`).
         """
         if isinstance(text, str):
             text = text.encode("utf-8")
         depth = check_depth(lookahead)
+        budget = check_budget(budget)
         beam = self._derive(self.states, self._rows, self.position)
         beam._history, beam._hlen = self._history, self._hlen
         beam._ext, beam._ext_dropped, beam._ext_skipped = (

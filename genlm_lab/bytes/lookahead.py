@@ -16,7 +16,8 @@ Which rows: every token that a candidate could commit within the known
 bytes, and tokens after those (tilings of the text), each with an upper
 bound on its weight (a candidate's weight only falls as it reads). Rows whose
 bound is below the K-th best weight known exactly at that byte are left out,
-as are all but the `budget` heaviest. This choice only affects speed.
+as are all but the `budget` heaviest (by default
+`ROWS_PER_CANDIDATE` rows per unit of beam width). This choice only affects speed.
 """
 
 from __future__ import annotations
@@ -30,18 +31,25 @@ import numpy as np
 from genlm_lab.bytes.trie_state import LazyTrieState, eot_edges
 
 __all__ = [
-    "DEFAULT_BUDGET",
     "DEFAULT_DEPTH",
+    "ROWS_PER_CANDIDATE",
     "Lookahead",
     "LookaheadStats",
+    "check_budget",
     "check_depth",
     "speculative_rows",
 ]
 
 DEFAULT_DEPTH = 1
 """Bytes ahead whose extensions join a forward, by default (see `ByteBeamState.expect`)."""
-DEFAULT_BUDGET = 8
-"""Most rows added to one forward, by default."""
+ROWS_PER_CANDIDATE = 2
+"""Default budget: most rows added to one forward per unit of beam width K.
+
+A candidate commits a token at the next byte or not, and its fresh
+extension may commit a one-byte token there: about two rows per candidate.
+Measured on SmolLM2 (English prose, 60 bytes): K=10 with 8 rows ran 49
+forwards, with 20 rows 31, and more rows saved none.
+"""
 
 
 @dataclass
@@ -65,13 +73,14 @@ class Lookahead:
         text: the known bytes.
         start: the beam position of `text[0]`.
         depth: how many bytes ahead to evaluate extensions for.
-        budget: most speculative rows added to one forward.
+        budget: most speculative rows added to one forward (None:
+            `ROWS_PER_CANDIDATE` times the beam width).
     """
 
     text: bytes
     start: int
     depth: int = DEFAULT_DEPTH
-    budget: int = DEFAULT_BUDGET
+    budget: int | None = None
     stats: LookaheadStats = field(default_factory=LookaheadStats)
     issued: set = field(default_factory=set)
 
@@ -144,6 +153,14 @@ def speculative_rows(
                 frontier.append((nxt, trie.root, ub, None))
     rows.sort(key=lambda r: -r[0])
     return [lm for _, lm in rows[:budget]]
+
+
+def check_budget(budget: Any) -> int | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise ValueError(f"budget must be None or an int >= 0 (rows per forward), got {budget!r}")
+    return int(budget)
 
 
 def check_depth(depth: Any) -> int:

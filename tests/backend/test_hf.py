@@ -52,7 +52,8 @@ async def test_gathered_queries_equal_sequential_uncached_calls(lm):
     results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in contexts))
     assert lm.stats["batches"] < lm.stats["queries"]
     assert lm.stats["batches"] == 1
-    assert lm.stats["rows"] + lm.stats["deduplicated"] >= 0.95 * len(contexts)
+    shared = lm.stats["deduplicated"] + lm.stats["prefix_shared"]
+    assert lm.stats["rows"] + shared >= 0.95 * len(contexts)
     for ctx, got in zip(contexts, results, strict=True):
         close(got, lm.next_token_logprobs_uncached(ctx), 1e-5)
 
@@ -74,6 +75,45 @@ async def test_concurrent_extensions_of_different_cached_prefixes_share_one_forw
     )
     for e, got in zip(ext, results, strict=True):
         close(got, lm.next_token_logprobs_uncached(e), 1e-4)
+
+
+async def test_a_context_and_its_extensions_in_one_forward_share_one_row(lm):
+    # a beam looking ahead asks for c+t1 and c+t1+t2 (and c+t1+t3) at once
+    rng = random.Random(5)
+    c = [lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(6)]
+    lm.cache_kv(c)
+    lm.reset_stats()
+    t = [rng.randrange(lm.vocab_size) for _ in range(4)]
+    contexts = [c + t[:1], c + t[:2], c + t[:3], c + [t[0], t[3]], c + [t[3]]]
+    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    assert lm.stats["batches"] == 1
+    # c+t1 and c+t1+t2 ride on c+t1+t2+t3; c+t1+t4 and c+t4 compute
+    assert lm.stats["prefix_shared"] == 2 and lm.stats["rows"] == 3
+    assert lm.stats["tokens_computed"] == 3 + 2 + 1
+    for x, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
+    # a rider keeps no KV of its own, yet its next extension reuses the host's
+    lm.reset_stats()
+    ext = c + t[:2] + [t[3]]
+    got = await lm.next_token_logprobs(ext)
+    assert lm.stats["tokens_computed"] == 1
+    close(got, lm.next_token_logprobs_uncached(ext), 1e-5)
+
+
+async def test_prefix_sharing_never_changes_a_random_batch(lm):
+    rng = random.Random(6)
+    stem = [lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(4)]
+    lm.cache_kv(stem)
+    chains = []
+    for _ in range(6):  # prefix chains off the stem and off each other
+        base = rng.choice([stem, *chains]) if chains else stem
+        chains.append(base + [rng.randrange(8) for _ in range(rng.randrange(1, 4))])
+    contexts = list({tuple(x): x for x in chains}.values())
+    lm.reset_stats()
+    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    assert lm.stats["rows"] + lm.stats["prefix_shared"] == len(contexts)
+    for x, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
 
 
 async def test_kv_cached_results_equal_uncached_over_long_incremental_runs(lm):

@@ -108,6 +108,33 @@ async def test_a_bad_lookahead_raises_value_error(bad):
         beam.expect(b"a", bad)
 
 
+@pytest.mark.parametrize("bad", [-1, 2.0, "8", False])
+async def test_a_bad_budget_raises_value_error(bad):
+    from genlm_lab.backend.toy import ToyLM
+
+    beam = await ByteBeamState.initial(ToyLM([b"a"], seed=0), BeamParams(K=1))
+    with pytest.raises(ValueError, match="budget"):
+        beam.expect(b"a", 1, budget=bad)
+
+
+@pytest.mark.parametrize("K", [1, 2, 4])
+async def test_the_default_budget_is_two_rows_per_unit_of_beam_width(K):
+    from genlm_lab.backend.toy import ToyLM
+    from genlm_lab.bytes.lookahead import ROWS_PER_CANDIDATE
+
+    vocab = [bytes([c]) for c in b"abc"] + [b"ab", b"bc", b"ca", b"abc", b"bca", b"cab"]
+    issued = {}
+    for budget in (None, 1):
+        beam = await ByteBeamState.initial(ToyLM(vocab, seed=2), BeamParams(K=K))
+        beam = beam.expect(b"abcabcabc", 3, budget=budget)
+        while not beam.lookahead_stats.rows:  # up to the first forward that adds rows
+            await beam.logp_next()
+            beam = await (beam.prune() << b"abc"[beam.position % 3])
+        issued[budget] = beam.lookahead_stats.rows
+    assert issued[1] == 1
+    assert 1 < issued[None] <= ROWS_PER_CANDIDATE * K
+
+
 def _float64_lm(model, tokenizer) -> AsyncTransformer:
     # float32 forwards differ by batch composition (about 3e-5 nats in logZ between
     # batch_size=1 and batched runs of the plain beam on the default model); in
@@ -124,6 +151,8 @@ def test_lookahead_on_tiny_random_equals_the_plain_beam(tiny_random_hf):
     ahead = asyncio.run(score(lm, params, text, 4))
     assert_same(ahead, plain, 1e-6)
     assert ahead[0].lookahead_stats.used > 0
+    # rows ahead extend rows of the same forward: those share the longer row
+    assert lm.stats["prefix_shared"] > 0
 
 
 @pytest.mark.slow
