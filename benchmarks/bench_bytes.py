@@ -108,6 +108,7 @@ async def ours(lm, text: bytes, K: int, lookahead: int, **knobs) -> dict:
         "upper": beam.logZ_upper,
         "forwards": lm.stats["batches"],
         "tokens": lm.stats["tokens_computed"],
+        "shared": lm.stats["prefix_shared"],
         "waste": None if stats is None else stats.waste,
     }
 
@@ -212,7 +213,8 @@ def rows_of(results: dict, trie_build: float, lookahead: int) -> list[dict]:
                     f"vs {gb['wall']:.2f} s; plain exact {plain_ratio:.2f}x; wall/floor "
                     f"{over:.2f} ({res['floor']:.2f} s, {res['canonical']} tokens); forwards "
                     f"{ahead['forwards']} (plain {plain['forwards']}), tokens {ahead['tokens']} "
-                    f"(plain {plain['tokens']}), lookahead waste {ahead['waste']:.0%}; interval "
+                    f"(plain {plain['tokens']}), rows sharing a longer row {ahead['shared']}, lookahead "
+                    f"waste {ahead['waste']:.0%}; interval "
                     f"width {ahead['upper'] - ahead['logZ']:.3g}, contains K={REF_K}: {inside}",
                 )
             )
@@ -319,8 +321,20 @@ def run() -> list[dict]:
     trie = trie_for(lm, [], None)
     trie.trie.weight_sum(np.ones(lm.vocab_size))  # load the numba kernels
     trie_build = time.perf_counter() - start
+    load_before = os.getloadavg()[0]
     results = measure(lm, their_llm, DEFAULT_DEPTH)
-    return rows_of(results, trie_build, DEFAULT_DEPTH)
+    conditions = row(
+        "conditions of this run",
+        load_before,
+        os.getloadavg()[0],
+        None,
+        "report",
+        None,
+        f"1-minute load average at the start (ours column) and the end (baseline column) on "
+        f"{os.cpu_count()} cores; above the core count other jobs shared the machine and walls "
+        "are not comparable with a quiet run",
+    )
+    return [conditions, *rows_of(results, trie_build, DEFAULT_DEPTH)]
 
 
 def write_section(rows: list[dict], elapsed: float) -> None:
