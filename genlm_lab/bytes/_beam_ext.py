@@ -122,6 +122,9 @@ class ExtensionMixin:
             return []  # everything was evaluated ahead: no forward to join
         K = self.params.K * (WIDEN_FACTOR if self.params.widens else 1)
         budget = ROWS_PER_CANDIDATE * K if ahead.budget is None else ahead.budget
+        room = getattr(todo[0].lm_state.model, "batch_size", None)
+        if isinstance(room, int):  # rows past the backend's batch size would cost a forward
+            budget = min(budget, max(0, room - len(todo)))
         rows = speculative_rows(self.states, todo, text, K, budget)
         rows = [lm for lm in rows if lm.context not in issued]
         issued.update(lm.context for lm in rows)

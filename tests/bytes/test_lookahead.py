@@ -135,6 +135,57 @@ async def test_the_default_budget_is_two_rows_per_unit_of_beam_width(K):
     assert 1 < issued[None] <= ROWS_PER_CANDIDATE * K
 
 
+async def test_rows_ahead_never_add_forwards_past_the_backends_batch_size(tiny_random_hf):
+    # 3 rows per forward: rows ahead only fill a forward's free places
+    forwards = {}
+    for depth in (0, 1):
+        lm = AsyncTransformer(*tiny_random_hf, batch_size=3)
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5))
+        if depth:
+            beam = beam.expect(b"Hello, world", depth, budget=10)
+        for b in b"Hello, world":
+            beam = beam.prune()
+            await beam.logp_next()
+            beam = await (beam << b)
+        forwards[depth] = lm.stats["batches"]
+    assert forwards[1] <= forwards[0]
+
+
+def test_rows_ahead_take_the_next_byte_first_and_stay_within_max_new_tokens():
+    from genlm_lab.backend.toy import ToyLM
+    from genlm_lab.bytes.lookahead import speculative_rows
+
+    vocab = [bytes([c]) for c in b"ab"] + [b"ab", b"ba", b"aa", b"bb", b"aba", b"bab"]
+
+    async def beam_at_a_boundary():
+        beam = await ByteBeamState.initial(ToyLM(vocab, seed=3), BeamParams(K=8))
+        beam = await (beam << ord("a"))
+        await beam.logp_next()  # evaluates the extensions that end a token at "a"
+        return beam
+
+    beam = asyncio.run(beam_at_a_boundary())
+    states = [s for s in beam.states if s.materialized]
+    computed = {s.lm_state.context for s in states} | {
+        e.lm_state.context for e in beam._ext or () if e.materialized
+    }
+
+    def new_tokens(ctx):
+        return min(len(ctx) - len(c) for c in computed if ctx[: len(c)] == c)
+
+    every = speculative_rows(states, [], b"bab", 8, 1000, max_new=9)
+    for max_new in (1, 2, 3):
+        rows = speculative_rows(states, [], b"bab", 8, 1000, max_new=max_new)
+        assert all(new_tokens(r.context) <= max_new for r in rows)
+        assert {r.context for r in rows} == {
+            r.context for r in every if new_tokens(r.context) <= max_new
+        }
+    # a small budget keeps the next byte's rows: they are the ones needed first
+    nxt = speculative_rows(states, [], b"b", 8, 1000)
+    assert [r.context for r in speculative_rows(states, [], b"bab", 8, len(nxt))] == [
+        r.context for r in nxt
+    ]
+
+
 def _float64_lm(model, tokenizer) -> AsyncTransformer:
     # float32 forwards differ by batch composition (about 3e-5 nats in logZ between
     # batch_size=1 and batched runs of the plain beam on the default model); in
