@@ -306,6 +306,7 @@ def _riders(rows: list[tuple[int, ...]], past: list[int]) -> dict[int, tuple[int
         if host is not None:
             riders[i] = (host, len(ids))
             continue
-        for length in range(max(past[i], 1), len(ids)):
+        # the output at new position j is the distribution after ids[: past + j + 1]
+        for length in range(past[i] + 1, len(ids)):
             spans.setdefault(ids[:length], i)
     return riders

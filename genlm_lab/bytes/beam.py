@@ -32,7 +32,7 @@ from genlm_lab.bytes.base import StatefulByteLM, byte_bar
 from genlm_lab.bytes.heal import TokenHealer
 from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
-from genlm_lab.bytes.lookahead import Lookahead
+from genlm_lab.bytes.lookahead import DEFAULT_DEPTH, Lookahead
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
 from genlm_lab.bytes.probs import EOS, LazyByteProbs
 from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
@@ -383,14 +383,15 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         return beam
 
     async def prefill(
-        self, bs: bytes, lookahead: int = 0, progress: bool | None = None
+        self, bs: bytes, lookahead: int = DEFAULT_DEPTH, progress: bool | None = None
     ) -> ByteBeamState:
         """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile.
 
         Args:
             bs: bytes (or text, UTF-8 encoded) to read.
             lookahead: bytes ahead whose extensions join each batched forward
-                (see `expect`); the result is the same for every value.
+                (see `expect`; 0 turns it off); the result is the same for
+                every value, only the number of forwards changes.
             progress: a bar over the bytes (None: in a notebook, for more
                 than a few dozen bytes).
         """

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.bytes import EOS, BeamParams, ByteBeamState
+from genlm_lab.bytes.lookahead import DEFAULT_DEPTH
 from genlm_lab.smc._random import get_rng
 from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_index
 
@@ -110,6 +111,16 @@ class ByteLMContext:
         if prompt:
             beam = await beam.prefill(prompt)
         return cls(beam, prompt)
+
+    def expect(self, text: bytes | str, lookahead: int = DEFAULT_DEPTH) -> None:
+        """Tell the context the bytes it is about to observe (lookahead batching).
+
+        A model that observes a known string byte by byte then evaluates the
+        token extensions of the next bytes in the forwards it runs anyway (see
+        `ByteBeamState.expect`): the same weights in about half the forwards.
+        Observing another byte simply ends the lookahead.
+        """
+        self.beam = self.beam.expect(text, lookahead)
 
     # ------------------------------------------------------------ state
     def _invalidate(self) -> None:

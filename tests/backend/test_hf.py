@@ -100,6 +100,20 @@ async def test_a_context_and_its_extensions_in_one_forward_share_one_row(lm):
     close(got, lm.next_token_logprobs_uncached(ext), 1e-5)
 
 
+async def test_a_context_whose_keys_are_cached_computes_its_own_row(make_lm):
+    # c's keys and values are cached but not its log-probs: the row c+t starts
+    # after c, so its outputs hold nothing about what follows c itself
+    lm = make_lm(timeout=60.0, max_cache_logprobs=0)
+    c = [lm.bos_token_id, 5, 6, 7]
+    lm.cache_kv(c)
+    lm.reset_stats()
+    contexts = [c, c + [8]]
+    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    assert lm.stats["prefix_shared"] == 0
+    for x, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
+
+
 async def test_prefix_sharing_never_changes_a_random_batch(lm):
     rng = random.Random(6)
     stem = [lm.bos_token_id] + [rng.randrange(lm.vocab_size) for _ in range(4)]

@@ -49,6 +49,20 @@ async def test_observing_bytes_gives_the_probability_summed_over_tokenizations()
         assert str(ctx) == text.decode() and ctx.ended
 
 
+async def test_expecting_the_observed_bytes_changes_no_weight():
+    lm = toy_lm()
+    totals = {}
+    for told in (False, True):
+        ctx = await make_context(lm, k=3)
+        if told:
+            ctx.expect(b"12-ab")
+        totals[told] = [await ctx.next_byte().log_prob(b) for b in b"12-ab"]
+        totals[told].append(await ctx.next_byte().log_prob(ByteLMContext.EOS))
+        if told:
+            assert ctx.beam.lookahead_stats.used > 0  # later bytes found rows evaluated ahead
+    np.testing.assert_allclose(totals[True], totals[False], rtol=0, atol=1e-12)
+
+
 async def test_byte_mask_is_the_masked_renormalised_next_byte_distribution():
     ctx = await make_context(toy_lm())
     await ctx.ensure_logprobs()
