@@ -47,15 +47,25 @@ def close(a, b, tol):
     torch.testing.assert_close(a, b, atol=tol, rtol=tol)
 
 
+async def gathered(lm, contexts):
+    """Log-probs of `contexts` asked concurrently (one batch)."""
+    return await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+
+
+def assert_uncached(lm, contexts, results, tol):
+    """Each result equals a fresh, uncached forward of its context (check stats before)."""
+    for x, got in zip(contexts, results, strict=True):
+        close(got, lm.next_token_logprobs_uncached(x), tol)
+
+
 async def test_gathered_queries_equal_sequential_uncached_calls(lm):
     contexts = random_contexts(lm, 24)
-    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in contexts))
+    results = await gathered(lm, contexts)
     assert lm.stats["batches"] < lm.stats["queries"]
     assert lm.stats["batches"] == 1
     shared = lm.stats["deduplicated"] + lm.stats["prefix_shared"]
     assert lm.stats["rows"] + shared >= 0.95 * len(contexts)
-    for ctx, got in zip(contexts, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(ctx), 1e-5)
+    assert_uncached(lm, contexts, results, 1e-5)
 
 
 async def test_concurrent_extensions_of_different_cached_prefixes_share_one_forward(lm):
@@ -68,13 +78,12 @@ async def test_concurrent_extensions_of_different_cached_prefixes_share_one_forw
         c + [rng.randrange(lm.vocab_size) for _ in range(1 + i % 3)] for i, c in enumerate(contexts)
     ]
     ext = list({tuple(e): e for e in ext}.values())
-    results = await asyncio.gather(*(lm.next_token_logprobs(e) for e in ext))
+    results = await gathered(lm, ext)
     assert lm.stats["batches"] == 1
     assert lm.stats["tokens_computed"] == sum(
         len(e) - len(c) for e, c in zip(ext, contexts, strict=False)
     )
-    for e, got in zip(ext, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(e), 1e-4)
+    assert_uncached(lm, ext, results, 1e-4)
 
 
 async def test_a_context_and_its_extensions_in_one_forward_share_one_row(lm):
@@ -85,13 +94,12 @@ async def test_a_context_and_its_extensions_in_one_forward_share_one_row(lm):
     lm.reset_stats()
     t = [rng.randrange(lm.vocab_size) for _ in range(4)]
     contexts = [c + t[:1], c + t[:2], c + t[:3], c + [t[0], t[3]], c + [t[3]]]
-    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    results = await gathered(lm, contexts)
     assert lm.stats["batches"] == 1
     # c+t1 and c+t1+t2 ride on c+t1+t2+t3; c+t1+t4 and c+t4 compute
     assert lm.stats["prefix_shared"] == 2 and lm.stats["rows"] == 3
     assert lm.stats["tokens_computed"] == 3 + 2 + 1
-    for x, got in zip(contexts, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
+    assert_uncached(lm, contexts, results, 1e-5)
     # a rider keeps no KV of its own, yet its next extension reuses the host's
     lm.reset_stats()
     ext = c + t[:2] + [t[3]]
@@ -108,10 +116,9 @@ async def test_a_context_whose_keys_are_cached_computes_its_own_row(make_lm):
     lm.cache_kv(c)
     lm.reset_stats()
     contexts = [c, c + [8]]
-    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    results = await gathered(lm, contexts)
     assert lm.stats["prefix_shared"] == 0
-    for x, got in zip(contexts, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
+    assert_uncached(lm, contexts, results, 1e-5)
 
 
 async def test_prefix_sharing_never_changes_a_random_batch(lm):
@@ -124,10 +131,9 @@ async def test_prefix_sharing_never_changes_a_random_batch(lm):
         chains.append(base + [rng.randrange(8) for _ in range(rng.randrange(1, 4))])
     contexts = list({tuple(x): x for x in chains}.values())
     lm.reset_stats()
-    results = await asyncio.gather(*(lm.next_token_logprobs(x) for x in contexts))
+    results = await gathered(lm, contexts)
     assert lm.stats["rows"] + lm.stats["prefix_shared"] == len(contexts)
-    for x, got in zip(contexts, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(x), 1e-5)
+    assert_uncached(lm, contexts, results, 1e-5)
 
 
 async def test_kv_cached_results_equal_uncached_over_long_incremental_runs(lm):
@@ -138,7 +144,7 @@ async def test_kv_cached_results_equal_uncached_over_long_incremental_runs(lm):
     for step in range(12):
         for b in branches:
             b.extend(rng.randrange(lm.vocab_size) for _ in range(1 + step % 2))
-        results = await asyncio.gather(*(lm.next_token_logprobs(b) for b in branches))
+        results = await gathered(lm, branches)
         if step % 4 == 3:
             for b, got in zip(branches, results, strict=True):
                 close(got, lm.next_token_logprobs_uncached(b), 1e-4)
@@ -153,12 +159,11 @@ async def test_lru_eviction_keeps_results_exact(make_lm):
     for _ in range(15):
         for b in branches:
             b.append(rng.randrange(lm.vocab_size))
-        results = await asyncio.gather(*(lm.next_token_logprobs(b) for b in branches))
+        results = await gathered(lm, branches)
         assert lm.cache.kv_tokens <= 40
         assert lm.cache.n_logprobs <= 5
     assert lm.stats["evictions"] > 0
-    for b, got in zip(branches, results, strict=True):
-        close(got, lm.next_token_logprobs_uncached(b), 1e-4)
+    assert_uncached(lm, branches, results, 1e-4)
 
 
 def test_evictions_count_from_reset_stats_like_every_counter(make_lm):
@@ -389,7 +394,7 @@ async def test_bfloat16_weights_batch_and_cache_like_float32(vocab):
     for c in contexts[:4]:
         lm.cache_kv(c)
     extended = [c + [7] for c in contexts]
-    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in extended))
+    results = await gathered(lm, extended)
     assert lm.stats["kv_tokens_reused"] > 0 and lm.stats["batches"] == 1 + 4
     for c, got in zip(extended, results, strict=True):
         assert got.dtype == torch.float32  # log-probs come back in float32 whatever the weights
