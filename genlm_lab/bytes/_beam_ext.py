@@ -23,6 +23,7 @@ from genlm_lab.bytes.lookahead import (
     LookaheadStats,
     check_budget,
     check_depth,
+    check_text,
     speculative_rows,
 )
 from genlm_lab.bytes.probs import EOT
@@ -146,8 +147,7 @@ class ExtensionMixin:
             budget: most extra rows per forward (None: two per unit of beam
                 width, `ROWS_PER_CANDIDATE`).
         """
-        if isinstance(text, str):
-            text = text.encode("utf-8")
+        text = check_text(text)
         depth = check_depth(lookahead)
         budget = check_budget(budget)
         beam = self._derive(self.states, self._rows, self.position)
@@ -157,9 +157,7 @@ class ExtensionMixin:
             self._ext_dropped,
             self._ext_skipped,
         )
-        beam._ahead = (
-            Lookahead(bytes(text), self.position, depth, budget) if depth and text else None
-        )
+        beam._ahead = Lookahead(text, self.position, depth, budget) if depth and text else None
         return beam
 
     @property

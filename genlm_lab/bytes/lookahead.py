@@ -38,6 +38,7 @@ __all__ = [
     "LookaheadStats",
     "check_budget",
     "check_depth",
+    "check_text",
     "speculative_rows",
 ]
 
@@ -172,6 +173,19 @@ def speculative_rows(
                 frontier.append((nxt, trie.root, ub, None, new + 1))
     rows.sort(key=lambda r: (r[0], -r[1]))  # the next byte's rows first, heaviest first
     return [lm for _, _, lm in rows[:budget]]
+
+
+def check_text(text: Any) -> bytes:
+    """The bytes a beam is told to expect: text (UTF-8), bytes, or ints 0..255."""
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    if isinstance(text, (list, tuple)) and all(
+        hasattr(b, "__index__") and not isinstance(b, bool) and 0 <= int(b) <= 255 for b in text
+    ):
+        return bytes(int(b) for b in text)
+    raise ValueError(f"expect reads text, bytes or a list of byte ints 0..255, got {text!r}")
 
 
 def check_budget(budget: Any) -> int | None:

@@ -108,6 +108,23 @@ async def test_a_bad_lookahead_raises_value_error(bad):
         beam.expect(b"a", bad)
 
 
+@pytest.mark.parametrize("bad", [123, None, 1.5, [1, 2, 300], [True], {"a": 1}])
+async def test_expecting_what_is_not_bytes_raises_one_value_error(bad):
+    from genlm_lab.backend.toy import ToyLM
+
+    beam = await ByteBeamState.initial(ToyLM([b"a"], seed=0), BeamParams(K=1))
+    with pytest.raises(ValueError, match="expect reads"):
+        beam.expect(bad)
+
+
+async def test_text_bytes_and_byte_ints_are_expected_alike():
+    from genlm_lab.backend.toy import ToyLM
+
+    beam = await ByteBeamState.initial(ToyLM([b"a"], seed=0), BeamParams(K=1))
+    told = [beam.expect(x)._ahead.text for x in ("ab", b"ab", bytearray(b"ab"), [97, 98])]
+    assert told == [b"ab"] * 4
+
+
 @pytest.mark.parametrize("bad", [-1, 2.0, "8", False])
 async def test_a_bad_budget_raises_value_error(bad):
     from genlm_lab.backend.toy import ToyLM
