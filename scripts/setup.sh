@@ -40,6 +40,23 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "$fingerprint" > "$stamp"
 fi
 
+# JupyterLab asks on first start whether to fetch Jupyter news and checks for
+# newer versions: both reach the internet, which these machines cannot, and the
+# prompt covers the notebook in workshops. Off for this venv's Lab, unless the
+# user already wrote their own overrides.
+overrides="$VENV/share/jupyter/lab/settings/overrides.json"
+if [ ! -e "$overrides" ]; then
+    mkdir -p "$(dirname "$overrides")"
+    cat > "$overrides" <<'JSON'
+{
+  "@jupyterlab/apputils-extension:notification": {
+    "fetchNews": "false",
+    "checkForUpdates": false
+  }
+}
+JSON
+fi
+
 bench_stamp="$VENV/.genlm-lab-bench"
 if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fingerprint" ]; then
     # The PyPI GenLM packages, installed only to be measured side by side.

@@ -1,5 +1,6 @@
 """The `genlm-lab` command: doctor reports every fact, errors are one clear line."""
 
+import json
 import os
 import pwd
 import shutil
@@ -122,8 +123,13 @@ def test_lab_adds_allow_root_only_for_root(tmp_path, monkeypatch, capsys):
     assert calls[-1].count("--allow-root") == 1
 
 
-def _serve_lab_and_get(argv_prefix: list[str], home: Path, log: Path) -> tuple[int, str]:
-    """Start `genlm-lab lab` (as README's `make lab` does), wait for /lab, stop it."""
+def _serve_lab_and_get(
+    argv_prefix: list[str], home: Path, log: Path, also: str | None = None
+) -> tuple[int, str]:
+    """Start `genlm-lab lab` (as README's `make lab` does), wait for /lab, stop it.
+
+    With `also`, the body of that path (fetched once /lab answers) replaces the log.
+    """
     port = _free_port()
     env = {
         **os.environ,
@@ -151,13 +157,17 @@ def _serve_lab_and_get(argv_prefix: list[str], home: Path, log: Path) -> tuple[i
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=home, start_new_session=True
         )
-        status, deadline = 0, time.monotonic() + 25
+        status, body, deadline = 0, "", time.monotonic() + 25
         try:
             while time.monotonic() < deadline and proc.poll() is None:
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=2) as r:
                         status = r.status
-                        break
+                    if also is not None:
+                        url = f"http://127.0.0.1:{port}{also}"
+                        with urllib.request.urlopen(url, timeout=10) as r:
+                            body = r.read().decode()
+                    break
                 except OSError:
                     time.sleep(0.3)
         finally:
@@ -168,7 +178,7 @@ def _serve_lab_and_get(argv_prefix: list[str], home: Path, log: Path) -> tuple[i
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    return status, log.read_text()
+    return status, body if also is not None else log.read_text()
 
 
 def _free_port() -> int:
@@ -186,6 +196,18 @@ def test_lab_serves_as_the_current_user(tmp_path):
     assert status == 200, log[-3000:]
     assert ("--allow-root" in log) == (os.geteuid() == 0)
     assert "Running as root is not recommended" not in log
+
+
+@pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
+def test_lab_asks_no_news_and_checks_no_updates(tmp_path):
+    # the first start asked "Would you like to get notified about official Jupyter
+    # news?" over the notebook; make setup writes the venv's Lab overrides
+    path = "/lab/api/settings/@jupyterlab/apputils-extension:notification"
+    status, body = _serve_lab_and_get([], tmp_path, tmp_path / "lab.log", also=path)
+    assert status == 200
+    # the server applies overrides as the schema's defaults
+    defaults = {k: v.get("default") for k, v in json.loads(body)["schema"]["properties"].items()}
+    assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False
 
 
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
