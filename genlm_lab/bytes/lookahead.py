@@ -16,8 +16,10 @@ Which rows: every token that a candidate could commit within the known
 bytes, and tokens after those (tilings of the text), each with an upper
 bound on its weight (a candidate's weight only falls as it reads). Rows whose
 bound is below the K-th best weight known exactly at that byte are left out,
-as are all but the `budget` heaviest (by default
-`ROWS_PER_CANDIDATE` rows per unit of beam width). This choice only affects speed.
+as are rows more than `MAX_NEW_TOKENS` tokens beyond a computed context, and
+all but the first `budget` (the next byte's rows first, heaviest bound first;
+by default `ROWS_PER_CANDIDATE` rows per unit of beam width, and never past
+the backend's batch size). This choice only affects speed.
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def speculative_rows(
             are left out (every row of a forward is padded to its longest).
 
     Returns:
-        Contexts not among those of `fresh`, heaviest bound first.
+        Contexts not among those of `fresh`: the nearest byte's first, and
+        within a byte the heaviest bound first.
     """
     if not ahead or budget <= 0:
         return []
