@@ -210,13 +210,22 @@ def _float64_lm(model, tokenizer) -> AsyncTransformer:
     return AsyncTransformer(copy.deepcopy(model).double(), tokenizer)
 
 
+def plain_then_ahead(lm, text: bytes, prefill: bool = False):
+    """`score` without and with 4 bytes of lookahead (K=5), each from empty caches.
+
+    The backend's stats are those of the lookahead run.
+    """
+    params = BeamParams(K=5)
+    lm.clear_cache()
+    plain = asyncio.run(score(lm, params, text, 0, prefill))
+    lm.clear_cache()
+    lm.reset_stats()
+    return plain, asyncio.run(score(lm, params, text, 4, prefill))
+
+
 def test_lookahead_on_tiny_random_equals_the_plain_beam(tiny_random_hf):
     lm = _float64_lm(*tiny_random_hf)
-    params = BeamParams(K=5)
-    text = b"Hello, world! 12"
-    plain = asyncio.run(score(lm, params, text, 0))
-    lm.clear_cache()
-    ahead = asyncio.run(score(lm, params, text, 4))
+    plain, ahead = plain_then_ahead(lm, b"Hello, world! 12")
     assert_same(ahead, plain, 1e-6)
     assert ahead[0].lookahead_stats.used > 0
     # rows ahead extend rows of the same forward: those share the longer row
@@ -226,16 +235,8 @@ def test_lookahead_on_tiny_random_equals_the_plain_beam(tiny_random_hf):
 @pytest.mark.slow
 def test_lookahead_on_the_default_model_equals_the_plain_beam(default_hf):
     lm = _float64_lm(*default_hf)
-    params = BeamParams(K=5)
-    text = b"Hello, world"
-    plain = asyncio.run(score(lm, params, text, 0))
-    lm.clear_cache()
-    lm.reset_stats()
-    ahead = asyncio.run(score(lm, params, text, 4))
+    plain, ahead = plain_then_ahead(lm, b"Hello, world")
     assert_same(ahead, plain, 1e-6)
     assert lm.stats["prefix_shared"] > 0  # the backend's prefix sharing is part of what is equal
-    lm.clear_cache()
-    plain = asyncio.run(score(lm, params, text, 0, prefill=True))
-    lm.clear_cache()
-    ahead = asyncio.run(score(lm, params, text, 4, prefill=True))
+    plain, ahead = plain_then_ahead(lm, b"Hello, world", prefill=True)
     assert_same(ahead, plain, 1e-6)

@@ -66,42 +66,42 @@ def lark_reference(grammar: str):
     return viable, complete
 
 
-def test_byte_masks_equal_lark_on_random_prefixes():
-    cfg = BoolCFG.from_lark(ARITHMETIC)
+def assert_walks_match_lark(potential, pieces, to_context, walks, depth, rng, pool=None) -> None:
+    """On random walks through `pieces`, prefix and mask equal lark's (over 30 prefixes checked).
+
+    `to_context` turns a walk (as `random_walk` yields it) into the potential's context.
+    """
     viable, complete = lark_reference(ARITHMETIC)
-    singles = [bytes([i]) for i in range(256)]
-    rng = random.Random(0)
     checked = 0
-    for _ in range(6):
-        for context in random_walk(singles, viable, 14, rng, pool=list(b"0123456789+-*() x")):
-            text = bytes(context)
-            assert (run(cfg.prefix(context)) == 0) == viable(text), text
+    for _ in range(walks):
+        for walk in random_walk(pieces, viable, depth, rng, pool=pool):
+            context = to_context(walk)
+            text = b"".join(pieces[i] for i in walk)
+            assert (run(potential.prefix(context)) == 0) == viable(text), text
             if not viable(text):
                 continue
-            mask = as_mask(run(cfg.logw_next(context)).weights)
-            np.testing.assert_array_equal(mask, reference_mask(singles, text, viable, complete))
+            mask = as_mask(run(potential.logw_next(context)).weights)
+            np.testing.assert_array_equal(mask, reference_mask(pieces, text, viable, complete))
             checked += 1
     assert checked > 30
+
+
+def test_byte_masks_equal_lark_on_random_prefixes():
+    singles = [bytes([i]) for i in range(256)]
+    pool = list(b"0123456789+-*() x")
+    cfg = BoolCFG.from_lark(ARITHMETIC)
+    assert_walks_match_lark(cfg, singles, list, 6, 14, random.Random(0), pool=pool)
 
 
 def test_token_masks_equal_lark_on_a_toy_vocabulary():
     llm = PromptedLLM(ToyLM(TOKENS, eos=b"$", seed=0))
     constraint = BoolCFG.from_lark(ARITHMETIC).coerce(llm, f=b"".join)
-    viable, complete = lark_reference(ARITHMETIC)
     tokens = [bytes(t) for t in llm.vocab]
-    rng = random.Random(1)
-    checked = 0
-    for _ in range(10):
-        for ids in random_walk(tokens, viable, 10, rng):
-            text = b"".join(tokens[i] for i in ids)
-            context = [llm.vocab[i] for i in ids]
-            assert (run(constraint.prefix(context)) == 0) == viable(text), text
-            if not viable(text):
-                continue
-            mask = as_mask(run(constraint.logw_next(context)).weights)
-            np.testing.assert_array_equal(mask, reference_mask(tokens, text, viable, complete))
-            checked += 1
-    assert checked > 30
+
+    def to_context(ids):
+        return [llm.vocab[i] for i in ids]
+
+    assert_walks_match_lark(constraint, tokens, to_context, 10, 10, random.Random(1))
 
 
 def test_complete_strings_are_exactly_the_language():
