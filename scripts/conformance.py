@@ -68,10 +68,11 @@ def extract_tests(suite: str) -> Path:
     """A fresh folder holding the suite's tests/ and a pytest.ini that keeps our config out."""
     stem, version, _, _ = SUITES[suite]
     where = CACHE / "run" / suite
-    prefix = f"{stem}-{version}/tests/"
+    # llamppl's tests import its examples/ folder; nothing else outside tests/ is needed.
+    prefixes = tuple(f"{stem}-{version}/{d}/" for d in ("tests", "examples"))
     with tarfile.open(sdist(suite)) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.isfile()]
-        if not members:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefixes) and m.isfile()]
+        if not any(m.name.startswith(prefixes[0]) for m in members):
             raise ValueError(f"{sdist(suite).name} holds no tests/ folder")
         for m in members:
             m.name = m.name[len(f"{stem}-{version}/") :]
@@ -91,7 +92,7 @@ def run_suite(suite: str, mode: str, timeout: int) -> dict:
     out.unlink(missing_ok=True)
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(SCRIPTS)]),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(SCRIPTS), str(where)]),
         GENLM_CONFORMANCE_MODE=mode,
         GENLM_CONFORMANCE_SUITE=suite,
         GENLM_CONFORMANCE_OUT=str(out),
@@ -100,7 +101,7 @@ def run_suite(suite: str, mode: str, timeout: int) -> dict:
         OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
     )
     cmd = [sys.executable, "-m", "pytest", "tests", "-p", "conformance_plugin", "-q"]
-    cmd += ["-p", "no:cacheprovider", "--tb=short", "-rN", "-v"]
+    cmd += ["-p", "no:cacheprovider", "--tb=short", "-rN", "-v", "--continue-on-collection-errors"]
     print(f"conformance: {suite} ({mode}) ...", flush=True)
     log = out.with_suffix(".log")
     with log.open("w") as fh:
