@@ -99,7 +99,8 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.resampling": f"{_S}.resample",
     "genlm.control.util": (f"{_C}.weights", "genlm_lab.util"),
     # llamppl 0.2.3
-    "llamppl": (_S, "genlm_lab.util.math"),
+    "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),
+    "llamppl.llms": (f"{_S}.cached_lm", "genlm_lab.tokenization"),
     "llamppl.modeling": f"{_S}.model",
     "llamppl.distributions": (f"{_S}.distributions", f"{_S}.lm_context"),
     "llamppl.distributions.distribution": f"{_S}.distributions",
@@ -109,7 +110,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "llamppl.distributions.tokencategorical": f"{_S}.distributions",
     "llamppl.distributions.transformer": f"{_S}.distributions",
     "llamppl.distributions.lmcontext": f"{_S}.lm_context",
-    "llamppl.inference": (f"{_S}.inference", f"{_S}.steer"),
+    "llamppl.inference": (f"{_S}.inference", f"{_S}.steer", f"{_S}.resample"),
     "llamppl.inference.resampling": f"{_S}.resample",
     "llamppl.inference.smc_standard": f"{_S}.inference",
     "llamppl.inference.smc_steer": f"{_S}.steer",
