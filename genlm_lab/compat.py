@@ -75,7 +75,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.bytes.byte_lm.lm_state": (f"{_Y}.lm_state", f"{_Y}.base"),
     "genlm.bytes.byte_lm.trie_state": (f"{_Y}.trie_state", f"{_Y}.trie"),
     "genlm.bytes.trie": f"{_Y}.trie",
-    "genlm.bytes.util": (f"{_Y}.probs", "genlm_lab.util", "genlm_lab.util.escape"),
+    "genlm.bytes.util": (f"{_Y}.probs", "genlm_lab.util.escape", "genlm_lab.util"),
     # genlm-control 0.4.1 (first cut; the control helper refines it)
     "genlm.control": (_C,),
     "genlm.control.constant": f"{_C}.constant",
