@@ -92,3 +92,73 @@ def test_a_module_without_a_layer_fails_the_exhaustive_contract(tmp_path):
     out = _lint(tree)
     assert out.returncode != 0
     assert "genlm_lab.newlayer" in out.stdout.split("Broken contracts", 1)[-1], out.stdout
+
+
+# ---------------------------------------------------------------- the docs page's diagram
+
+
+def _hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _subpackage_imports_by_ast() -> set[tuple[str, str]]:
+    """(importer, imported) subpackages of genlm_lab, read with `ast` (not grimp), every import."""
+    import ast
+
+    pairs = set()
+    package = ROOT / "genlm_lab"
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        importer = parts[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = (
+                    [f"genlm_lab.{a.name}" for a in node.names]
+                    if node.module == "genlm_lab"
+                    else [node.module]
+                )
+            else:
+                assert not (isinstance(node, ast.ImportFrom) and node.level), path  # none relative
+                continue
+            for name in names:
+                dotted = name.split(".")
+                if dotted[0] == "genlm_lab" and len(dotted) > 1 and dotted[1] != importer:
+                    pairs.add((importer, dotted[1]))
+    return pairs
+
+
+def test_the_layer_diagram_draws_every_import_between_subpackages():
+    import html
+    import re
+
+    hooks = _hooks()
+    expected = _subpackage_imports_by_ast()
+    assert ("control", "smc") in expected and ("widgets", "smc") in expected
+    _, edges = hooks.layer_imports()
+    assert set(edges) == expected
+    svg = hooks.layer_diagram_svg()
+    titles = {html.unescape(t) for t in re.findall(r"<title>([^<]*)</title>", svg)}
+    drawn = {tuple(t.split("->")) for t in titles if "->" in t}
+    assert drawn == expected  # no arrow more (the layer-order helpers are invisible), none less
+    for names in hooks.contract_layers():
+        for name in names:
+            if (ROOT / "genlm_lab" / name).exists() or (ROOT / "genlm_lab" / f"{name}.py").exists():
+                assert name in titles, name
+
+
+def test_the_diagram_follows_the_contracts_layers():
+    layers = _hooks().contract_layers()
+    flat = [name for names in layers for name in names]
+    assert flat[-3:] == ["backend", "tokenization", "util"] and flat.index("widgets") < flat.index(
+        "control"
+    ) < flat.index("smc") < flat.index("bytes") < flat.index("trie")
+    assert {"cli", "eval", "compat", "workshop"} <= set(layers[0])
