@@ -26,7 +26,9 @@ def contract_layers(pyproject: Path = ROOT / "pyproject.toml") -> list[list[str]
     config = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
     contract = next(c for c in config["contracts"] if c["type"] == "layers")
     # "cli : (eval) | workshop": siblings split on ":" or "|", "(name)" marks an optional one
-    return [[n.strip().strip("()") for n in re.split(r"[:|]", layer)] for layer in contract["layers"]]
+    return [
+        [n.strip().strip("()") for n in re.split(r"[:|]", layer)] for layer in contract["layers"]
+    ]
 
 
 def layer_imports(package: str = PACKAGE) -> tuple[Counter, Counter]:
