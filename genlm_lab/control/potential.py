@@ -231,7 +231,7 @@ class Potential(ABC):
 
     def to_autobatched(self) -> Potential:
         """A wrapper that sends concurrent calls to the `batch_*` methods together."""
-        # operator overloading: the subclass lives in a module that imports this one
+        # like the operators: a method building a subclass whose module imports this one
         from genlm_lab.control.operators import AutoBatched
 
         return AutoBatched(self)
