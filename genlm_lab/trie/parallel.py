@@ -16,7 +16,10 @@ from collections.abc import Sequence
 
 import torch
 
+from genlm_lab.trie._sparse import reachability_pairs
 from genlm_lab.trie.char_trie import TokenCharacterTrie
+
+__all__ = ["ParallelTokenCharacterTrie", "reachability_pairs"]  # the latter kept importable here
 
 
 class ParallelTokenCharacterTrie(TokenCharacterTrie):
