@@ -110,7 +110,9 @@ def test_eot_edges_and_duplicates():
 
 
 def test_custom_eot_key_and_atomic_edge():
-    trie = TokenByteTrie([b"<s>", b"<", b"s"], atomic_tokens=[b"<s>"], eot_token=256, device="cpu")
+    trie = TokenByteTrie(
+        [b"<s>", b"<", b"s"], atomic_byte_strings=[b"<s>"], eot_token=256, device="cpu"
+    )
     atomic_node = trie.children[trie.root][b"<s>"]
     assert trie.leaf2token_id[trie.children[atomic_node][256]] == 0
     assert b"<s>"[0] in trie.children[trie.root]  # the byte '<' edge belongs to token 1 only
