@@ -21,7 +21,7 @@ from genlm_lab.bytes.heal import TokenHealer
 from genlm_lab.bytes.interval import IntervalWarning
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
-from genlm_lab.bytes.probs import EOT, LazyByteProbs
+from genlm_lab.bytes.probs import EOT, ByteProbsLengthError, LazyByteProbs
 from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
 from genlm_lab.bytes.trie import EOS, AsyncTokenByteTrie, TokenByteTrie, TrieMode, TrieOp
 from genlm_lab.bytes.trie_state import LazyTrieState
@@ -37,6 +37,7 @@ __all__ = [
     "EmptyBeamError",
     "HealEvent",
     "IntervalWarning",
+    "ByteProbsLengthError",
     "LazyByteProbs",
     "LazyTrieState",
     "StatefulByteLM",

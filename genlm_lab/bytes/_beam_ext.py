@@ -167,8 +167,8 @@ class ExtensionMixin:
 
     def _mixture(self) -> np.ndarray:
         """Unnormalised log-masses of the next slots over candidates and evaluated extensions."""
-        rows = [s.logp_next.ps + s.weight for s in self.states]
-        rows.extend(e.logp_next.ps + e.weight for e in self._ext or ())
+        rows = [s.logp_next.array + s.weight for s in self.states]
+        rows.extend(e.logp_next.array + e.weight for e in self._ext or ())
         stacked = np.stack(rows)
         # Ending a token is not a byte: a candidate's EOT mass is in its extensions
         # (an extension's EOT would be an empty token, b"", never read as a byte).

@@ -133,8 +133,8 @@ class StatefulByteLM(ABC):
         with byte_bar(int(steps), desc, progress) as bar:
             for _ in range(int(steps)):
                 q = (await state.logp_next()).materialize()
-                b = int(pick(q))
-                if b >= 256:
+                b = pick(q)
+                if b is None or b >= 256:  # EOT (keyed None) or EOS
                     break
                 state = await (state.prune() << b)
                 out.append(b)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -33,6 +33,13 @@ def _slot(b: int | None) -> int:
     return b
 
 
+class ByteProbsLengthError(ValueError, AssertionError):
+    """`LazyByteProbs` got other than 258 values.
+
+    A ValueError; also an AssertionError, which is what genlm-bytes raises there.
+    """
+
+
 class LazyByteProbs:
     """(Log-)probabilities of the next byte, EOT and EOS.
 
@@ -41,24 +48,28 @@ class LazyByteProbs:
         log_space: whether `ps` holds log-probabilities (the default).
 
     Indexing takes a byte (0..255), None or 256 for EOT, 257 for EOS.
+    `ps` is kept as given; `array` holds the same values as float64 numpy.
     """
 
-    def __init__(self, ps: np.ndarray, log_space: bool = True) -> None:
-        ps = np.asarray(ps, dtype=np.float64)
-        if ps.shape != (N_SLOTS,):
-            raise ValueError(f"LazyByteProbs needs {N_SLOTS} values, got shape {ps.shape}")
-        self.ps = ps
+    def __init__(self, ps: Sequence[float] | np.ndarray, log_space: bool = True) -> None:
+        arr = np.asarray(ps, dtype=np.float64)
+        if arr.shape != (N_SLOTS,):
+            raise ByteProbsLengthError(
+                f"LazyByteProbs needs {N_SLOTS} values, got shape {arr.shape}"
+            )
+        self.ps = ps  # kept as given (list, array, tensor), as genlm-bytes does
+        self.array = arr
         self.log_space = log_space
 
     def __getitem__(self, b: int | None) -> float:
-        return float(self.ps[_slot(b)])
+        return float(self.array[_slot(b)])
 
     def __len__(self) -> int:
         return N_SLOTS
 
     def __iter__(self) -> Iterator[float]:
         """The values of the 258 slots, in slot order."""
-        return iter(self.ps.tolist())
+        return iter(self.array.tolist())
 
     def prob(self, b: int | None) -> float:
         """Probability (not log) of one slot."""
@@ -67,20 +78,24 @@ class LazyByteProbs:
 
     def total(self) -> float:
         """Sum of the probabilities of all slots (1 for a normalised distribution)."""
-        p = np.exp(self.ps) if self.log_space else self.ps
+        p = np.exp(self.array) if self.log_space else self.array
         return float(p.sum())
 
     def materialize(self) -> Chart:
-        """The distribution as a `Chart` keyed by int slot (EOS at 257, EOT at 256).
+        """The distribution as a `Chart`: bytes by int, EOT by None, EOS by 257.
 
-        Slots with zero probability are left out; they read as the chart's zero.
+        Keys as in genlm-bytes. Slots with zero probability are left out; they
+        read as the chart's zero.
         """
         zero = -math.inf if self.log_space else 0.0
-        return Chart(zero, [(i, float(v)) for i, v in enumerate(self.ps) if v != zero])
+        return Chart(
+            zero,
+            [(None if i == EOT else i, float(v)) for i, v in enumerate(self.array) if v != zero],
+        )
 
     def pretty(self, k: int | None = None) -> Chart:
         """Probabilities keyed by readable labels ('a', '␣', '\\n', 'EOS'), largest first."""
-        p = np.exp(self.ps) if self.log_space else self.ps
+        p = np.exp(self.array) if self.log_space else self.array
         order = [int(i) for i in np.argsort(-p, kind="stable") if p[i] > 0]
         if k is not None:
             order = order[:k]
@@ -91,7 +106,7 @@ class LazyByteProbs:
         return list(self._items(k))
 
     def _items(self, k: int | None = None):
-        p = np.exp(self.ps) if self.log_space else self.ps
+        p = np.exp(self.array) if self.log_space else self.array
         order = [int(i) for i in np.argsort(-p, kind="stable") if p[i] > 0]
         for i in order[:k] if k is not None else order:
             yield i, float(p[i])
@@ -101,7 +116,7 @@ class LazyByteProbs:
         return f"LazyByteProbs({{{items}{', ...' if self._n_nonzero() > 8 else ''}}})"
 
     def _n_nonzero(self) -> int:
-        return int(np.count_nonzero(np.isfinite(self.ps) if self.log_space else self.ps > 0))
+        return int(np.count_nonzero(np.isfinite(self.array) if self.log_space else self.array > 0))
 
     def _repr_html_(self) -> str:
         rows = "".join(

@@ -180,7 +180,8 @@ class TokenByteTrie(_TrieBase):
             mode: WITHOUT_EOS (default) or WITH_EOS (EOS mass on the EOS node).
 
         Returns:
-            float64 array of shape (n_nodes,); the root holds ws.sum().
+            float64 array of shape (n_nodes,); the root holds ws.sum(). It is a
+            `NodeWeights` (numpy, with `.cpu()` / `.numpy()` as genlm-bytes' tensor).
 
         Raises:
             ValueError: if ws has the wrong length or holds NaN or negatives.

@@ -9,12 +9,13 @@ class Token(bytes):
     """The byte string of a token, carrying its token id.
 
     A `Token` behaves like the `bytes` it decodes to (slicing, `len`, `+`,
-    `startswith`, `b"a" in vocab`, `dict` keys), but two tokens are equal only
-    when their ids are (and their bytes, which one vocabulary never gives two
-    ids apart), and tokens sort by id: duplicate byte strings with distinct
-    ids stay distinct in sets, dicts and sorted lists. A token equals plain
-    `bytes` of the same content, so it hashes like them (Python requires equal
-    objects to hash alike).
+    `startswith`, `b"a" in vocab`, `dict` keys), but two tokens are equal
+    exactly when their ids are (as in genlm-backend), and tokens sort by id:
+    duplicate byte strings with distinct ids stay distinct in sets, dicts and
+    sorted lists. A token equals plain `bytes` of the same content, so it
+    hashes like them (Python requires equal objects to hash alike). Within one
+    vocabulary an id has one byte string, so equal tokens hash alike too;
+    tokens of two different vocabularies should not be mixed in one set.
 
     `Token(token_id, byte_string)` takes the id of the token in its
     vocabulary and the exact bytes the token decodes to.
@@ -44,12 +45,12 @@ class Token(bytes):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return self.token_id == other.token_id and bytes.__eq__(self, other)
+            return self.token_id == other.token_id
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return not self == other
+            return self.token_id != other.token_id
         return NotImplemented
 
     def __lt__(self, other: object) -> bool:
@@ -86,7 +87,7 @@ class Token(bytes):
         return isinstance(x, bytes) and not isinstance(x, Token)
 
     def __repr__(self) -> str:
-        return f"Token({self.token_id}, {bytes(self)!r})"
+        return f"Token(token_id={self.token_id}, byte_string={bytes(self)!r})"
 
     def __reduce__(self):
         return (Token, (self.token_id, bytes(self)))

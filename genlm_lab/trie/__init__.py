@@ -1,5 +1,6 @@
 """Token tries: per-prefix probability mass of a vocabulary (numba on CPU, torch sparse on CUDA)."""
 
+from genlm_lab.trie._weights import NodeWeights
 from genlm_lab.trie.async_trie import AsyncTokenCharacterTrie, RequestBatcher
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
@@ -13,6 +14,7 @@ from genlm_lab.trie.visualize import (
 
 __all__ = [
     "AsyncTokenCharacterTrie",
+    "NodeWeights",
     "ParallelTokenCharacterTrie",
     "RequestBatcher",
     "TokenCharacterTrie",

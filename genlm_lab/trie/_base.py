@@ -20,7 +20,7 @@ import torch
 from genlm_lab.trie import _kernels
 from genlm_lab.trie._sparse import _SparseEngine
 from genlm_lab.trie._structure import TrieStructure
-from genlm_lab.trie._weights import as_numpy_weights, raise_bad_weights
+from genlm_lab.trie._weights import NodeWeights, as_numpy_weights, node_weights, raise_bad_weights
 
 KERNELS = ("numba", "sparse")
 
@@ -198,7 +198,8 @@ class _TrieBase:
     ) -> None:
         self.children = structure.children
         self.root = 0
-        self.node2prefix = structure.node2prefix
+        # a dict, as in GenLM (code iterates `.items()`); indexing by node is the same
+        self.node2prefix = dict(enumerate(structure.node2prefix))
         self.parent = structure.parent
         self.depth = structure.depth
         n_tokens = len(structure.token_leaf)
@@ -227,6 +228,11 @@ class _TrieBase:
             )
 
     @property
+    def idx_to_leaf(self) -> np.ndarray:
+        """genlm-backend's name for `token_id_to_leaf`: rows (token id, leaf)."""
+        return self.token_id_to_leaf
+
+    @property
     def n_nodes(self) -> int:
         """Number of nodes (internal nodes, leaves and the EOS node if any)."""
         return len(self.children)
@@ -236,15 +242,19 @@ class _TrieBase:
         """Number of token ids in the vocabulary."""
         return len(self.decode)
 
-    def _single(self, ws: Any, mode: Hashable, op: str) -> np.ndarray:
+    def _single(self, ws: Any, mode: Hashable, op: str) -> NodeWeights:
         if self.kernel == "numba":
-            return self._engine.single(as_numpy_weights(ws, self.n_tokens, False), mode, op)
-        return self._engine.run(ws, self.n_tokens, mode, op, batched=False)
+            out = self._engine.single(as_numpy_weights(ws, self.n_tokens, False), mode, op)
+        else:
+            out = self._engine.run(ws, self.n_tokens, mode, op, batched=False)
+        return node_weights(out)
 
-    def _batch(self, ws: Any, mode: Hashable, op: str) -> np.ndarray:
+    def _batch(self, ws: Any, mode: Hashable, op: str) -> NodeWeights:
         if self.kernel == "numba":
-            return self._engine.batch(as_numpy_weights(ws, self.n_tokens, True), mode, op)
-        return self._engine.run(ws, self.n_tokens, mode, op, batched=True)
+            out = self._engine.batch(as_numpy_weights(ws, self.n_tokens, True), mode, op)
+        else:
+            out = self._engine.run(ws, self.n_tokens, mode, op, batched=True)
+        return node_weights(out)
 
     def find(self, prefix: bytes | str) -> int | None:
         """The node spelling `prefix` (bytes, or str as UTF-8) by byte edges, or None.

@@ -15,6 +15,30 @@ import torch
 from genlm_lab.trie import _kernels
 
 
+class NodeWeights(np.ndarray):
+    """A trie's per-node masses: a float numpy array that also answers `.cpu()` and `.numpy()`.
+
+    genlm-backend and genlm-bytes return torch tensors from `weight_sum` /
+    `weight_max`, and code written for them converts with `.cpu().numpy()`.
+    genlm_lab computes on numpy (numba kernels), so it returns numpy; these two
+    methods let that idiom run unchanged. Nothing else of the tensor API is
+    provided: use `torch.from_numpy(x)` for a real tensor.
+    """
+
+    def cpu(self) -> NodeWeights:
+        """This array (it already lives in host memory), as torch's `Tensor.cpu()`."""
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A plain `np.ndarray` view of the same memory, as torch's `Tensor.numpy()`."""
+        return self.view(np.ndarray)
+
+
+def node_weights(arr: np.ndarray) -> NodeWeights:
+    """View `arr` (no copy) as `NodeWeights`."""
+    return arr.view(NodeWeights)
+
+
 def _to_numpy(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach()

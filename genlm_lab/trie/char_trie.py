@@ -30,7 +30,7 @@ class TokenCharacterTrie(_TrieBase):
         decode: the vocabulary (bytes or `Token`, index = token id).
         children: per node, a dict edge -> child (byte value, or `(None, id)`).
         root: the root node (0).
-        node2prefix: per node, the bytes of its prefix (a leaf: its token's bytes).
+        node2prefix: dict node -> the bytes of its prefix (a leaf: its token's bytes).
         word2leaf: vocabulary entry -> leaf; a `Token` entry is found by itself
             and by its plain bytes (for repeated bytes, the first token's leaf).
         leaf2word: leaf -> vocabulary entry.

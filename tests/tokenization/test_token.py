@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from genlm_lab.tokenization import Token
 
-tokens = st.builds(Token, st.integers(0, 3), st.binary(max_size=2))
+# one vocabulary: an id has one byte string; b"a" twice (ids 1 and 2), b"" once
+VOCAB = [b"", b"a", b"a", b"ab", b"\xff"]
+tokens = st.integers(0, len(VOCAB) - 1).map(lambda i: Token(i, VOCAB[i]))
 items = st.one_of(tokens, st.binary(max_size=2))
 
 
@@ -19,6 +21,14 @@ def test_equal_objects_hash_alike(a, b):
     if a == b:
         assert hash(a) == hash(b)
     assert (a == b) != (a != b)
+
+
+def test_tokens_compare_by_id_as_in_genlm_backend():
+    # genlm-backend: equality between Tokens is by token_id only
+    assert Token(1, b"test") == Token(1, b"other")
+    assert not (Token(1, b"test") != Token(1, b"other"))
+    assert Token(1, b"test") != Token(2, b"test")
+    assert repr(Token(42, b"hi")) == "Token(token_id=42, byte_string=b'hi')"
 
 
 def test_tokens_with_the_same_bytes_and_other_ids_stay_distinct():
