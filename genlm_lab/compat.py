@@ -62,7 +62,10 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.backend.tokenization": ("genlm_lab.tokenization",),
     "genlm.backend.tokenization.token": "genlm_lab.tokenization.token",
     "genlm.backend.tokenization.vocab": "genlm_lab.tokenization.vocab",
-    "genlm.backend.tokenization.bytes": ("genlm_lab.tokenization.vocab",),
+    "genlm.backend.tokenization.bytes": (
+        "genlm_lab.tokenization.bytes",
+        "genlm_lab.tokenization.vocab",
+    ),
     "genlm.backend.trie": ("genlm_lab.trie",),
     "genlm.backend.trie.base": "genlm_lab.trie.char_trie",
     "genlm.backend.trie.async_impl": "genlm_lab.trie.async_trie",

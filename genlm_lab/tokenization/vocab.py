@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+from genlm_lab.tokenization.bytes import ByteVocabError, decoder_kinds
 from genlm_lab.tokenization.token import Token
 
-__all__ = ["decode_vocab"]
+__all__ = ["decode_vocab", "get_byte_vocab"]
 
 #: Strings the chosen strategy must round-trip: spaces, newlines, tabs,
 #: accents, CJK, emoji (4-byte UTF-8 that byte-level vocabularies split) and
@@ -245,6 +246,25 @@ def decode_vocab(
             vocab = [bytes(v) for v in raw]
             strs = _to_str(None, vocab, byte2str_fallback)
             return [Token(i, b) for i, b in enumerate(vocab)], strs
+    try:
+        vocab = get_byte_vocab(tokenizer)
+    except ByteVocabError as e:
+        raise ValueError(
+            f"Could not decode byte representation of the vocabulary of "
+            f"{_tokenizer_name(tokenizer)}: {e}"
+        ) from e
+    src = _Source(tokenizer, len(vocab))
+    return [Token(i, b) for i, b in enumerate(vocab)], _to_str(src, vocab, byte2str_fallback)
+
+
+def get_byte_vocab(tokenizer: Any) -> list[bytes]:
+    """The bytes of every token id of an HF tokenizer (see `decode_vocab`).
+
+    Raises:
+        ByteVocabError: if no decoding strategy reproduces the tokenizer's
+            encoding of sample strings (the error names the tokenizer, and its
+            declared decoder when that is neither ByteLevel nor SentencePiece).
+    """
     src = _Source(tokenizer, len(tokenizer))
     tried = []
     for name, build in _strategies(src):
@@ -254,12 +274,18 @@ def decode_vocab(
             tried.append(name)
             continue
         if len(vocab) == src.n and _round_trips(tokenizer, vocab):
-            byte_vocab = [Token(i, b) for i, b in enumerate(vocab)]
-            return byte_vocab, _to_str(src, vocab, byte2str_fallback)
+            return vocab
         tried.append(name)
-    raise ValueError(
+    kinds = decoder_kinds(tokenizer)
+    declared = ""
+    if kinds and not kinds & {"ByteLevel", "ByteFallback", "Metaspace"}:
+        declared = (
+            f"; its declared decoder ({', '.join(sorted(kinds))}) is neither ByteLevel "
+            "nor SentencePiece"
+        )
+    raise ByteVocabError(
         f"could not decode the vocabulary of tokenizer {_tokenizer_name(tokenizer)} to bytes: "
-        f"no strategy ({', '.join(tried)}) reproduces its encoding of sample strings; "
+        f"no strategy ({', '.join(tried)}) reproduces its encoding of sample strings{declared}; "
         "genlm_lab supports byte-level BPE, SentencePiece with byte fallback, and "
         "tokenizers with a byte decoder"
     )
