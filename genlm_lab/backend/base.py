@@ -254,6 +254,33 @@ class AsyncLM(ABC):
                 break
         return generated
 
+    async def batch_sample(
+        self,
+        prompt_token_ids_list: Sequence[Sequence[int]],
+        max_tokens: int,
+        eos_token_ids: Sequence[int] | None = None,
+        temperature: float = 1.0,
+        seed: int | None = None,
+    ) -> list[list[int]]:
+        """`sample` a continuation of each prompt, all at once.
+
+        The prompts advance concurrently, so each step's log-probs are computed
+        in one batched forward pass. Arguments as in `sample`; a `seed` seeds
+        every prompt's generator alike (as genlm-backend does).
+
+        Returns:
+            One list of generated token ids per prompt, in order.
+        """
+        check_sampling_args(max_tokens, temperature)
+        return list(
+            await asyncio.gather(
+                *(
+                    self.sample(p, max_tokens, eos_token_ids, temperature, seed)
+                    for p in prompt_token_ids_list
+                )
+            )
+        )
+
     def clear_cache(self) -> None:
         """Forget cached log-probs (and KV states); results stay the same."""
 

@@ -285,3 +285,14 @@ def test_deepcopy_of_an_lm_is_the_lm_itself(make):
     copied = copy.deepcopy(holder)
     assert copied["lm"] is lm
     assert copied["tokens"] == holder["tokens"] and copied["tokens"] is not holder["tokens"]
+
+
+async def test_batch_sample_equals_seeded_samples_one_by_one():
+    # genlm-backend's batch_sample: one continuation per prompt, each as `sample` with the seed
+    lm = toy(seed=5)
+    prompts = [[0], [1, 2], [3]]
+    got = await lm.batch_sample(prompts, max_tokens=6, eos_token_ids=[], temperature=0.7, seed=11)
+    want = [await lm.sample(p, 6, [], 0.7, 11) for p in prompts]
+    assert got == want and all(len(ids) == 6 for ids in got)
+    with pytest.raises(ValueError, match="temperature"):
+        await lm.batch_sample(prompts, max_tokens=3, temperature=0)
