@@ -46,7 +46,9 @@ def as_byte_vocab(decode: Sequence) -> list[bytes]:
         ValueError: if the vocabulary is empty or an entry is not bytes.
     """
     if decode is None or len(decode) == 0:
-        raise ValueError("the vocabulary is empty: pass a non-empty list of bytes (or Token)")
+        raise ValueError(
+            "decode cannot be empty: the vocabulary needs at least one token (bytes or Token)"
+        )
     words = []
     for token_id, item in enumerate(decode):
         if not isinstance(item, (bytes, bytearray)):
