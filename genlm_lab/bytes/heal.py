@@ -68,7 +68,7 @@ class TokenHealer:
             nodes.append(node)
         for k in range(n, lowest - 1, -1):
             for leaf, token_id in eot_edges(trie, nodes[k]):
-                m = float(state.mass[leaf])
+                m = float(state.prob_mass[leaf])
                 if m <= 0:
                     continue
                 commit = LazyTrieState(

@@ -54,7 +54,8 @@ class LazyTrieState:
         node: current trie node (the root right after a token is committed).
         weight: log-probability of the bytes read so far along this candidate.
         mass: next-token mass under every trie node (probabilities), or None
-            until `materialize` is awaited.
+            until `materialize` is awaited. The `mass` attribute reads it as
+            logs (as genlm-bytes); `prob_mass` as probabilities.
         mode: `TrieMode.WITH_EOS` routes EOS tokens to the EOS edge;
             `WITHOUT_EOS` reads them as ordinary tokens (prefilling).
         terminated: whether EOS was consumed.
@@ -75,6 +76,7 @@ class LazyTrieState:
         self.node = node
         self.weight = float(weight)
         self._mass = mass
+        self._log_mass: tuple[np.ndarray, np.ndarray] | None = None  # (log, of which probs)
         self.mode = mode
         self.terminated = terminated
         self._extensions: list[LazyTrieState] | None = None
@@ -109,7 +111,7 @@ class LazyTrieState:
         return self._mass is not None
 
     @property
-    def mass(self) -> np.ndarray:
+    def prob_mass(self) -> np.ndarray:
         """Next-token probability mass under every trie node.
 
         Raises:
@@ -121,9 +123,22 @@ class LazyTrieState:
             )
         return self._mass
 
+    @property
+    def mass(self) -> np.ndarray:
+        """Log of `prob_mass` (-inf for an empty subtree): log-masses, as in genlm-bytes.
+
+        Raises:
+            ValueError: if the state is not materialized yet.
+        """
+        probs = self.prob_mass
+        if self._log_mass is None or self._log_mass[1] is not probs:
+            with np.errstate(divide="ignore"):
+                self._log_mass = (np.log(probs), probs)
+        return self._log_mass[0]
+
     def log_mass(self, node: int) -> float:
-        """log of `mass[node]` (-inf for an empty subtree)."""
-        return _log(float(self.mass[node]))
+        """log of `prob_mass[node]` (-inf for an empty subtree)."""
+        return _log(float(self.prob_mass[node]))
 
     def actions(self) -> dict:
         """The edges leaving the current node (byte -> child, EOT keys -> leaves)."""
@@ -163,7 +178,7 @@ class LazyTrieState:
         node = self._t.children[self.node].get(b)
         if node is None:
             return None
-        mass = self.mass
+        mass = self.prob_mass
         child = float(mass[node])
         if child <= 0:
             return None
@@ -180,7 +195,7 @@ class LazyTrieState:
         if self._extensions is None:
             out = []
             if not self.terminated:
-                mass = self.mass
+                mass = self.prob_mass
                 here = _log(float(mass[self.node]))
                 for leaf, token_id in eot_edges(self._t, self.node):
                     m = float(mass[leaf])
@@ -207,7 +222,7 @@ class LazyTrieState:
     def logp_next(self) -> LazyByteProbs:
         """Log-probabilities of the next byte, EOT (slot 256) and EOS (257) for this candidate."""
         logps = np.full(N_SLOTS, -np.inf)
-        mass = self.mass
+        mass = self.prob_mass
         total = float(mass[self.node])
         if total <= 0 or self.terminated:
             return LazyByteProbs(logps)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 
+import numpy as np
 import pytest
 
 from genlm_lab.backend.toy import ToyLM
@@ -117,7 +118,21 @@ def test_concurrent_materialize_of_one_state_makes_one_lm_call():
 
     s, calls = asyncio.run(go())
     assert calls == 1
-    assert s.mass[s.root] == pytest.approx(1.0)
+    assert s.prob_mass[s.root] == pytest.approx(1.0)
+    assert s.mass[s.root] == pytest.approx(0.0, abs=1e-6)  # mass is in log space (genlm-bytes)
+
+
+def test_mass_is_the_log_of_prob_mass_for_every_node():
+    lm, trie = setup()
+    s = asyncio.run(LazyTrieState.initial(lm, trie).materialize())
+    with np.errstate(divide="ignore"):
+        assert np.array_equal(s.mass, np.log(s.prob_mass))
+    # the log-mass of the child read by a byte is what `<<` adds to the weight
+    edges = trie.trie.children[s.root]
+    b = max((k for k in edges if isinstance(k, int) and k < 256), key=lambda k: s.mass[edges[k]])
+    nxt = s << b
+    child = edges[b]
+    assert nxt.weight == pytest.approx(s.weight + s.mass[child] - s.mass[s.root])
 
 
 def test_cancelling_one_caller_leaves_the_shared_computation_to_the_others():
