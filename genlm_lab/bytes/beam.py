@@ -91,6 +91,8 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         self._ext: list[LazyTrieState] | None = None
         self._ext_dropped: list[LazyTrieState] = []  # skipped by the thresholds
         self._ext_skipped = 0
+        #: why `<<` left this beam empty; raised when the empty beam is used
+        self._empty_reason: EmptyBeamError | None = None
 
     # -- construction ---------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         )
         beam._warned = self._warned
         beam._ahead = self._ahead
+        beam._empty_reason = self._empty_reason  # an empty beam stays empty, for that reason
         return beam
 
     def _check_width(self) -> None:
@@ -210,9 +213,11 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         Evaluates the extensions of the candidates (concurrently); `<<` reuses them.
 
         Raises:
-            EmptyBeamError: if the beam is empty or terminated.
+            EmptyBeamError: if the beam is empty (naming the byte that emptied
+                it, and why) or terminated.
         """
-        if not self.states or self.terminated:
+        self._raise_if_empty()
+        if self.terminated:
             raise EmptyBeamError(
                 EOS, self.position, "the beam has ended (EOS consumed): nothing follows"
             )
@@ -244,13 +249,17 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
     async def __lshift__(self, a: int) -> ByteBeamState:
         """The beam after reading byte `a` (0..255, or 257 for EOS).
 
+        Returns:
+            The beam after `a`. If no candidate can read `a` (and healing is off
+            or fails) that beam is empty, `len(beam) == 0`, as in genlm-bytes;
+            using it (`logp_next`, `<<`) raises the `EmptyBeamError` saying why.
+
         Raises:
             ValueError: if `a` is not a byte.
-            EmptyBeamError: if no candidate can read `a` and healing is off or fails.
+            EmptyBeamError: if this beam is already empty.
         """
         a = _check_byte(a)
-        if not self.states:
-            raise EmptyBeamError(a, self.position, "the beam was already empty")
+        self._raise_if_empty()
         new: list[LazyTrieState] = []
         status: list[str] = []
         for s in self.states:
@@ -285,26 +294,13 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         lost = [e.weight for e in dropped]
         heals: list[HealEvent] = []
         if not new:
-            if self.terminated:
-                raise EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
-            if a == EOS and not self.params.eos_byte_strings:
-                raise EmptyBeamError(
-                    a,
-                    self.position,
-                    "no EOS tokens are configured (BeamParams(eos_byte_strings=[...]) names them)",
-                )
-            if not self.params.heal:
-                raise EmptyBeamError(
-                    a, self.position, "healing is off (BeamParams(heal=True) may repair it)"
-                )
-            healed = await self._heal(a, heals)
+            reason = await self._why_unreadable(a, heals)
             calls += sum(h.lm_calls for h in heals)
-            if healed is None:
-                raise EmptyBeamError(
-                    a,
-                    self.position,
-                    f"token healing found no other tokenization ({len(heals)} candidates tried)",
-                )
+            if isinstance(reason, EmptyBeamError):
+                empty = self._derive([], None, self.position, lost)
+                empty._empty_reason = reason
+                return empty
+            healed = reason
             new, status = [healed], ["healed"]
         beam = self._derive(new, None, self.position + 1, lost)
         if beam._ahead is not None and not beam._ahead.expects(self.position, a):
@@ -320,6 +316,37 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         if self.params.verbose:
             print(beam.show())
         return beam
+
+    def _raise_if_empty(self) -> None:
+        if not self.states:
+            raise self._empty_reason or EmptyBeamError(
+                EOS, self.position, "the beam has no candidates"
+            )
+
+    async def _why_unreadable(
+        self, a: int, heals: list[HealEvent]
+    ) -> LazyTrieState | EmptyBeamError:
+        """No candidate reads `a`: the healed candidate, or the error saying why there is none."""
+        if self.terminated:
+            return EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
+        if a == EOS and not self.params.eos_byte_strings:
+            return EmptyBeamError(
+                a,
+                self.position,
+                "no EOS tokens are configured (BeamParams(eos_byte_strings=[...]) names them)",
+            )
+        if not self.params.heal:
+            return EmptyBeamError(
+                a, self.position, "healing is off (BeamParams(heal=True) may repair it)"
+            )
+        healed = await self._heal(a, heals)
+        if healed is None:
+            return EmptyBeamError(
+                a,
+                self.position,
+                f"token healing found no other tokenization ({len(heals)} candidates tried)",
+            )
+        return healed
 
     async def _heal(self, a: int, events: list[HealEvent]) -> LazyTrieState | None:
         healer = TokenHealer(
@@ -394,6 +421,9 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
                 every value, only the number of forwards changes.
             progress: a bar over the bytes (None: in a notebook, for more
                 than a few dozen bytes).
+
+        Raises:
+            EmptyBeamError: if a byte of `bs` cannot be read (naming it and why).
         """
         if isinstance(bs, str):
             bs = bs.encode("utf-8")
@@ -412,6 +442,7 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
             for b in data:
                 beam = await (beam.prune() << b)
                 bar.update(1)
+        beam._raise_if_empty()  # reading text that cannot be read is an error here
         return beam.with_mode(TrieMode.WITH_EOS)
 
     async def cleanup(self) -> None:

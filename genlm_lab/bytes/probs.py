@@ -84,14 +84,11 @@ class LazyByteProbs:
     def materialize(self) -> Chart:
         """The distribution as a `Chart`: bytes by int, EOT by None, EOS by 257.
 
-        Keys as in genlm-bytes. Slots with zero probability are left out; they
-        read as the chart's zero.
+        Every slot is a key, zero-probability ones included (`257 in chart`
+        says the slot exists, not that it is possible), as in genlm-bytes.
         """
         zero = -math.inf if self.log_space else 0.0
-        return Chart(
-            zero,
-            [(None if i == EOT else i, float(v)) for i, v in enumerate(self.array) if v != zero],
-        )
+        return Chart(zero, [(None if i == EOT else i, float(v)) for i, v in enumerate(self.array)])
 
     def pretty(self, k: int | None = None) -> Chart:
         """Probabilities keyed by readable labels ('a', '␣', '\\n', 'EOS'), largest first."""

@@ -186,8 +186,12 @@ def test_after_eos_the_beam_is_terminated():
         ended = await (beam << 257)
         assert ended.terminated
         assert ended.logZ == pytest.approx(before + q[257], abs=1e-6)
+        after = await (ended << ord("a"))  # as genlm-bytes: an empty beam, not an error
+        assert len(after) == 0
         with pytest.raises(EmptyBeamError, match="EOS"):
-            await (ended << ord("a"))
+            await after.logp_next()  # using it says why it is empty
+        with pytest.raises(EmptyBeamError, match="EOS"):
+            await (after.prune() << ord("a"))
         with pytest.raises(EmptyBeamError):
             await ended.logp_next()
 
@@ -373,8 +377,10 @@ async def test_eos_without_configured_eos_tokens_says_so_and_makes_no_lm_call():
     beam = await (await ByteBeamState.initial(lm, BeamParams(K=3)) << ord("a"))
     assert (await beam.logp_next()).prob(257) == 0.0
     queries = lm.stats["queries"]
+    empty = await (beam << 257)
+    assert len(empty) == 0
     with pytest.raises(EmptyBeamError, match="no EOS tokens are configured"):
-        await (beam << 257)
+        await empty.logp_next()
     assert lm.stats["queries"] == queries  # no healing replay was tried
 
 
