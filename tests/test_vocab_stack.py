@@ -191,12 +191,18 @@ def test_regex_mask_equals_every_tokens_bytes_walked(lm):
     coerced = BoolFSA.from_regex(DIGITS).coerce(llm, f=b"".join)
     pattern = regex.compile(DIGITS.encode())
     special = set(llm.special_indices())
-    words = [llm.vocab[i] for i, t in enumerate(llm.vocab) if bytes(t) in (b"4", b"42", b"1")]
-    for context in ([], words[:1], words[:1] + words[:1]):
+    by_bytes = {}
+    for t in llm.vocab:
+        by_bytes.setdefault(bytes(t), t)
+    four, space = by_bytes[b"4"], by_bytes[b" "]  # every vocabulary spells these
+    for context in ([], [four], [four, four], [four, space]):
         prefix = b"".join(bytes(t) for t in context)
         mask = coerced.allowed(context)
         want = np.array(
-            [i not in special and regex_alive(pattern, prefix + bytes(t)) for i, t in enumerate(llm.vocab)]
+            [
+                i not in special and regex_alive(pattern, prefix + bytes(t))
+                for i, t in enumerate(llm.vocab)
+            ]
         )
         assert want.any()
         np.testing.assert_array_equal(mask[:-1], want)
@@ -209,12 +215,12 @@ def test_json_mask_equals_the_byte_level_walk_of_every_token(lm):
     fast = schema.coerce(llm, f=b"".join)
     slow = Coerced(schema, llm.vocab, f=b"".join)  # walks the byte trie, byte by byte
     special = set(llm.special_indices())
-    ids = lm.tokenizer.encode('{"n": 12}', add_special_tokens=False)
-    position = {int(t.token_id): i for i, t in enumerate(llm.vocab)}
-    context = []
-    for token_id in [None, *ids[:3]]:
-        if token_id is not None:
-            context.append(llm.vocab[position[token_id]])
+    by_bytes = {}
+    for t in llm.vocab:
+        by_bytes.setdefault(bytes(t), t)
+    spelled = [by_bytes[b] for b in (b"{", b'"', b"n")]  # every vocabulary spells these
+    for k in range(len(spelled) + 1):
+        context = spelled[:k]
         got = run(fast.logw_next(context)).weights[:-1] == 0
         want = run(slow.logw_next(context)).weights[:-1] == 0
         want[list(special)] = False
@@ -238,16 +244,37 @@ async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
         text = b"".join(bytes(t) for t in ctx if isinstance(t, bytes))
         assert pattern.fullmatch(text) is not None, text
     data = ParticleView.from_record(seqs.record.to_json()).view_data()
+    assert sorted(p["text"] for p in data["particles"]) == sorted(seqs.texts())
     html = particles_html(data)
-    assert len(data["particles"]) == 4
-    assert html.count("<tr") >= 4
+    assert all(
+        f"<tr class='genlm-{p['state']}' data-index='{p['index']}'>" in html
+        for p in data["particles"]
+    )
 
-    p = probs_after(lm, "The")
+    # the mask view of the first step: what the brute force allows, and its mass
+    p = probs_after(lm, "")
+    special = set(llm.special_indices())
+    allowed = [
+        i for i, t in enumerate(llm.vocab) if i not in special and regex_alive(pattern, bytes(t))
+    ]
+    mdata, _ = await mask_data_of(llm * constraint, [], top_k=5)
+    assert mdata["n_allowed"] == len(allowed)
+    want_mass = sum(p[int(llm.vocab[i].token_id)] for i in allowed)
+    assert mdata["allowed_mass"] == pytest.approx(want_mass, rel=1e-4)
+    assert "<table" in mask_html(mdata)
+
+    # the trie view under b"a": its mass, and its heaviest children
     trie = TokenCharacterTrie(lm.byte_vocab)
     tdata = trie_data(trie, p, b"a", depth=1, top_k=3, draw=False)
-    print(tdata)
-    assert tdata["nodes"] and trie_html(tdata)
-    mdata, _ = await mask_data_of(llm * constraint, [], top_k=5)
-    print(mdata)
-    mhtml = mask_html(mdata)
-    assert "<table" in mhtml
+    root, *children = tdata["nodes"]
+    assert root["prob"] == pytest.approx(
+        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-6
+    )
+    by_byte: dict[bytes, float] = defaultdict(float)
+    for t, w in zip(lm.byte_vocab, p, strict=True):
+        if bytes(t).startswith(b"a") and len(bytes(t)) > 1:
+            by_byte[bytes(t)[:2]] += w
+    heaviest = sorted(by_byte.values(), reverse=True)[: len(children)]
+    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-6)
+    html = trie_html(tdata)
+    assert all(c["label"] in html for c in children)
