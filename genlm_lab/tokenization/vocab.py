@@ -111,12 +111,30 @@ def _kind(piece: str | None) -> str:
     return "pieces outside the byte alphabet"
 
 
+def vocab_length(tokenizer: Any) -> int:
+    """How many ids to decode: `len(tokenizer)`, or past it where its vocabulary has holes.
+
+    A vocabulary with holes (ids without a token) can hold ids beyond
+    `len(tokenizer)`, which counts entries: every id the tokenizer can emit
+    gets a byte string, so indexing by id never fails.
+    """
+    n = len(tokenizer)
+    get_vocab = getattr(tokenizer, "get_vocab", None)
+    if callable(get_vocab):
+        try:
+            ids = [int(i) for i in get_vocab().values()]
+        except (TypeError, ValueError, AttributeError, NotImplementedError):
+            ids = []
+        n = max(n, max(ids, default=-1) + 1)
+    return n
+
+
 class _Source:
     """What every strategy reads from the tokenizer, fetched once."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
-        self.n = len(tokenizer)
+        self.n = vocab_length(tokenizer)
         self.pieces = _all_pieces(tokenizer, self.n)
         added = getattr(tokenizer, "added_tokens_decoder", None) or {}
         special = {int(i) for i in getattr(tokenizer, "all_special_ids", None) or ()}
@@ -173,11 +191,11 @@ def _decoded_in_context(tokenizer: Any, ids: list[int]) -> dict[int, str | None]
     """
     if not ids:
         return {}
-    anchor = None
+    anchor, head = None, ""
     for text in ("a", "x", "0", "."):
         found = _encode(tokenizer, text)
-        if len(found) == 1 and _decode(tokenizer, found) == text:
-            anchor = found
+        if len(found) == 1:
+            anchor, head = found, _decode(tokenizer, found)
             break
     out: dict[int, str | None] = {}
     for i in ids:
@@ -185,7 +203,7 @@ def _decoded_in_context(tokenizer: Any, ids: list[int]) -> dict[int, str | None]
             text = _decode(tokenizer, [i])
         else:
             both = _decode(tokenizer, [*anchor, i])
-            text = both[1:] if both[:1] == _decode(tokenizer, anchor) else None
+            text = both[len(head) :] if both.startswith(head) else None
         out[i] = None if text is None or "\ufffd" in text else text
     return out
 
@@ -313,9 +331,10 @@ def _reproduces(strategy: _Strategy, references: list[tuple[list[int], bytes]]) 
 def _references(tokenizer: Any) -> list[tuple[list[int], bytes]]:
     """`(ids, decode(ids) as UTF-8)` of each sample; raises if plain ASCII text is lost."""
     refs = []
+    n = vocab_length(tokenizer)
     for text in SAMPLES:
         ids = _encode(tokenizer, text)
-        if any(not 0 <= i < len(tokenizer) for i in ids):
+        if any(not 0 <= i < n for i in ids):
             raise ValueError(f"tokenizer {_name(tokenizer)} encodes {text!r} to ids out of range")
         refs.append((ids, _decode(tokenizer, ids).encode("utf-8")))
     plain = SAMPLES[0].encode()
