@@ -67,6 +67,8 @@ def _row(name, metric, ours, baseline, ratio, target, met, note) -> dict:
 
 
 def _mb(n_bytes: float) -> str:
+    if n_bytes < 2**20:
+        return f"{n_bytes / 2**10:.0f} KB"
     return f"{n_bytes / 2**20:.1f} MB"
 
 
@@ -247,7 +249,13 @@ async def _mask_rows(name: str, lm) -> list[dict]:
             floor_set = set(np.flatnonzero(flags).tolist()) - set(lm.eos_token_ids)
             ours_set = set(llm._vocab_ids[np.flatnonzero(coerced.allowed(ctx[:i])[:-1])].tolist())
             if ours_set != floor_set:
-                bad.append(i)
+                only_floor = sorted(floor_set - ours_set)
+                only_ours = sorted(ours_set - floor_set)
+                bad.append(
+                    f"step {i}: only llguidance {len(only_floor)} "
+                    f"{[tok.decode([t]) for t in only_floor[:4]]}, only ours {len(only_ours)} "
+                    f"{[tok.decode([t]) for t in only_ours[:4]]}"
+                )
             if i < len(ids):
                 m.consume_token(ids[i])
         rows.append(
@@ -261,7 +269,7 @@ async def _mask_rows(name: str, lm) -> list[dict]:
                 ours_s <= 4 * floor_s,
                 f"{len(ids)}-token text {text!r}, median over steps of medians of {MASK_REPS} "
                 f"cleared passes; masks equal llguidance's on "
-                + ("every step" if not bad else f"all steps but {bad}")
+                + ("every step" if not bad else "all steps but " + "; ".join(bad))
                 + f"; one mask {_mb(mask.nbytes)} (bool), weights {_mb(weights.weights.nbytes)}, "
                 f"one new cached step retains {_mb(step_mem)}; llguidance bitmask "
                 f"{_mb(bits.nbytes)}; coerce {coerce_s:.2f} s, llguidance tokenizer {ltok_s:.2f} s",
@@ -377,12 +385,19 @@ def _vocab_rows(short: str, label: str) -> list[dict]:
 
 def run() -> list[dict]:
     """All rows (see the module docstring)."""
+    import torch
+
+    # Both sides on one thread: on this 2-core machine shared by many jobs, torch's
+    # intra-op threads spin against each other (a byte-beam step took 6x longer with 2).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     wanted = os.environ.get("BENCH_VOCABS")
     names = wanted.split(",") if wanted else list(VOCABS)
     load_before = os.getloadavg()[0]
     rows = []
     for short in names:
         rows += _vocab_rows(short, VOCABS.get(short, short))
+    torch.set_num_threads(threads)
     rows.insert(
         0,
         result_row(
@@ -395,7 +410,7 @@ def run() -> list[dict]:
             None,
             f"1-minute load average at the start (ours) and end (baseline) on {os.cpu_count()} "
             "cores, a shared machine: ratios are side by side in one process, walls are not "
-            "comparable across runs",
+            "comparable across runs; torch on 1 thread for both sides",
         ),
     )
     return rows
