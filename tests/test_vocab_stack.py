@@ -55,18 +55,30 @@ def run(coro):
 
 
 def save_tiny_llama(tokenizer, directory, seed=0):
-    """A 2-layer LLaMA of hidden size 16 with `tokenizer`'s vocabulary, std-0.3 weights, saved."""
+    """A 2-layer LLaMA of hidden size 16 with `tokenizer`'s vocabulary, std-0.3 weights, saved.
+
+    The view checks compare float32 trie masses summed over up to 262k tokens,
+    hence their 1e-5 relative tolerance.
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    # ids can run past len(tokenizer) (tiktoken-style vocabularies with holes); a model
+    # without BOS (Qwen) names its <|endoftext|> as bos_token_id in its config, as Qwen3's does
+    n_ids = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        bos = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
     config = LlamaConfig(
-        vocab_size=len(tokenizer),
+        vocab_size=n_ids,
         hidden_size=16,
         intermediate_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id,
+        bos_token_id=bos,
         eos_token_id=tokenizer.eos_token_id,
         tie_word_embeddings=False,
     )
@@ -268,13 +280,13 @@ async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
     tdata = trie_data(trie, p, b"a", depth=1, top_k=3, draw=False)
     root, *children = tdata["nodes"]
     assert root["prob"] == pytest.approx(
-        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-6
+        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-5
     )
     by_byte: dict[bytes, float] = defaultdict(float)
     for t, w in zip(lm.byte_vocab, p, strict=True):
         if bytes(t).startswith(b"a") and len(bytes(t)) > 1:
             by_byte[bytes(t)[:2]] += w
     heaviest = sorted(by_byte.values(), reverse=True)[: len(children)]
-    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-6)
+    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-5)
     html = trie_html(tdata)
     assert all(c["label"] in html for c in children)
