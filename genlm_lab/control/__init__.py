@@ -1,8 +1,9 @@
 """Controlled generation: constraints and critics as potentials, and samplers over them.
 
 A `Potential` weighs token sequences; language models (`PromptedLLM`,
-`ByteLLM`), regexes (`BoolFSA`), grammars (`BoolCFG`), JSON schemas
-(`JsonSchema`) and Python checks (`BoolPredicate`) are all potentials, and
+`ByteLLM`), regexes (`BoolFSA`), Python `regex` patterns (`PythonRegex`),
+grammars (`BoolCFG`), JSON schemas (`JsonSchema`) and Python checks
+(`BoolPredicate`) are all potentials, and
 `*`, `coerce` and `**` combine them. Token samplers (`direct_token_sampler`,
 `AWRS`, ...) draw properly weighted next tokens from a potential; `SMC` runs
 them as particles on `genlm_lab.smc`'s machinery and returns `Sequences`.
@@ -22,6 +23,7 @@ from genlm_lab.control.llm import PromptedLLM
 from genlm_lab.control.operators import AutoBatched, Power, Product
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.predicate import BoolPredicate
+from genlm_lab.control.python_regex import PythonRegex
 from genlm_lab.control.samplers import (
     DirectTokenSampler,
     TokenSampler,
@@ -54,6 +56,7 @@ __all__ = [
     "Power",
     "Product",
     "PromptedLLM",
+    "PythonRegex",
     "SequenceModel",
     "Sequences",
     "TokenConstraint",
