@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control._guidance import Engine
+from genlm_lab.control._states import Key
 from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.weights import LazyWeights
@@ -30,9 +31,15 @@ class _MaskedPotential(Potential):
 
     is_boolean = True
     engine: Engine
+    _bytes_in = False  # contexts are lists of byte values (ints 0..255)
 
-    def _key(self, context: Sequence[Any]) -> tuple[int, ...]:
-        return tuple(self.encode(context))
+    def _key(self, context: Sequence[Any]) -> bytes | Key:
+        if self._bytes_in and isinstance(context, list):
+            try:  # a byte-level context of ints: C speed, and bytes cache their hash
+                return bytes(context)
+            except (TypeError, ValueError):
+                pass
+        return Key(self.encode(context))
 
     async def prefix(self, context: Sequence[Any]) -> float:
         return 0.0 if self.engine.alive(self._key(context)) else -math.inf
@@ -76,6 +83,7 @@ class GrammarPotential(_MaskedPotential):
 
     def __init__(self, grammar: str, source: str, kind: str) -> None:
         super().__init__(list(range(256)))
+        self._bytes_in = True
         self.grammar = grammar
         self.source = source
         self.kind = kind

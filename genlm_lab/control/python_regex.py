@@ -23,6 +23,7 @@ import codecs
 import math
 import re
 import unicodedata
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
@@ -103,6 +104,45 @@ def _spelled_chars(pattern: str) -> list[str]:
     return sorted(variants)
 
 
+def _ascii_only(pattern: str, flags: int) -> bool:
+    """Whether the pattern can only ever match ASCII text (then multi-byte characters need no test).
+
+    Read with Python's own `re` parser: True only if it parses and has no
+    non-ASCII literal, no `.`, no negated set, no `\\w`/`\\d`/`\\s` class and no
+    case folding (`(?i)` maps `k` to the Kelvin sign). Anything it cannot
+    parse (the `regex` module's own syntax) counts as False.
+    """
+    import re._parser as sre  # the parser behind `re`; regex-only syntax fails there
+
+    if flags & (regex.IGNORECASE | regex.FULLCASE) or "[:" in pattern:
+        return False  # POSIX classes: `re` reads `[[:alpha:]]` as a set of ASCII characters
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - any parse failure means "don't know"
+        return False
+    if parsed.state.flags & re.IGNORECASE:
+        return False
+    stack: list[Any] = [parsed]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, sre.SubPattern):
+            stack.extend(item.data)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, tuple) and item and hasattr(item[0], "name"):
+            name, arg = item[0].name, item[1] if len(item) > 1 else None
+            if name in ("ANY", "NOT_LITERAL", "NEGATE", "CATEGORY"):
+                return False
+            if (name == "LITERAL" and arg > 127) or (name == "RANGE" and arg[1] > 127):
+                return False
+            stack.extend(item[1:])
+        elif isinstance(item, tuple):
+            stack.extend(item)
+    return True
+
+
 class PythonRegex(Potential):
     """A `regex`-module pattern as a constraint over bytes: the whole text must match.
 
@@ -139,6 +179,7 @@ class PythonRegex(Potential):
         self.source = pattern
         self.kind = "Python regex"
         self._spelled = _spelled_chars(pattern)
+        self._ascii = _ascii_only(pattern, flags)
         self._live: OrderedDict[tuple[str, bytes], bool] = OrderedDict()
         self._live_chars = 0
         self.calls = 0
@@ -149,6 +190,8 @@ class PythonRegex(Potential):
         return self.compiled.fullmatch(text, partial=True, timeout=self.timeout) is not None
 
     def _candidates(self, tail: bytes) -> list[str]:
+        if self._ascii:
+            return []
         chars = _char_range(tail)
         spelled = [c for c in self._spelled if ord(c) in chars]
         return spelled + list(_representatives(tail))
