@@ -10,7 +10,7 @@ all tokens in one native call instead of walking them one by one.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,15 +79,24 @@ class GrammarPotential(_MaskedPotential):
         grammar: llguidance grammar text, validated by the subclass.
         source: what the user wrote (for messages and views).
         kind: "regex", "Lark grammar" or "JSON schema".
+        final: an exact check of finished texts where the grammar over-approximates
+            (EOS and `complete` need both).
     """
 
-    def __init__(self, grammar: str, source: str, kind: str) -> None:
+    def __init__(
+        self,
+        grammar: str,
+        source: str,
+        kind: str,
+        final: Callable[[bytes], bool] | None = None,
+    ) -> None:
         super().__init__(list(range(256)))
         self._bytes_in = True
         self.grammar = grammar
         self.source = source
         self.kind = kind
-        self.engine = Engine(_BYTES, grammar)
+        self.final = final
+        self.engine = Engine(_BYTES, grammar, final=final)
 
     def _coerce_tokens(
         self,
@@ -140,7 +149,9 @@ class TokenConstraint(_MaskedPotential):
         self.kind = grammar.kind
         special = _special_indices(self.vocab) if special is None else list(special)
         self.special = special
-        self.engine = Engine([bytes(t) for t in self.vocab], grammar.grammar, special)
+        self.engine = Engine(
+            [bytes(t) for t in self.vocab], grammar.grammar, special, final=grammar.final
+        )
 
     def _default_name(self) -> str:
         return self.grammar.name
