@@ -152,6 +152,7 @@ class SequenceModel(Model):
                 extras["killed_by"] = await self._no_mass(context)
             else:
                 extras["killed_by"] = self._killer(factors)
+                extras["killed_why"] = self._why(extras["killed_by"], token)
             self.finish()
             return
         ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
@@ -170,6 +171,19 @@ class SequenceModel(Model):
             self.twist(critic)
         if ends:
             self.finish()
+
+    def _why(self, name: str, token: Any) -> str | None:
+        """A constraint's reason for refusing a finished text (JsonSchema's jsonschema error)."""
+        if not isinstance(token, EndOfSequence) or name not in self.names:
+            return None
+        factor = self.factors[self.names.index(name)]
+        explain = getattr(factor, "explain", None) or getattr(
+            getattr(factor, "grammar", None), "explain", None
+        )
+        if explain is None:
+            return None
+        text = b"".join(bytes([t]) if isinstance(t, int) else bytes(t) for t in self.context[:-1])
+        return explain(text)
 
     async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""
