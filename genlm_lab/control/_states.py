@@ -155,24 +155,26 @@ class StateCache:
             return None
         ancestor = as_key(context[:start])
         movable = start > 0 and ancestor not in pinned
-        if base.validate_tokens(suffix) < len(suffix):
+        if len(suffix) == 1 and base.validate_tokens(suffix) < 1:
+            # Checked first: consuming a refused token costs ~50x more (an error state).
+            self._put(context, _Entry(None))
+            return None
+        matcher = base if movable else base.deep_copy()
+        self.stats["moves" if movable else "copies"] += 1
+        done = matcher.try_consume_tokens(suffix)  # one parse, stops before a refused token
+        if done < len(suffix) or matcher.is_error():
+            if movable and not (matcher.rollback(done) and not matcher.is_error()):
+                if self._entries.pop(ancestor, None) is not None:  # not restored: forget it
+                    self._total -= len(ancestor)
             self._put(context, _Entry(None))
             return None
         if movable:
-            matcher = base
             parent = self._entries.get(ancestor)
             if parent is not None:
                 parent.matcher, parent.moved_to = None, context
-            self.stats["moves"] += 1
-        else:
-            matcher = base.deep_copy()
-            self.stats["copies"] += 1
         if len(suffix) > 1:
             self.stats["rebuilt"] += 1
         self.stats["consumed"] += len(suffix)
-        if not matcher.consume_tokens(suffix) or matcher.is_error():
-            self._put(context, _Entry(None))  # validated above: only a grammar limit gets here
-            return None
         self._put(context, _Entry(matcher))
         return matcher
 
