@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from genlm_lab import _model_doctor
+
 
 def _line(name: str, ok: bool | None, detail: str) -> str:
     mark = {True: "ok  ", False: "MISS", None: "--  "}[ok]
@@ -97,6 +99,8 @@ def notebooks_dir() -> Path | None:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    if args.model:
+        return _model_doctor.run(args)
     lines = doctor_lines(load_model=not args.no_model)
     print("\n".join(lines))
     return 0 if not any(line.startswith("[MISS] model") for line in lines) else 1
@@ -157,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="check versions, tools and the default model")
     doctor.add_argument("--no-model", action="store_true", help="skip loading the model")
+    _model_doctor.add_arguments(doctor)
     doctor.set_defaults(func=_cmd_doctor)
 
     lab = sub.add_parser(
