@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from genlm_lab import _model_doctor
-
 
 def _line(name: str, ok: bool | None, detail: str) -> str:
     mark = {True: "ok  ", False: "MISS", None: "--  "}[ok]
@@ -100,7 +98,9 @@ def notebooks_dir() -> Path | None:
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
     if args.model:
-        return _model_doctor.run(args)
+        from genlm_lab.backend.doctor import print_model_report  # torch: only when asked
+
+        return print_model_report(args.model, check_cache=not args.no_cache_check)
     lines = doctor_lines(load_model=not args.no_model)
     print("\n".join(lines))
     return 0 if not any(line.startswith("[MISS] model") for line in lines) else 1
@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="check versions, tools and the default model")
     doctor.add_argument("--no-model", action="store_true", help="skip loading the model")
-    _model_doctor.add_arguments(doctor)
+    doctor.add_argument("--model", metavar="PATH", help="check a model you bring (dir or name)")
+    doctor.add_argument("--no-cache-check", action="store_true", help="with --model: no forwards")
     doctor.set_defaults(func=_cmd_doctor)
 
     lab = sub.add_parser(

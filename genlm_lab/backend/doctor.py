@@ -22,6 +22,7 @@ __all__ = [
     "ModelReport",
     "check_cache_consistency",
     "model_report",
+    "print_model_report",
     "register_tiny_builder",
 ]
 
@@ -212,3 +213,11 @@ def _cache_check(name: str, directory: Path, tokenizer: Any, weights: int) -> Ca
         return found
     size = f"{weights / 2**30:.1f} GiB" if weights else "no weights found"
     return CacheCheck("", None, 1e-3, f"weights too big to load here ({size})")
+
+
+def print_model_report(name: str, check_cache: bool = True) -> int:
+    """`genlm-lab doctor --model NAME`: print the report; 1 where it found a problem, else 0."""
+    report = model_report(name, check_cache=check_cache)
+    print(str(report))
+    print(f"{'verdict':<18} {'ok' if report.ok else 'PROBLEMS: see above'}")
+    return 0 if report.ok else 1
