@@ -171,6 +171,8 @@ def model_report(name: str, check_cache: bool = True) -> ModelReport:
     except Exception as exc:  # report it: the doctor never crashes on a bad model
         report.problems.append(f"tokenizer does not load: {type(exc).__name__}: {exc}")
         return report
+    if getattr(tokenizer, "bos_token_id", None) is None:
+        report.facts.append(("start token", _start_fact(config, tokenizer)))
     template = getattr(tokenizer, "chat_template", None)
     report.facts.append(("chat template", "yes" if template else "none (plain prompts only)"))
     try:
@@ -187,6 +189,19 @@ def model_report(name: str, check_cache: bool = True) -> ModelReport:
     if check_cache:
         report.cache = _cache_check(name, directory, tokenizer, weights)
     return report
+
+
+def _start_fact(config: dict, tokenizer: Any) -> str:
+    """What an empty context starts from for a BOS-less tokenizer (as `AsyncTransformer` decides)."""
+    from types import SimpleNamespace
+
+    from genlm_lab.backend.hf import _start_token
+
+    model = SimpleNamespace(config=SimpleNamespace(bos_token_id=config.get("bos_token_id")))
+    found = _start_token(model, tokenizer, len(tokenizer))
+    if found is None:
+        return "none (no BOS, no special start token in the config): give every context a token"
+    return f"{tokenizer.convert_ids_to_tokens(found)!r} ({found}), the config's bos_token_id"
 
 
 def _config(directory: Path) -> dict:

@@ -54,6 +54,7 @@ def test_doctor_reports_a_bos_less_model_in_full(qwen_dir):
     text = str(report)
     assert "byte-level BPE" in text and "151,669 ids" in text
     assert "BOS                none" in text
+    assert "start token        '<|endoftext|>' (151643)" in text
     assert report.cache.ok and report.cache.max_abs_error < 1e-3
     assert "the model's own weights" in report.cache.detail
 
