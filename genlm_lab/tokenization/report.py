@@ -15,7 +15,8 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from genlm_lab.tokenization.vocab import VocabDecoding, _decode, _encode, _name, inspect_vocab
+from genlm_lab.tokenization._source import decode_text, encode_text, tokenizer_name
+from genlm_lab.tokenization.vocab import VocabDecoding, inspect_vocab
 
 __all__ = ["REPORT_SAMPLES", "RoundTrip", "TokenizerReport"]
 
@@ -58,10 +59,10 @@ class RoundTrip:
 
 
 def _round_trip(tokenizer: Any, vocab: list[bytes], label: str, text: str) -> RoundTrip:
-    ids = _encode(tokenizer, text)
+    ids = encode_text(tokenizer, text)
     ours_bytes = b"".join(vocab[i] for i in ids)
     ours = ours_bytes.decode("utf-8", errors="replace")
-    theirs = _decode(tokenizer, ids)
+    theirs = decode_text(tokenizer, ids)
     if ours_bytes not in (theirs.encode(), b" " + theirs.encode()):
         verdict = MISMATCH
     elif ours == text:
@@ -107,7 +108,7 @@ class TokenizerReport:
     """
 
     def __init__(self, tokenizer: Any, samples: dict[str, str] | None = None) -> None:
-        self.name = _name(tokenizer)
+        self.name = tokenizer_name(tokenizer)
         self.decoding: VocabDecoding = inspect_vocab(tokenizer)
         self.bos = _token(tokenizer, "bos")
         self.eos = _token(tokenizer, "eos")
