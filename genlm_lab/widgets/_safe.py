@@ -1,0 +1,79 @@
+"""The stored form of a view: static HTML that reads well where a notebook is untrusted.
+
+A notebook opened fresh (JupyterLab, Notebook 7, GitHub, nbviewer) is
+untrusted: its HTML outputs pass through a sanitiser that drops `<svg>` and
+`<style>` elements but keeps the text inside them. The inline SVG of a view
+then spills its `<title>` tooltips and axis labels as a wall of text, and its
+tables lose their look. `stored_html` rewrites a view's static HTML so that
+what survives the sanitiser is the picture itself:
+
+* every `<svg>` becomes an `<img>` whose source is the SVG as a data URI, with
+  the views' CSS inside it (an SVG image is its own document: the page's CSS
+  does not reach it), so tooltips stay inside the image and never reach the
+  page's text;
+* bars get inline styles, so they draw without the stylesheet;
+* the whole view sits in a box bounded in height (inline `max-height` and
+  `overflow`, which sanitisers keep), so a 1000-row table scrolls;
+* the `<style>` element stays: trusted frontends use it, sanitisers drop it
+  with its content.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from genlm_lab.widgets._base import asset
+
+#: Height (px) of the box that holds a stored view; taller content scrolls inside it.
+MAX_HEIGHT_PX = 640
+
+_SVG = re.compile(r"<svg\b(?P<attrs>[^>]*)>(?P<body>.*?)</svg>", re.DOTALL)
+_TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)
+_ATTR = re.compile(r"""\b(?P<name>[\w:-]+)\s*=\s*(?P<q>['"])(?P<value>.*?)(?P=q)""", re.DOTALL)
+_XMLNS = "http://www.w3.org/2000/svg"
+# `render.bar`'s spans: without the stylesheet an empty inline span has no size, so the
+# stored form carries the few rules that draw it (in the text's colour: no theme needed).
+_BARBOX = "class='genlm-barbox' style='display:inline-block;vertical-align:middle;"
+_BAR = (
+    "class='genlm-bar' style='display:inline-block;height:0.8em;min-width:1px;"
+    "vertical-align:middle;background:currentColor;opacity:0.6;"
+)
+
+
+def svg_as_img(svg_attrs: str, svg_body: str, css: str) -> str:
+    """One `<img>` whose data URI is the SVG, styled by `css` and without tooltips.
+
+    Args:
+        svg_attrs: the attributes of the `<svg>` start tag, as written.
+        svg_body: the markup between `<svg ...>` and `</svg>`.
+        css: style rules to embed in the image (the views' stylesheet).
+    """
+    attrs = {m["name"]: m["value"] for m in _ATTR.finditer(svg_attrs)}
+    head = svg_attrs if "xmlns" in attrs else f"{svg_attrs} xmlns='{_XMLNS}'"
+    css = css.replace("]]>", "]] >")  # nothing can close the CDATA section early
+    # The page's `.genlm-view` rules need an ancestor: the image's own root gets that class.
+    doc = (
+        f"<svg{head}><style><![CDATA[{css}]]></style>"
+        f"<g class='genlm-view'>{_TITLE.sub('', svg_body)}</g></svg>"
+    )
+    src = "data:image/svg+xml;base64," + base64.b64encode(doc.encode("utf-8")).decode("ascii")
+    alt = attrs.get("aria-label") or attrs.get("class") or "figure"
+    return (
+        f"<img src='{src}' alt='{alt}' class='genlm-figure' "
+        "style='max-width:100%;height:auto;display:block'>"
+    )
+
+
+def stored_html(static_html: str, max_height: int = MAX_HEIGHT_PX) -> str:
+    """`static_html` with its SVGs as images and its height bounded (see the module docstring).
+
+    Args:
+        static_html: a view's static HTML (`LiveView.to_html(data)`).
+        max_height: the box's height in px; taller content scrolls inside it.
+    """
+    css = asset("genlm.css")
+    body = _SVG.sub(lambda m: svg_as_img(m["attrs"], m["body"], css), static_html)
+    body = body.replace("class='genlm-barbox' style='", _BARBOX)
+    body = body.replace("class='genlm-bar' style='", _BAR)
+    return f"<div class='genlm-stored' style='max-height:{max_height}px;overflow:auto'>{body}</div>"
