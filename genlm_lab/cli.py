@@ -126,7 +126,21 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         cmd.append("--allow-root")
     cmd.extend(args.extra)
     env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
-    return subprocess.call(cmd, env=env)
+    return _hand_over(cmd, env)
+
+
+def _hand_over(cmd: list[str], env: dict[str, str]) -> int:
+    """Become `cmd` (exec): `kill PID` and Ctrl-C then reach jupyter lab itself.
+
+    A child started with `subprocess.call` outlived a killed `genlm-lab lab` and
+    kept serving. Windows has no exec that keeps the pid, so there it waits.
+    """
+    if os.name != "posix":
+        return subprocess.call(cmd, env=env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 1  # pragma: no cover - execve does not return
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
