@@ -160,7 +160,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_workshop(args: argparse.Namespace) -> int:
     from genlm_lab.workshop import reset_exercises
 
-    count = reset_exercises(args.notebook, args.output)
+    count = reset_exercises(args.notebook, args.output, in_place=args.in_place)
     print(f"blanked {count} answer(s) in {args.output or args.notebook}")
     return 0
 
@@ -190,7 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     wsub = workshop.add_subparsers(dest="workshop_command", required=True)
     reset = wsub.add_parser("reset", help="blank the answers of an exercise notebook")
     reset.add_argument("notebook")
-    reset.add_argument("-o", "--output", help="write the blank copy here instead")
+    reset.add_argument("-o", "--output", help="write the blank copy here")
+    reset.add_argument(
+        "--in-place", action="store_true", help="overwrite NOTEBOOK itself (its answers are lost)"
+    )
     reset.set_defaults(func=_cmd_workshop)
     return parser
 
