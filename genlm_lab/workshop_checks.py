@@ -73,7 +73,7 @@ def answer_number(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes, list, tuple, dict, set)) or value is None:
         raise AnswerError(f"`{name}` is a {type(value).__name__}, but one number was asked for")
     try:
-        return float(value)
+        return float(value.item() if shape is not None else value)
     except (TypeError, ValueError):
         raise AnswerError(
             f"`{name}` is a {type(value).__name__}, but one number was asked for"

@@ -166,6 +166,8 @@ def test_cli_reset_refuses_in_place_without_the_flag(tmp_path, capsys):
     _answer_notebook(path)
     assert main(["workshop", "reset", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("genlm-lab workshop:") and "--in-place" in err and "42" in path.read_text()
+    assert (
+        err.startswith("genlm-lab workshop:") and "--in-place" in err and "42" in path.read_text()
+    )
     assert main(["workshop", "reset", str(path), "--in-place"]) == 0
     assert "42" not in path.read_text()
