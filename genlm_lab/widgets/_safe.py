@@ -32,6 +32,9 @@ _SVG = re.compile(r"<svg\b(?P<attrs>[^>]*)>(?P<body>.*?)</svg>", re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)
 _ATTR = re.compile(r"""\b(?P<name>[\w:-]+)\s*=\s*(?P<q>['"])(?P<value>.*?)(?P=q)""", re.DOTALL)
 _XMLNS = "http://www.w3.org/2000/svg"
+_CLASS = re.compile(r"""\bclass\s*=\s*['"]([^'"]*)['"]""")
+_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 # `render.bar`'s spans: without the stylesheet an empty inline span has no size, so the
 # stored form carries the few rules that draw it (in the text's colour: no theme needed).
 _BARBOX = "class='genlm-barbox' style='display:inline-block;vertical-align:middle;"
@@ -39,6 +42,25 @@ _BAR = (
     "class='genlm-bar' style='display:inline-block;height:0.8em;min-width:1px;"
     "vertical-align:middle;background:currentColor;opacity:0.6;"
 )
+
+
+def css_for(markup: str, css: str) -> str:
+    """The rules of `css` whose selectors end in a class that `markup` uses (or none at all).
+
+    Each image carries its own copy of the rules it needs: the whole sheet in
+    every image would add kilobytes per figure to the stored notebook.
+    """
+    used = {name for names in _CLASS.findall(markup) for name in names.split()}
+    keep = []
+    for selectors, body in _RULE.findall(_COMMENT.sub("", css)):
+        wanted = [
+            sel.strip()
+            for sel in selectors.split(",")
+            if not (last := re.findall(r"\.([\w-]+)", sel.strip().split()[-1])) or set(last) <= used
+        ]
+        if wanted:
+            keep.append(f"{', '.join(wanted)} {{{body.strip()}}}")
+    return "\n".join(keep)
 
 
 def svg_as_img(svg_attrs: str, svg_body: str, css: str) -> str:
@@ -50,12 +72,14 @@ def svg_as_img(svg_attrs: str, svg_body: str, css: str) -> str:
         css: style rules to embed in the image (the views' stylesheet).
     """
     attrs = {m["name"]: m["value"] for m in _ATTR.finditer(svg_attrs)}
-    head = svg_attrs if "xmlns" in attrs else f"{svg_attrs} xmlns='{_XMLNS}'"
-    css = css.replace("]]>", "]] >")  # nothing can close the CDATA section early
-    # The page's `.genlm-view` rules need an ancestor: the image's own root gets that class.
+    # The view's rules select `.genlm-view svg ...` and `.genlm-view .genlm-graph svg ...`:
+    # the original <svg> goes inside wrappers with those classes, in a root of its size.
+    size = " ".join(f"{k}='{attrs[k]}'" for k in ("width", "height", "viewBox") if k in attrs)
+    wrappers = "<g class='genlm-view'><g class='genlm-graph'>"
+    css = css_for(wrappers + svg_attrs + svg_body, css).replace("]]>", "]] >")
     doc = (
-        f"<svg{head}><style><![CDATA[{css}]]></style>"
-        f"<g class='genlm-view'>{_TITLE.sub('', svg_body)}</g></svg>"
+        f"<svg xmlns='{_XMLNS}' {size}><style><![CDATA[{css}]]></style>{wrappers}"
+        f"<svg{svg_attrs}>{_TITLE.sub('', svg_body)}</svg></g></g></svg>"
     )
     src = "data:image/svg+xml;base64," + base64.b64encode(doc.encode("utf-8")).decode("ascii")
     alt = attrs.get("aria-label") or attrs.get("class") or "figure"
