@@ -32,6 +32,7 @@ _SVG = re.compile(r"<svg\b(?P<attrs>[^>]*)>(?P<body>.*?)</svg>", re.DOTALL)
 _TITLE = re.compile(r"<title>.*?</title>", re.DOTALL)
 _ATTR = re.compile(r"""\b(?P<name>[\w:-]+)\s*=\s*(?P<q>['"])(?P<value>.*?)(?P=q)""", re.DOTALL)
 _XMLNS = "http://www.w3.org/2000/svg"
+_WIDTH_HEIGHT = re.compile(r"""\s(?:width|height)\s*=\s*(['"]).*?\1""")
 _CLASS = re.compile(r"""\bclass\s*=\s*['"]([^'"]*)['"]""")
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 _COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
@@ -77,9 +78,12 @@ def svg_as_img(svg_attrs: str, svg_body: str, css: str) -> str:
     size = " ".join(f"{k}='{attrs[k]}'" for k in ("width", "height", "viewBox") if k in attrs)
     wrappers = "<g class='genlm-view'><g class='genlm-graph'>"
     css = css_for(wrappers + svg_attrs + svg_body, css).replace("]]>", "]] >")
+    # The inner <svg> fills the root: its own width in pt would be read in the root's
+    # user units (px) and draw the figure 4/3 too large, cut at the root's edge.
+    inner = _WIDTH_HEIGHT.sub("", svg_attrs) + " width='100%' height='100%'"
     doc = (
         f"<svg xmlns='{_XMLNS}' {size}><style><![CDATA[{css}]]></style>{wrappers}"
-        f"<svg{svg_attrs}>{_TITLE.sub('', svg_body)}</svg></g></g></svg>"
+        f"<svg{inner}>{_TITLE.sub('', svg_body)}</svg></g></g></svg>"
     )
     src = "data:image/svg+xml;base64," + base64.b64encode(doc.encode("utf-8")).decode("ascii")
     alt = attrs.get("aria-label") or attrs.get("class") or "figure"
