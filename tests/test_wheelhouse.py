@@ -42,7 +42,8 @@ def _tree_copy(dest: Path) -> Path:
 
 
 def _offline_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    # No PIP_* settings, and no PYTHONPATH: the fresh venv must import its own install.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONPATH"}
     env.update(
         PIP_CONFIG_FILE=os.devnull,  # no index, extra index or find-links from config files
         PIP_NO_INDEX="1",
