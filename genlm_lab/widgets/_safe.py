@@ -37,11 +37,12 @@ _CLASS = re.compile(r"""\bclass\s*=\s*['"]([^'"]*)['"]""")
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 _COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 # `render.bar`'s spans: without the stylesheet an empty inline span has no size, so the
-# stored form carries the few rules that draw it (in the text's colour: no theme needed).
+# stored form carries the few rules that draw it (a mid grey: readable in light and dark themes;
+# JupyterLab's sanitiser drops `currentColor`, so an explicit colour).
 _BARBOX = "class='genlm-barbox' style='display:inline-block;vertical-align:middle;"
 _BAR = (
     "class='genlm-bar' style='display:inline-block;height:0.8em;min-width:1px;"
-    "vertical-align:middle;background:currentColor;opacity:0.6;"
+    "vertical-align:middle;background-color:#8a8a8a;"
 )
 
 

@@ -49,6 +49,8 @@ _VIEWS = """async () => {
         imgs: imgs.map((i) => ({ok: i.complete && i.naturalWidth > 0,
                                 w: i.getBoundingClientRect().width,
                                 h: i.getBoundingClientRect().height})),
+        bars: [...view.querySelectorAll('.genlm-bar')].map((b) => ({
+          color: getComputedStyle(b).backgroundColor, w: b.getBoundingClientRect().width})),
         text: view.innerText,
         longest: Math.max(0, ...[...view.querySelectorAll('*')].flatMap((e) =>
           [...e.childNodes].filter((c) => c.nodeType === 3).map((c) => c.textContent.length))),
@@ -112,6 +114,11 @@ def test_stored_views_read_well_in_an_untrusted_notebook(name, page, lab, screen
         for img in view["imgs"]:
             assert img["ok"] and img["w"] > 20 and img["h"] > 20, (where, img)
         assert 0 < view["height"] < MAX_VIEW_PX, (where, view["height"])
+        for bar in view["bars"]:  # drawn without the stylesheet: a colour and a width
+            assert bar["color"] not in ("rgba(0, 0, 0, 0)", "transparent") and bar["w"] >= 1, (
+                where,
+                bar,
+            )
         spilled = sorted(t for t in figure_texts if t in view["text"])
         assert not spilled, f"{where}: figure text spilled into the page: {spilled[:5]}"
         assert view["longest"] < 400, f"{where}: a text run of {view['longest']} characters"
