@@ -130,7 +130,21 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         cmd.append("--allow-root")
     cmd.extend(args.extra)
     env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
-    return subprocess.call(cmd, env=env)
+    return _hand_over(cmd, env)
+
+
+def _hand_over(cmd: list[str], env: dict[str, str]) -> int:
+    """Become `cmd` (exec): `kill PID` and Ctrl-C then reach jupyter lab itself.
+
+    A child started with `subprocess.call` outlived a killed `genlm-lab lab` and
+    kept serving. Windows has no exec that keeps the pid, so there it waits.
+    """
+    if os.name != "posix":
+        return subprocess.call(cmd, env=env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 1  # pragma: no cover - execve does not return
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -150,7 +164,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_workshop(args: argparse.Namespace) -> int:
     from genlm_lab.workshop import reset_exercises
 
-    count = reset_exercises(args.notebook, args.output)
+    count = reset_exercises(args.notebook, args.output, in_place=args.in_place)
     print(f"blanked {count} answer(s) in {args.output or args.notebook}")
     return 0
 
@@ -198,7 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     wsub = workshop.add_subparsers(dest="workshop_command", required=True)
     reset = wsub.add_parser("reset", help="blank the answers of an exercise notebook")
     reset.add_argument("notebook")
-    reset.add_argument("-o", "--output", help="write the blank copy here instead")
+    reset.add_argument("-o", "--output", help="write the blank copy here")
+    reset.add_argument(
+        "--in-place", action="store_true", help="overwrite NOTEBOOK itself (its answers are lost)"
+    )
     reset.set_defaults(func=_cmd_workshop)
     return parser
 
