@@ -1,4 +1,4 @@
-"""The `genlm-lab` command: `doctor`, `lab`, `report` and `workshop reset`."""
+"""The `genlm-lab` command: `doctor`, `lab`, `report`, `workshop reset` and `eval run|report|merge`."""
 
 from __future__ import annotations
 
@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("notebook")
     reset.add_argument("-o", "--output", help="write the blank copy here instead")
     reset.set_defaults(func=_cmd_workshop)
+
+    from genlm_lab.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 
