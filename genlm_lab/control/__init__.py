@@ -33,6 +33,7 @@ from genlm_lab.control.samplers import (
 )
 from genlm_lab.control.sequences import Sequences
 from genlm_lab.control.smc import SMC, SequenceModel
+from genlm_lab.control.sql import sql_grammar
 from genlm_lab.control.weights import LazyWeights
 
 __all__ = [
@@ -64,5 +65,6 @@ __all__ = [
     "coerce",
     "direct_token_sampler",
     "eager_token_sampler",
+    "sql_grammar",
     "topk_token_sampler",
 ]
