@@ -24,7 +24,7 @@ import numpy as np
 from genlm_lab.control.constant import EOS, EndOfSequence
 from genlm_lab.control.weights import LazyWeights
 
-__all__ = ["Potential"]
+__all__ = ["Potential", "factor_names"]
 
 
 class Potential(ABC):
@@ -198,6 +198,7 @@ class Potential(ABC):
     # ------------------------------------------------------------ algebra
     def __mul__(self, other: Potential) -> Potential:
         """The product potential: weights add in log space. Vocabularies must match."""
+        # operator overloading: the subclass lives in a module that imports this one
         from genlm_lab.control.operators import Product
 
         if not isinstance(other, Potential):
@@ -206,6 +207,7 @@ class Potential(ABC):
 
     def __pow__(self, exponent: float) -> Potential:
         """The tempered potential: every log-weight times `exponent` (> 0)."""
+        # operator overloading: the subclass lives in a module that imports this one
         from genlm_lab.control.operators import Power
 
         return Power(self, exponent)
@@ -222,15 +224,28 @@ class Potential(ABC):
         potential's tokens; e.g. a byte-level regex over an LLM's tokens, where
         a token is allowed iff its bytes keep the regex alive.
         """
+        # like the operators: `coerce` builds a subclass whose module imports this one
         from genlm_lab.control.coerce import coerce
 
         return coerce(self, other, f=f, prune=prune)
 
     def to_autobatched(self) -> Potential:
         """A wrapper that sends concurrent calls to the `batch_*` methods together."""
+        # like the operators: a method building a subclass whose module imports this one
         from genlm_lab.control.operators import AutoBatched
 
         return AutoBatched(self)
 
     def __repr__(self) -> str:
         return f"{self.name}({len(self.vocab)} tokens)"
+
+
+def factor_names(potential: Potential) -> list[str]:
+    """Names of the potential's factors, repeats made distinct with "#2", "#3", ..."""
+    seen: dict[str, int] = {}
+    out = []
+    for factor in potential.factors():
+        name = factor.name
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
