@@ -16,7 +16,26 @@ torch for commands that do not need it.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and the API docs
+    from genlm_lab.eval.core import (
+        Dataset,
+        EvaluationResult,
+        Evaluator,
+        Instance,
+        ModelAdaptor,
+        ModelOutput,
+        ModelResponse,
+    )
+    from genlm_lab.eval.domain import Domain
+    from genlm_lab.eval.domains import DOMAINS, load_domain
+    from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
+    from genlm_lab.eval.runner import parse_shard, run_evaluation, task_seed
+    from genlm_lab.eval.stats import bootstrap_ci
+    from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
+    from genlm_lab.eval.summary import summarize
+    from genlm_lab.eval.view import ResultsView, report_html, results_data
 
 _HOME = {
     "Dataset": "core",
