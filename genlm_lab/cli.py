@@ -1,4 +1,4 @@
-"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run` and `workshop reset`."""
+"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run`, `workshop reset` and `eval run|report|merge`."""
 
 from __future__ import annotations
 
@@ -217,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-place", action="store_true", help="overwrite NOTEBOOK itself (its answers are lost)"
     )
     reset.set_defaults(func=_cmd_workshop)
+
+    from genlm_lab.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 
