@@ -60,6 +60,8 @@ class SequenceModel(Model):
         record_factors: compute each factor's weight of the drawn token for `step_extras`.
     """
 
+    progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
+
     def __init__(
         self,
         unit_sampler: TokenSampler,
@@ -72,6 +74,7 @@ class SequenceModel(Model):
         self.unit_sampler = unit_sampler
         self.critic = critic
         self.max_tokens = max_tokens
+        self.max_steps = max_tokens  # one token per step: the progress bar's total
         self.twist_with_critic = twist_with_critic
         self.record_factors = record_factors
         self.factors = unit_sampler.target.factors()

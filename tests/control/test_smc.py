@@ -341,3 +341,22 @@ def test_a_particle_that_ends_an_invalid_json_document_dies_with_jsonschema_reas
     for context, logw in seqs:  # every document that finished alive is valid
         if logw > -math.inf:
             assert schema.validate(b"".join(bytes(t) for t in context[:-1])), context
+
+
+def test_progress_bar_names_control_smc_and_knows_its_total(capsys, monkeypatch):
+    # the bar said "smc_standard: 12/?" for a control.SMC run with max_tokens known
+    import tqdm.auto
+
+    made = []
+    real = tqdm.auto.tqdm
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda **kw: made.append(kw) or real(**kw))
+    llm, condition = _target()
+    max_tokens = 6
+    seqs = run(
+        SMC(direct_token_sampler(llm * condition))(4, 0.5, max_tokens, seed=0, progress=True)
+    )
+    (kwargs,) = made
+    assert kwargs["desc"] == "control.SMC" and kwargs["total"] == max_tokens
+    n = len(seqs.record.steps)
+    err = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "control.SMC" in err and f"{n}/{n}" in err and "100%" in err  # ended full, not n/6
