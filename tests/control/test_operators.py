@@ -40,13 +40,27 @@ def test_product_weights_add_for_every_method():
     np.testing.assert_array_equal(batch[1].weights, run(prod.logw_next([p.vocab[2]])).weights)
 
 
-def test_multiplying_different_vocabularies_is_one_value_error():
+def test_multiplying_different_token_types_is_one_value_error():
     p = llm()
-    with pytest.raises(ValueError, match="vocabularies differ.*index 0"):
+    with pytest.raises(ValueError, match="same token type.*coerce"):
         p * BoolFSA.from_regex("a")
+
+
+def test_product_of_different_vocabularies_is_over_the_shared_tokens():
+    p = llm()
     other = PromptedLLM(ToyLM([b"a", b"b", b"x", b"c", b"$"], eos=b"$"))
-    with pytest.raises(ValueError, match="index 2"):
-        p * other
+    prod = p * other
+    shared = [t for t in p.vocab if t in other.vocab]
+    assert prod.vocab == shared and b"x" not in prod.vocab
+    w1, w2, have = (run(q.logw_next([])) for q in (p, other, prod))
+    for token in [*shared, EOS]:
+        assert have[token] == pytest.approx(w1[token] + w2[token])
+    context = [shared[0], shared[-1]]
+    assert run(prod.prefix(context)) == pytest.approx(
+        run(p.prefix(context)) + run(other.prefix(context))
+    )
+    with pytest.raises(ValueError, match="common vocabulary"):
+        p * PromptedLLM(ToyLM([b"q", b"r", b"$"], eos=b"$"))
 
 
 def test_power_tempers_and_keeps_zeros():
@@ -57,9 +71,23 @@ def test_power_tempers_and_keeps_zeros():
     assert run(hot.prefix([p.vocab[0]])) == pytest.approx(0.5 * run(p.prefix([p.vocab[0]])))
     q = BoolFSA.from_regex("a") ** 3
     assert q.is_boolean and run(q.prefix([98])) == -math.inf
-    for bad in (0, -1, math.inf, "2", True):
+    for bad in (math.inf, math.nan, "2", True):
         with pytest.raises(ValueError, match="exponent"):
             p**bad
+
+
+def test_power_zero_is_the_support_and_minus_one_the_inverse():
+    p = llm()
+    masked = p * BoolFSA.from_regex("a+").coerce(p, f=b"".join)
+    w = run(masked.logw_next([])).weights
+    support = run((masked**0).logw_next([])).weights
+    np.testing.assert_array_equal(support, np.where(np.isinf(w), -math.inf, 0.0))
+    inverse = run((masked**-1).logw_next([])).weights
+    np.testing.assert_array_equal(np.isinf(inverse), np.isinf(w))
+    np.testing.assert_allclose(inverse[~np.isinf(w)], -w[~np.isinf(w)])
+    first = p.vocab[0]
+    assert run((p**-1).prefix([first])) == pytest.approx(-run(p.prefix([first])))
+    assert run((p**0).complete([first])) == 0.0
 
 
 class Counting(Potential):

@@ -56,7 +56,7 @@ def test_batches_equal_single_calls():
 def test_vocabulary_checks():
     with pytest.raises(ValueError, match="empty"):
         Geometric.__bases__[0].__init__(Geometric(), [])
-    with pytest.raises(ValueError, match="appears twice"):
+    with pytest.raises(ValueError, match="Duplicate token"):
         Potential.__init__(Geometric(), [b"a", b"a"])
     with pytest.raises(ValueError, match="EndOfSequence"):
         Potential.__init__(Geometric(), [b"a"], eos="$")
