@@ -1,4 +1,4 @@
-"""The `genlm-lab` command: `doctor`, `lab`, `report` and `workshop reset`."""
+"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run` and `workshop reset`."""
 
 from __future__ import annotations
 
@@ -151,6 +151,15 @@ def _cmd_workshop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from genlm_lab.compat import run_path
+
+    if not Path(args.script).is_file():
+        raise ValueError(f"script {args.script!r} is not a file")
+    run_path(args.script, args.extra)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="genlm-lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -171,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("record", help="an SMCRecord JSON file (smc_standard(..., json_file=...))")
     report.add_argument("-o", "--output", help="output HTML (default: RECORD.html)")
     report.set_defaults(func=_cmd_report)
+
+    run = sub.add_parser(
+        "run", help="run a GenLM script unchanged on genlm_lab (genlm.* and llamppl imports)"
+    )
+    run.add_argument("script", help="a Python script; arguments after it go to the script")
+    run.add_argument("extra", nargs=argparse.REMAINDER, help="arguments for the script")
+    run.set_defaults(func=_cmd_run)
 
     workshop = sub.add_parser("workshop", help="workshop tools")
     wsub = workshop.add_subparsers(dest="workshop_command", required=True)

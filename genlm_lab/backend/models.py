@@ -49,6 +49,7 @@ __all__ = [
     "load_hf_model",
     "load_tokenizer",
     "local_model_dir",
+    "register_model_alias",
     "resolve_model_name",
 ]
 
@@ -77,6 +78,24 @@ def resolve_model_name(name: str) -> str:
     if key in (DEFAULT_MODEL, TINY_RANDOM):
         return key
     return _ALIASES.get(key, name.strip())
+
+
+def register_model_alias(name: str, target: str) -> None:
+    """Load `target` wherever `name` is asked for (e.g. a hub id no machine here can reach).
+
+    `genlm_lab.compat` uses it so GenLM code naming `"gpt2"` runs on an
+    embedded model.
+
+    Raises:
+        ValueError: if `name` is empty or built in, or the alias points at itself.
+    """
+    key = name.strip().lower() if isinstance(name, str) else ""
+    if not key or key in (DEFAULT_MODEL, TINY_RANDOM):
+        raise ValueError(f"cannot alias model name {name!r}: give a non-empty, non-built-in name")
+    dest = resolve_model_name(target)
+    if dest.lower() == key:
+        raise ValueError(f"model alias {name!r} -> {target!r} points at itself")
+    _ALIASES[key] = dest
 
 
 def cache_root() -> Path:
