@@ -89,22 +89,15 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.potential.normalized": f"{_C}.normalized",
     "genlm.control.potential.testing": f"{_C}.checks",
     "genlm.control.potential.coerce": f"{_C}.coerce",
-    "genlm.control.potential.multi_proc": f"{_C}.multiproc",
-    "genlm.control.potential.stateful": f"{_C}.stateful",
-    "genlm.control.potential.streaming": f"{_C}.streaming",
     "genlm.control.potential.built_in": (_C,),
     "genlm.control.potential.built_in.llm": f"{_C}.llm",
     "genlm.control.potential.built_in.bytellm": f"{_C}.bytellm",
     "genlm.control.potential.built_in.wfsa": f"{_C}.fsa",
-    "genlm.control.potential.built_in.wcfg": f"{_C}.wcfg",
     "genlm.control.potential.built_in.cfg": f"{_C}.cfg",
     "genlm.control.potential.built_in.json": f"{_C}.json_schema",
-    "genlm.control.potential.built_in.canonical": f"{_C}.canonical",
-    "genlm.control.potential.built_in.ensemble": f"{_C}.ensemble",
     "genlm.control.sampler": (_C,),
     "genlm.control.sampler.token": (f"{_C}.samplers", f"{_C}.awrs", f"{_C}.set_samplers"),
     "genlm.control.sampler.set": f"{_C}.set_samplers",
-    "genlm.control.sampler.unit": f"{_C}.unit",
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
     "genlm.control.sampler.smc": f"{_C}.smc",
     "genlm.control.sampler.resampling": f"{_S}.resample",
@@ -137,6 +130,15 @@ UNMAPPED: dict[str, str] = {
         "genlm-control's browser visualiser (a local HTTP server); genlm_lab draws SMC runs "
         "with its widgets (ParticleView)"
     ),
+    "genlm.control.potential.multi_proc": "MultiProcPotential is not implemented in genlm_lab",
+    "genlm.control.potential.stateful": "stateful potentials are not implemented in genlm_lab",
+    "genlm.control.potential.streaming": "streaming potentials are not implemented in genlm_lab",
+    "genlm.control.potential.built_in.wcfg": "WCFG is not implemented in genlm_lab (BoolCFG is)",
+    "genlm.control.potential.built_in.canonical": (
+        "CanonicalTokenization is not implemented in genlm_lab"
+    ),
+    "genlm.control.potential.built_in.ensemble": "Ensemble is not implemented in genlm_lab",
+    "genlm.control.sampler.unit": "multi-token unit samplers are not implemented in genlm_lab",
     "genlm.control.potential.harmony": (
         "gpt-oss Harmony chat potentials need the gpt-oss model, which is not on this machine"
     ),

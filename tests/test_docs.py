@@ -186,3 +186,16 @@ def test_every_genlm_lab_name_on_the_migration_page_exists() -> None:
     assert not missing, "docs/coming-from-genlm.md names what does not exist:\n" + "\n".join(
         missing
     )
+
+
+@pytest.mark.slow
+def test_architecture_page_shows_the_layer_diagram_drawn_at_build_time(site: Path) -> None:
+    text = (site / "architecture.html").read_text(encoding="utf-8")
+    assert "<!-- layer-diagram -->" not in text  # the hook replaced the marker
+    diagram = text.split('<div class="layer-diagram">', 1)[1]
+    assert diagram.lstrip().startswith("<svg")
+    titles = set(re.findall(r"<title>([^<]*)</title>", diagram.split("</svg>", 1)[0]))
+    for layer in ("util", "tokenization", "backend", "trie", "bytes", "smc", "control", "widgets"):
+        assert layer in titles, layer
+    assert "control&#45;&gt;smc" in titles  # an arrow per import between layers
+    assert 'href="architecture.html"' in (site / "index.html").read_text(encoding="utf-8")

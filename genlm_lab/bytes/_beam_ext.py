@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -29,9 +29,6 @@ from genlm_lab.bytes.lookahead import (
 from genlm_lab.bytes.probs import EOT
 from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.util import logsumexp
-
-if TYPE_CHECKING:
-    from genlm_lab.bytes.beam import ByteBeamState
 
 WIDEN_FACTOR = 4
 """With `on_wide="widen"`, `prune()` keeps at most this many times K candidates."""
@@ -134,7 +131,7 @@ class ExtensionMixin:
 
     def expect(
         self, text: bytes | str, lookahead: int = DEFAULT_DEPTH, budget: int | None = None
-    ) -> ByteBeamState:
+    ) -> Self:
         """The same beam, told the bytes it will read next (lookahead batching).
 
         While it reads them, each batched forward also evaluates the

@@ -23,14 +23,9 @@ from genlm_lab.control.normalized import Normalized
 from genlm_lab.control.operators import AutoBatched, AutoBatchedPotential, Power, Product
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.predicate import BoolPredicate
-from genlm_lab.control.samplers import (
-    DirectTokenSampler,
-    TokenSampler,
-    direct_token_sampler,
-    eager_token_sampler,
-    topk_token_sampler,
-)
+from genlm_lab.control.samplers import DirectTokenSampler, TokenSampler, direct_token_sampler
 from genlm_lab.control.sequences import Sequences
+from genlm_lab.control.set_samplers import eager_token_sampler, topk_token_sampler
 from genlm_lab.control.smc import SMC, SequenceModel
 from genlm_lab.control.weights import LazyWeights
 

@@ -26,7 +26,7 @@ from genlm_lab.control.constant import EOS, EndOfSequence
 from genlm_lab.control.token_types import TokenType, infer_vocabulary_type
 from genlm_lab.control.weights import LazyWeights, WeightsBatch
 
-__all__ = ["Potential"]
+__all__ = ["Potential", "factor_names"]
 
 
 def _nonempty(contexts: Sequence[Any], method: str) -> None:
@@ -267,6 +267,7 @@ class Potential(PotentialChecks, ABC):
     # ------------------------------------------------------------ algebra
     def __mul__(self, other: Potential) -> Potential:
         """The product potential: weights add in log space. Vocabularies must match."""
+        # operator overloading: the subclass lives in a module that imports this one
         from genlm_lab.control.operators import Product
 
         if not isinstance(other, Potential):
@@ -278,6 +279,7 @@ class Potential(PotentialChecks, ABC):
 
         `p ** 0` is the indicator of `p`'s support, `p ** -1` its inverse there.
         """
+        # operator overloading: the subclass lives in a module that imports this one
         from genlm_lab.control.operators import Power
 
         return Power(self, exponent)
@@ -288,6 +290,7 @@ class Potential(PotentialChecks, ABC):
         `(llm * mask).normalize()` is the locally normalised product: what
         a sampler that draws token by token from `llm * mask` produces.
         """
+        # like the operators: a method building a subclass whose module imports this one
         from genlm_lab.control.normalized import Normalized
 
         return Normalized(self)
@@ -304,6 +307,7 @@ class Potential(PotentialChecks, ABC):
         potential's tokens; e.g. a byte-level regex over an LLM's tokens, where
         a token is allowed iff its bytes keep the regex alive.
         """
+        # like the operators: `coerce` builds a subclass whose module imports this one
         from genlm_lab.control.coerce import coerce
 
         return coerce(self, other, f=f, prune=prune)
@@ -314,6 +318,7 @@ class Potential(PotentialChecks, ABC):
         The wrapper is kept: every call returns the same one, so samplers that
         share this potential share its batches.
         """
+        # like the operators: a method building a subclass whose module imports this one
         from genlm_lab.control.operators import AutoBatched
 
         wrapper = self.__dict__.get("_autobatched")
@@ -324,3 +329,14 @@ class Potential(PotentialChecks, ABC):
 
     def __repr__(self) -> str:
         return f"{self.name}({len(self.vocab)} tokens)"
+
+
+def factor_names(potential: Potential) -> list[str]:
+    """Names of the potential's factors, repeats made distinct with "#2", "#3", ..."""
+    seen: dict[str, int] = {}
+    out = []
+    for factor in potential.factors():
+        name = factor.name
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out

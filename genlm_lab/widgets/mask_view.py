@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.smc import factor_names
+from genlm_lab.control.potential import factor_names
 from genlm_lab.trie import TokenCharacterTrie
 from genlm_lab.util import escape_bytes
 from genlm_lab.widgets._base import LiveView, esm

@@ -214,6 +214,13 @@ def particles_html(data: dict) -> str:
     return wrap(body, "particles")
 
 
+def record_html(record: SMCRecord) -> str:
+    """The static particle view of a record: what `SMCRecord._repr_html_` shows."""
+    run_id, entries = step_entries(record)
+    data = particle_data(entries, run_id=run_id, done=True, status=final_status(record))
+    return particles_html(data)
+
+
 def _killed_html(p: dict) -> str:
     k = p.get("killed")
     if not k:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genlm_lab.trie import ParallelTokenCharacterTrie, TokenCharacterTrie
-from genlm_lab.trie.parallel import reachability_pairs
+from genlm_lab.trie._sparse import reachability_pairs
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

