@@ -296,7 +296,7 @@ def _byte_trie_rows(vocab, eos_ids, ws) -> list[dict]:
     eos = [bytes(vocab[i]) for i in eos_ids]
     # genlm-bytes 0.2.0 names the seed's `eos_tokens` `eos_byte_strings`.
     theirs = TheirByteTrie(their_vocab, device="cpu", eos_byte_strings=eos)
-    ours = TokenByteTrie(vocab, device="cpu", eos_tokens=eos_ids)
+    ours = TokenByteTrie(vocab, device="cpu", eos_byte_strings=eos_ids)
     wt = torch.from_numpy(ws)
     our_mass = ours.weight_sum(ws[0], TrieMode.WITH_EOS)
     their_mass = theirs.weight_sum(wt[0], TheirMode.WITH_EOS).numpy()

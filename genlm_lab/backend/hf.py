@@ -111,12 +111,13 @@ class AsyncTransformer(_BatchedLM):
         Args:
             model_id: `"smollm2-135m"` / `"default"`, `"tiny-random"`, a local
                 HF directory, or a hub id in the local HF cache.
-            hf_opts: `device` / `dtype` for `load_hf_model`.
+            hf_opts: genlm-backend's options for `from_pretrained`; genlm_lab
+                takes `torch_dtype` / `dtype` and `device_map` / `device`.
             **kwargs: passed to the constructor (batch_size, timeout, cache bounds).
         """
-        from genlm_lab.backend.models import load_hf_model
+        from genlm_lab.backend.models import hf_load_options, load_hf_model
 
-        model, tokenizer = load_hf_model(model_id, **(hf_opts or {}))
+        model, tokenizer = load_hf_model(model_id, **hf_load_options(hf_opts))
         return cls(model, tokenizer, **kwargs)
 
     # -- queries -----------------------------------------------------------------

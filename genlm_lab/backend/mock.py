@@ -53,6 +53,18 @@ class MockAsyncLM(_UnbatchedLM):
         self.seed = seed
         super().__init__(tokenizer, vocab, str_vocab, bos, eos_token_ids or ())
 
+    @classmethod
+    def from_name(cls, model_name: str, **kwargs: Any) -> MockAsyncLM:
+        """A mock over the tokenizer of `model_name` (genlm-backend's constructor name).
+
+        Args:
+            model_name: any name `load_tokenizer` resolves (`"default"`, a local dir).
+            **kwargs: `seed`, `eos_token_ids`.
+        """
+        from genlm_lab.backend.models import load_tokenizer
+
+        return cls(tokenizer=load_tokenizer(model_name), **kwargs)
+
     def _logprobs(self, context: tuple[int, ...]) -> torch.Tensor:
         logits = torch.as_tensor(seeded_logits(self.seed, context, self.vocab_size))
         return torch.log_softmax(logits, dim=0).float()

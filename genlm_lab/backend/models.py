@@ -54,6 +54,7 @@ __all__ = [
     "default_model_status",
     "load_hf_model",
     "load_tokenizer",
+    "hf_load_options",
     "local_model_dir",
     "register_model_alias",
     "resolve_model_name",
@@ -262,6 +263,36 @@ def _torch_device(device: Any) -> Any:
             f"device {device!r}: this torch ({torch.__version__}) has no CUDA device; use 'cpu'"
         )
     return parsed
+
+
+def hf_load_options(hf_opts: dict | None) -> dict[str, Any]:
+    """`load_hf_model` keywords from genlm-backend's `hf_opts` (options of `from_pretrained`).
+
+    `torch_dtype` / `dtype` become `dtype`; `device_map` / `device` (a device
+    name) become `device`.
+
+    Raises:
+        ValueError: for another key: genlm_lab loads offline through its own
+            path, so other `from_pretrained` options have no effect here.
+    """
+    opts = dict(hf_opts or {})
+    out: dict[str, Any] = {}
+    for key, dest in (("torch_dtype", "dtype"), ("dtype", "dtype")):
+        if key in opts:
+            out[dest] = opts.pop(key)
+    for key in ("device_map", "device"):
+        if key in opts:
+            value = opts.pop(key)
+            if value not in (None, "auto"):
+                if not isinstance(value, str):
+                    raise ValueError(f"hf_opts {key}={value!r}: give one device name, e.g. 'cpu'")
+                out["device"] = value
+    if opts:
+        raise ValueError(
+            f"hf_opts {sorted(opts)} are not supported by genlm_lab; it takes "
+            "torch_dtype / dtype and device_map / device"
+        )
+    return out
 
 
 def load_hf_model(

@@ -70,7 +70,8 @@ def load_model_by_name(
             `{"batch_size": 32, "timeout": 0.02}` for `"hf"` or
             `{"engine_opts": {...}}` for `"vllm"`. `"hf"` also takes
             `device`, `dtype` and `progress` (a bar for the one-off conversion
-            of the default model) for `load_hf_model`.
+            of the default model) for `load_hf_model`, and genlm-backend's
+            `hf_opts` (`{"torch_dtype": ..., "device_map": ...}`).
 
     Returns:
         An `AsyncLM`.
@@ -114,19 +115,18 @@ def load_model_by_name(
         return AsyncVirtualLM.from_name(name, **opts)
 
     from genlm_lab.backend.hf import AsyncTransformer
-    from genlm_lab.backend.models import load_hf_model
+    from genlm_lab.backend.models import hf_load_options, load_hf_model
 
     _check_opts(
         opts,
         key,
         [AsyncTransformer.__init__],
         taken={"hf_model", "hf_tokenizer"},
-        extra=("device", "dtype", "progress"),
+        extra=("device", "dtype", "progress", "hf_opts"),
     )
-    model, tokenizer = load_hf_model(
-        name,
-        device=opts.pop("device", None),
-        dtype=opts.pop("dtype", None),
-        progress=opts.pop("progress", None),
-    )
+    load = hf_load_options(opts.pop("hf_opts", None))
+    for name_ in ("device", "dtype"):
+        if name_ in opts:
+            load[name_] = opts.pop(name_)
+    model, tokenizer = load_hf_model(name, progress=opts.pop("progress", None), **load)
     return AsyncTransformer(model, tokenizer, **opts)

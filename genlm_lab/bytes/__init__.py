@@ -2,7 +2,7 @@
 
 Typical use::
 
-    beam = await ByteBeamState.initial(llm, BeamParams(K=5, eos_tokens=[b"<|im_end|>"]))
+    beam = await ByteBeamState.initial(llm, BeamParams(K=5, eos_byte_strings=[b"<|im_end|>"]))
     beam = await beam.prefill(b"The quick brown")
     q = await beam.logp_next()          # LazyByteProbs over bytes and EOS
     beam = await (beam.prune() << ord(" "))

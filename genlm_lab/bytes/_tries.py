@@ -26,10 +26,10 @@ def trie_for(model: Any, eos_tokens: Any, trie_opts: dict | None = None) -> Asyn
     Building the trie of a 49k-token vocabulary takes about a second, so beams
     over the same model share it (keyed weakly by the model object).
     """
-    if trie_opts and "eos_tokens" in trie_opts:
+    if trie_opts and ({"eos_tokens", "eos_byte_strings"} & set(trie_opts)):
         raise ValueError(
-            "trie_opts may not set eos_tokens: the beam's EOS tokens come from "
-            "BeamParams(eos_tokens=...)"
+            "trie_opts may not set eos_tokens / eos_byte_strings: the beam's EOS tokens come "
+            "from BeamParams(eos_byte_strings=...)"
         )
     key = _key(eos_tokens, trie_opts)
     try:
@@ -39,7 +39,7 @@ def trie_for(model: Any, eos_tokens: Any, trie_opts: dict | None = None) -> Asyn
     trie = per_model.get(key)
     if trie is None:
         opts = dict(trie_opts or {})
-        opts["eos_tokens"] = list(eos_tokens or ())
+        opts["eos_byte_strings"] = list(eos_tokens or ())
         trie = AsyncTokenByteTrie.from_vocab(model.byte_vocab, **opts)
         per_model[key] = trie
     return trie

@@ -108,7 +108,7 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         if not isinstance(params, BeamParams):
             raise ValueError(f"params must be a BeamParams, got {type(params).__name__}")
         lm_state = llm if isinstance(llm, StatefulTokenizedLM) else StatefulTokenizedLM.initial(llm)
-        trie = trie_for(lm_state.model, params.eos_tokens, trie_opts)
+        trie = trie_for(lm_state.model, params.eos_byte_strings, trie_opts)
         state = LazyTrieState.initial(lm_state, trie, mode=TrieMode.WITH_EOS)
         await state.materialize()
         beam = cls([state], params, base_len=len(lm_state.context))
@@ -287,11 +287,11 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
         if not new:
             if self.terminated:
                 raise EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
-            if a == EOS and not self.params.eos_tokens:
+            if a == EOS and not self.params.eos_byte_strings:
                 raise EmptyBeamError(
                     a,
                     self.position,
-                    "no EOS tokens are configured (BeamParams(eos_tokens=[...]) names them)",
+                    "no EOS tokens are configured (BeamParams(eos_byte_strings=[...]) names them)",
                 )
             if not self.params.heal:
                 raise EmptyBeamError(

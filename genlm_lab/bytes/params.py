@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
+
+from genlm_lab.util.renamed import renamed_argument
 
 
 class EmptyBeamError(ValueError):
@@ -36,13 +38,13 @@ def _check_optional_count(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
 
 
-def _check_eos_tokens(eos_tokens: Any) -> list:
+def _check_eos_tokens(eos_tokens: Any, name: str = "eos_byte_strings") -> list:
     """EOS tokens as a list of bytes (a `Token` kept as is) and int ids."""
     if eos_tokens is None:
         return []
     if isinstance(eos_tokens, (bytes, bytearray, str, int)) or not hasattr(eos_tokens, "__iter__"):
         raise ValueError(
-            f"eos_tokens must be a list of tokens (bytes, Token or id), got {eos_tokens!r}; "
+            f"{name} must be a list of tokens (bytes, Token or id), got {eos_tokens!r}; "
             f"write [{eos_tokens!r}] for one token"
         )
     out = []
@@ -68,9 +70,10 @@ class BeamParams:
             are dropped by `prune()`, and extensions below it are never
             evaluated (0 keeps all, as in genlm-bytes).
         verbose: print the beam after each byte.
-        eos_tokens: byte strings (or Tokens / ids) of the tokens that end the
-            sequence; their probability goes to the EOS slot (257) at token
-            boundaries. None: no EOS.
+        eos_byte_strings: byte strings (or Tokens / ids) of the tokens that
+            end the sequence; their probability goes to the EOS slot (257) at
+            token boundaries. None or empty: no EOS. Kept as a set, as in
+            genlm-bytes 0.2.
         heal: repair a beam that would become empty (see `TokenHealer`).
         heal_max_backoff: most bytes healing may un-read (None: no limit).
         heal_max_splits: most extra tokens healing may commit while replaying.
@@ -95,20 +98,28 @@ class BeamParams:
             4K candidates are kept, and warns where that is not enough (mass
             dropped earlier cannot be recovered, and its bound loosens as
             the kept candidates read on).
+        eos_tokens: the name of `eos_byte_strings` before genlm-bytes 0.2;
+            still accepted with a `DeprecationWarning` (giving both is a
+            `TypeError`), and reads back as the same set.
     """
 
     K: int
     prune_threshold: float = 0.0
     verbose: bool = False
-    eos_tokens: list[bytes] | None = None
+    eos_byte_strings: Any = None
     heal: bool = True
     heal_max_backoff: int | None = None
     heal_max_splits: int | None = None
     extend_threshold: float = field(default=0.0)
     max_width: float | None = None
     on_wide: str = "warn"
+    eos_tokens: InitVar[Any] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, eos_tokens: Any) -> None:
+        if not isinstance(eos_tokens, _OldName):  # not passed back by dataclasses.replace
+            self.eos_byte_strings = renamed_argument(
+                "BeamParams", "eos_byte_strings", self.eos_byte_strings, "eos_tokens", eos_tokens
+            )
         if isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1:
             raise ValueError(f"K (beam width) must be an int >= 1, got {self.K!r}")
         for name in ("prune_threshold", "extend_threshold"):
@@ -127,7 +138,7 @@ class BeamParams:
             raise ValueError(f"on_wide must be 'warn' or 'widen', got {self.on_wide!r}")
         _check_optional_count("heal_max_backoff", self.heal_max_backoff)
         _check_optional_count("heal_max_splits", self.heal_max_splits)
-        self.eos_tokens = _check_eos_tokens(self.eos_tokens)
+        self.eos_byte_strings = set(_check_eos_tokens(self.eos_byte_strings))
 
     @property
     def widens(self) -> bool:
@@ -142,7 +153,27 @@ class BeamParams:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters (EOS tokens as lists of ints)."""
         out = asdict(self)
-        out["eos_tokens"] = [
-            list(t) if isinstance(t, (bytes, bytearray)) else int(t) for t in self.eos_tokens
-        ]
+        out["eos_byte_strings"] = sorted(
+            (
+                list(t) if isinstance(t, (bytes, bytearray)) else int(t)
+                for t in self.eos_byte_strings
+            ),
+            key=repr,
+        )
         return out
+
+
+class _OldName(frozenset):
+    """What `params.eos_tokens` reads: a copy of `eos_byte_strings`.
+
+    Its own type, so that `dataclasses.replace(params, ...)`, which passes every
+    init argument back by reading it, is not taken for a second, deprecated one.
+    """
+
+
+def _eos_tokens(self: BeamParams) -> frozenset:
+    return _OldName(self.eos_byte_strings)
+
+
+# Read access under the old name; set after the decorator, which keeps the InitVar's default.
+BeamParams.eos_tokens = property(_eos_tokens, doc="The old name of `eos_byte_strings`.")  # type: ignore[assignment]

@@ -25,6 +25,7 @@ import torch
 from genlm_lab.trie._base import _TrieBase
 from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
 from genlm_lab.trie.async_trie import _AsyncTrie, check_request
+from genlm_lab.util.renamed import renamed_argument
 
 _EDGE_KEYS = frozenset([*range(256), EOS])
 
@@ -83,13 +84,20 @@ class TokenByteTrie(_TrieBase):
     Args:
         decode: one byte string (or `Token`) per token id.
         device: "cpu", "cuda" or None (CUDA when available).
-        atomic_tokens: tokens kept whole as one edge (bytes, `Token` or ids).
-        eot_token: key of end-of-token edges (default None).
-        eos_tokens: tokens that end the sequence (bytes, `Token` or ids).
+        atomic_byte_strings: tokens kept whole as one edge (bytes, `Token` or ids).
+        eot_sentinel: key of end-of-token edges (default None).
+        eos_byte_strings: tokens that end the sequence (bytes, `Token` or ids).
         max_batch_size: largest batch one sparse product handles at once.
         kernel: "numba", "sparse" or None (numba on CPU, sparse on CUDA).
+        atomic_tokens, eos_tokens: the names of `atomic_byte_strings` and
+            `eos_byte_strings` before genlm-bytes 0.2 (a `DeprecationWarning`;
+            giving both names is a `TypeError`). `eot_token` is another name
+            of `eot_sentinel`.
 
     Attributes:
+        eos_byte_strings, atomic_byte_strings: the byte strings of the EOS and
+            atomic tokens (sets; also readable as `eos_tokens`, `atomic_tokens`).
+        eot_token: the end-of-token key (`eot_sentinel`).
         eos_node: the EOS node under the root.
         eos_token_ids: sorted token ids treated as EOS.
         children, root, node2prefix, word2leaf, leaf2word, leaf2token_id,
@@ -104,12 +112,24 @@ class TokenByteTrie(_TrieBase):
         self,
         decode: Sequence[bytes],
         device: str | torch.device | None = None,
+        atomic_byte_strings: Iterable | None = None,
+        eot_sentinel: Hashable = None,
+        eos_byte_strings: Iterable | None = None,
+        max_batch_size: int = 64,
+        kernel: str | None = None,
+        *,
         atomic_tokens: Iterable | None = None,
         eot_token: Hashable = None,
         eos_tokens: Iterable | None = None,
-        max_batch_size: int = 64,
-        kernel: str | None = None,
     ):
+        name = "TokenByteTrie"
+        atomic = renamed_argument(
+            name, "atomic_byte_strings", atomic_byte_strings, "atomic_tokens", atomic_tokens
+        )
+        eos = renamed_argument(name, "eos_byte_strings", eos_byte_strings, "eos_tokens", eos_tokens)
+        if eot_token is not None and eot_sentinel is not None:
+            raise TypeError("give eot_sentinel or eot_token (the same setting), not both")
+        eot_token = eot_sentinel if eot_token is None else eot_token
         words = as_byte_vocab(decode)
         try:
             # `in` a set: anything equal to a byte or EOS (97.0, np.int64(97), True)
@@ -125,9 +145,10 @@ class TokenByteTrie(_TrieBase):
                 "use None (default) or a value such as 256"
             )
         self.decode = decode
-        self.eot_token = eot_token
-        atomic_ids, self.atomic_tokens = _resolve_tokens(atomic_tokens, words, "atomic")
-        eos_ids, self.eos_tokens = _resolve_tokens(eos_tokens, words, "EOS")
+        self.eot_token = self.eot_sentinel = eot_token
+        atomic_ids, self.atomic_byte_strings = _resolve_tokens(atomic, words, "atomic")
+        eos_ids, self.eos_byte_strings = _resolve_tokens(eos, words, "EOS")
+        self.atomic_tokens, self.eos_tokens = self.atomic_byte_strings, self.eos_byte_strings
         self.eos_token_ids = sorted(eos_ids)
 
         def leaf_key(children: dict, token_id: int) -> Hashable:

@@ -29,7 +29,7 @@ class ByteLLM(Potential):
 
     Args:
         llm: any `AsyncLM`.
-        beam_params: the beam's settings (`BeamParams(K=..., eos_tokens=...)`).
+        beam_params: the beam's settings (`BeamParams(K=..., eos_byte_strings=...)`).
         prompt: text (or bytes) the generation continues.
         cache_size: how many beams (one per context) to keep.
     """

@@ -105,7 +105,7 @@ class ByteLMContext:
         """
         if params is None:
             eos = [bytes(llm.byte_vocab[i]) for i in llm.eos_token_ids]
-            params = BeamParams(K=4, eos_tokens=eos)
+            params = BeamParams(K=4, eos_byte_strings=eos)
         prompt = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
         beam = await ByteBeamState.initial(llm, params)
         if prompt:

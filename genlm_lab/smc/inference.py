@@ -80,7 +80,7 @@ async def smc_standard(
         raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold}")
     if resampling_method not in RESAMPLING_METHODS:
         raise ValueError(
-            f"unknown resampling method {resampling_method!r}; expected one of {RESAMPLING_METHODS}"
+            f"unknown resampling method {resampling_method!r}; expected one of {list(RESAMPLING_METHODS)}"
         )
     params = {
         "ess_threshold": ess_threshold,

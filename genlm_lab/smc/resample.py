@@ -8,16 +8,21 @@ multinomial resampling.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from genlm_lab.smc._run import check_n
 
-__all__ = ["RESAMPLING_METHODS", "resample"]
-
-RESAMPLING_METHODS = ("multinomial", "stratified", "systematic", "residual")
-"""The names `resample` (and `smc_standard`'s `resampling_method`) accepts."""
+__all__ = [
+    "RESAMPLING_METHODS",
+    "get_resampling_fn",
+    "multinomial_resample",
+    "resample",
+    "residual_resample",
+    "stratified_resample",
+    "systematic_resample",
+]
 
 
 def _weights(log_weights: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -62,11 +67,15 @@ def resample(
     """
     if method not in RESAMPLING_METHODS:
         raise ValueError(
-            f"unknown resampling method {method!r}; expected one of {RESAMPLING_METHODS}"
+            f"unknown resampling method {method!r}; expected one of {list(RESAMPLING_METHODS)}"
         )
     n = check_n("n", n)
     rng = np.random.default_rng() if rng is None else rng
-    w = _weights(log_weights)
+    return _draw(_weights(log_weights), n, method, rng)
+
+
+def _draw(w: np.ndarray, n: int, method: str, rng: np.random.Generator) -> np.ndarray:
+    """`n` sorted indices drawn by `method` from normalised probabilities `w`."""
     if method == "multinomial":
         out = _invert(w, rng.random(n))
     elif method == "stratified":
@@ -83,3 +92,48 @@ def resample(
                 residual = w
             out = np.concatenate([out, _invert(residual, rng.random(rest))])
     return np.sort(out.astype(np.int64))
+
+
+# LLaMPPL's names: probabilities in (not logs), as many indices out as weights, and
+# randomness from numpy's global state, so `np.random.seed(s)` makes a draw repeatable.
+def _llamppl(method: str) -> Callable[[np.ndarray], np.ndarray]:
+    def resample_fn(weights: Sequence[float] | np.ndarray) -> np.ndarray:
+        w = np.asarray(weights, dtype=np.float64).ravel()
+        if w.size == 0 or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"weights must be finite, >= 0 and not all 0, got {weights!r}")
+        rng = np.random.default_rng(np.random.randint(2**31))
+        return _draw(w / w.sum(), w.size, method, rng)
+
+    resample_fn.__name__ = resample_fn.__qualname__ = f"{method}_resample"
+    resample_fn.__doc__ = (
+        f"{method.capitalize()} resampling of probabilities `weights` (llamppl's name): "
+        "len(weights) sorted ancestor indices; seeded by `np.random.seed`."
+    )
+    return resample_fn
+
+
+multinomial_resample = _llamppl("multinomial")
+stratified_resample = _llamppl("stratified")
+systematic_resample = _llamppl("systematic")
+residual_resample = _llamppl("residual")
+
+RESAMPLING_METHODS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "multinomial": multinomial_resample,
+    "stratified": stratified_resample,
+    "systematic": systematic_resample,
+    "residual": residual_resample,
+}
+"""Method name -> llamppl-style function; the names `resample` and `smc_standard` accept."""
+
+
+def get_resampling_fn(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The llamppl-style resampling function called `name`.
+
+    Raises:
+        ValueError: for a name not in `RESAMPLING_METHODS`.
+    """
+    if name not in RESAMPLING_METHODS:
+        raise ValueError(
+            f"Unknown resampling method {name!r}; expected one of {list(RESAMPLING_METHODS)}"
+        )
+    return RESAMPLING_METHODS[name]

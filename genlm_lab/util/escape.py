@@ -79,3 +79,36 @@ def byte_label(byte: int | None) -> str:
     if byte == 256:
         return "EOT"
     return escape_bytes(bytes([byte]), visible_space=True)
+
+
+def escape(x: int | bytes | str) -> str:
+    """genlm-bytes' display form of a byte, byte string or text: spaces drawn as ``␣``.
+
+    A single byte (an int 0..255) or bytes goes through `escape_bytes`; text
+    is encoded as UTF-8 first.
+    """
+    if isinstance(x, str):
+        x = x.encode("utf-8")
+    elif isinstance(x, int) and not isinstance(x, bool):
+        x = bytes([x])
+    return escape_bytes(bytes(x), visible_space=True)
+
+
+def format_byte(b: object) -> str:
+    """A byte as Python writes it (``b'A'``); anything else (256, 257, ...) as its str."""
+    try:
+        value = int(b.__index__())  # type: ignore[attr-defined]
+        if 0 <= value <= 255:
+            return repr(bytes([value]))
+    except Exception:  # not an int-like: shown as is (genlm-bytes does the same)
+        pass
+    return str(b)
+
+
+def format_table(rows: list, headings: list | None = None) -> str:
+    """An HTML table of `rows` (lists of cells, shown with `str`) under `headings`."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headings or ())
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

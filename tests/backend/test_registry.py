@@ -117,3 +117,31 @@ def test_hf_backend_passes_progress_on_to_the_model_loader(monkeypatch, tiny_ran
     monkeypatch.setattr(models, "load_hf_model", fake_load)
     load_model_by_name("tiny-random", backend="hf", llm_opts={"progress": False})
     assert seen == {"name": "tiny-random", "progress": False}
+
+
+def test_hf_opts_of_genlm_backend_set_dtype_and_refuse_unknown_keys():
+    import torch
+
+    from genlm_lab.backend import load_model_by_name
+    from genlm_lab.backend.models import hf_load_options
+
+    lm = load_model_by_name(
+        "tiny-random", backend="hf", llm_opts={"hf_opts": {"torch_dtype": torch.float64}}
+    )
+    assert next(lm.model.parameters()).dtype == torch.float64
+    assert hf_load_options({"device_map": "cpu", "dtype": "float32"}) == {
+        "device": "cpu",
+        "dtype": "float32",
+    }
+    with pytest.raises(ValueError, match=r"hf_opts \['trust_remote_code'\] are not supported"):
+        load_model_by_name(
+            "tiny-random", backend="hf", llm_opts={"hf_opts": {"trust_remote_code": True}}
+        )
+
+
+def test_mock_from_name_uses_the_named_tokenizer():
+    from genlm_lab.backend import MockAsyncLM
+    from genlm_lab.backend.models import load_tokenizer
+
+    lm = MockAsyncLM.from_name("tiny-random", seed=3)
+    assert len(lm.byte_vocab) == len(load_tokenizer("tiny-random")) and lm.seed == 3

@@ -55,7 +55,7 @@ def test_logZ_equals_exact_prefix_probability(case):
     prefix_prob, end_prob = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_byte_strings=[EOS_TOKEN]))
         beam, logps = await read(beam, text)
         q = await beam.logp_next()
         return beam, logps, q
@@ -77,7 +77,7 @@ def test_prefill_reads_eos_tokens_as_ordinary_tokens(case):
     prefix_prob, _ = make_oracle(lm, eos_ids=())
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_byte_strings=[EOS_TOKEN]))
         return await beam.prefill(text)
 
     beam = asyncio.run(go())
@@ -91,7 +91,7 @@ def test_pruned_logZ_is_at_most_exact(case, K, threshold):
     prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
 
     async def go():
-        params = BeamParams(K=K, prune_threshold=threshold, eos_tokens=[EOS_TOKEN])
+        params = BeamParams(K=K, prune_threshold=threshold, eos_byte_strings=[EOS_TOKEN])
         beam = await ByteBeamState.initial(lm, params)
         prefilled = await beam.prefill(text)  # no logp_next: extensions evaluated lazily
         beam, _ = await read(beam, text, prune=True)
@@ -112,7 +112,7 @@ def test_extend_threshold_loses_at_most_its_share_per_byte(case, eps):
     prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
 
     async def go():
-        params = BeamParams(K=10_000, extend_threshold=eps, eos_tokens=[EOS_TOKEN])
+        params = BeamParams(K=10_000, extend_threshold=eps, eos_byte_strings=[EOS_TOKEN])
         beam = await ByteBeamState.initial(lm, params)
         beam, logps = await read(beam, text)
         return beam, logps
@@ -129,10 +129,10 @@ def test_extend_threshold_loses_at_most_its_share_per_byte(case, eps):
 def test_extend_threshold_moves_each_next_byte_distribution_by_at_most_its_share(case, eps, K):
     """Against the same candidates with every extension evaluated: TV <= eps at every byte."""
     lm, text = case
-    full = BeamParams(K=K, eos_tokens=[EOS_TOKEN])
+    full = BeamParams(K=K, eos_byte_strings=[EOS_TOKEN])
 
     async def go():
-        params = BeamParams(K=K, extend_threshold=eps, eos_tokens=[EOS_TOKEN])
+        params = BeamParams(K=K, extend_threshold=eps, eos_byte_strings=[EOS_TOKEN])
         beam = await ByteBeamState.initial(lm, params)
         distances, skipped = [], 0
         for b in text:
@@ -154,7 +154,7 @@ def test_eos_probability_at_the_start_is_the_eos_token_probability():
     lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_byte_strings=[EOS_TOKEN]))
         return await beam.logp_next()
 
     q = asyncio.run(go())
@@ -179,7 +179,7 @@ def test_after_eos_the_beam_is_terminated():
     lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_byte_strings=[EOS_TOKEN]))
         beam = await (beam << ord("a"))
         q = await beam.logp_next()
         before = beam.logZ
@@ -300,7 +300,7 @@ def test_prefill_skips_only_extensions_that_pruning_would_drop(case, K):
     lm, text = case
 
     async def go():
-        params = BeamParams(K=K, eos_tokens=[EOS_TOKEN])
+        params = BeamParams(K=K, eos_byte_strings=[EOS_TOKEN])
         start = await ByteBeamState.initial(lm, params)
         lazy = await start.prefill(text)
         full = start
@@ -330,11 +330,11 @@ def test_prune_keeps_the_heaviest_candidate_when_no_share_exceeds_the_threshold(
     lm = _two_equal_ids()
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=5, eos_byte_strings=[EOS_TOKEN]))
         beam = await beam.prefill(b"aa")
         assert [round(math.exp(s.weight - beam.logZ), 9) for s in beam] == [0.5, 0.5]
         strict = ByteBeamState(
-            beam.states, BeamParams(K=5, prune_threshold=0.6, eos_tokens=[EOS_TOKEN])
+            beam.states, BeamParams(K=5, prune_threshold=0.6, eos_byte_strings=[EOS_TOKEN])
         )
         pruned = strict.prune()
         return pruned, await pruned.logp_next()
@@ -351,7 +351,7 @@ def test_extensions_skipped_by_the_threshold_are_evaluated_when_nothing_else_con
     # and reading a byte fell back on healing (one candidate, a lower logZ).
     lm = _two_equal_ids()
     prefix_prob, _ = make_oracle(lm, eos_ids=(2,))
-    params = BeamParams(K=5, prune_threshold=0.6, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(K=5, prune_threshold=0.6, eos_byte_strings=[EOS_TOKEN])
 
     async def go():
         beam = await ByteBeamState.initial(lm, params)
@@ -382,7 +382,7 @@ async def test_cleanup_of_one_beam_leaves_another_beams_requests_alone():
     # Beams over one model share one trie: stopping it for one beam cancelled the
     # other's queued mass request (a CancelledError in a task nobody cancelled).
     lm = ToyLM([b"a", b"ab", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
-    params = BeamParams(K=5, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(K=5, eos_byte_strings=[EOS_TOKEN])
     other = await ByteBeamState.initial(lm, params)
     for ticks in range(4):
         beam = await (await ByteBeamState.initial(lm, params) << ord("a"))
@@ -407,7 +407,7 @@ async def test_cleanup_of_one_beam_leaves_another_beams_requests_alone():
 )
 def test_eos_tokens_that_are_not_a_list_of_tokens_raise_naming_the_problem(eos, match):
     with pytest.raises(ValueError, match=match):
-        BeamParams(K=2, eos_tokens=eos)
+        BeamParams(K=2, eos_byte_strings=eos)
 
 
 async def test_eos_tokens_as_bytes_bytearray_token_or_id_are_the_same_eos():
@@ -418,7 +418,7 @@ async def test_eos_tokens_as_bytes_bytearray_token_or_id_are_the_same_eos():
     lm = ToyLM(vocab, seed=3, eos=EOS_TOKEN)
     want = math.exp(float(lm.next_token_logprobs_sync(())[3]))
     for eos in ([EOS_TOKEN], [bytearray(EOS_TOKEN)], [Token(3, EOS_TOKEN)], [3], (3,)):
-        beam = await ByteBeamState.initial(lm, BeamParams(K=3, eos_tokens=eos))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=3, eos_byte_strings=eos))
         assert beam.trie.trie.eos_token_ids == [3]
         assert (await beam.logp_next()).prob(257) == pytest.approx(want, rel=1e-6)
 
@@ -428,7 +428,7 @@ async def test_a_custom_eot_token_gives_the_same_beam_as_the_default(eot_token):
     # The beam found end-of-token edges by the default key (None) only: with another
     # key it never committed a token, so "a" then "b" read as one token "ab" only.
     lm = ToyLM([b"a", b"ab", b"b", b"ba", b"b", EOS_TOKEN], seed=3, eos=EOS_TOKEN)
-    params = BeamParams(K=10, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(K=10, eos_byte_strings=[EOS_TOKEN])
     text = b"abab"
 
     async def run(trie_opts):
@@ -472,7 +472,7 @@ async def test_greedy_and_sample_take_text_like_prefill_and_check_steps():
 
 async def test_greedy_stops_at_eos_without_appending_it():
     lm = ToyLM([b"a", b"b", EOS_TOKEN], logprobs_fn=lambda ctx: [0.0, -1.0, 5.0 * (len(ctx) >= 2)])
-    beam = await ByteBeamState.initial(lm, BeamParams(K=4, eos_tokens=[EOS_TOKEN]))
+    beam = await ByteBeamState.initial(lm, BeamParams(K=4, eos_byte_strings=[EOS_TOKEN]))
     assert await beam.greedy(b"", 10) == b"aa"  # then EOS is the most likely slot
 
 
@@ -481,7 +481,7 @@ async def test_extend_returns_the_materialized_extensions_above_the_threshold(th
     # The seed's ByteBeamState.extend(logZ): shares are taken of logZ plus every
     # extension's weight.
     lm = ToyLM([b"a", b"ab", b"b", b"ba", b"a", EOS_TOKEN], seed=4, eos=EOS_TOKEN)
-    params = BeamParams(K=5, prune_threshold=threshold, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(K=5, prune_threshold=threshold, eos_byte_strings=[EOS_TOKEN])
     beam = await (await ByteBeamState.initial(lm, params) << ord("a"))
     cands = [e for s in beam.states for e in s.extensions()]
     assert len(cands) == 2  # the two ids of "a"
@@ -510,7 +510,7 @@ def test_exact_when_eos_bytes_start_or_occur_in_other_tokens(words, seed, text, 
     exact = prefix_prob((), text)
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[eos]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_byte_strings=[eos]))
         if exact == 0:  # no tokenization without EOS tokens spells text: empty, said clearly
             with pytest.raises(EmptyBeamError):
                 await read(beam, text)

@@ -103,7 +103,7 @@ def test_healing_can_end_the_sequence_with_the_exact_weight():
     lm = ToyLM([b"a", b"abc", b"b", b"$"], logprobs_fn=lambda ctx: [0.0, 3.0, 0.0, 0.0], eos=b"$")
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=1, eos_tokens=[b"$"]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=1, eos_byte_strings=[b"$"]))
         beam = await beam.prefill(b"ab")
         assert [s.partial for s in beam.prune().states] == [b"ab"]
         return await (beam.prune() << 257)

@@ -39,7 +39,9 @@ def test_exact_log_probability_lies_in_the_certified_interval(case, K, prune, ex
     lm, text = case
     eos_id = len(lm.byte_vocab) - 1
     prefix_prob, _ = make_oracle(lm, eos_ids=(eos_id,))
-    params = BeamParams(K=K, prune_threshold=prune, extend_threshold=extend, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(
+        K=K, prune_threshold=prune, extend_threshold=extend, eos_byte_strings=[EOS_TOKEN]
+    )
 
     async def go():
         beam = await ByteBeamState.initial(lm, params)
@@ -67,7 +69,7 @@ def test_prefill_interval_holds_with_eos_tokens_read_as_ordinary_tokens(case, K)
     prefix_prob, _ = make_oracle(lm, eos_ids=())
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=K, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=K, eos_byte_strings=[EOS_TOKEN]))
         return await beam.prefill(text)
 
     beam = asyncio.run(go())
@@ -81,7 +83,7 @@ def test_without_dropping_the_interval_is_a_point(case):
     lm, text = case
 
     async def go():
-        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_tokens=[EOS_TOKEN]))
+        beam = await ByteBeamState.initial(lm, BeamParams(K=10_000, eos_byte_strings=[EOS_TOKEN]))
         return await read_all(beam, text, with_logp=True)
 
     beam = asyncio.run(go())
@@ -94,7 +96,7 @@ def test_without_dropping_the_interval_is_a_point(case):
 @given(toy_cases(prefix_closed=True), st.sampled_from([0.05, 0.5, 2.0]))
 def test_widen_keeps_the_interval_within_max_width_up_to_four_times_k(case, max_width):
     lm, text = case
-    params = BeamParams(K=1, max_width=max_width, on_wide="widen", eos_tokens=[EOS_TOKEN])
+    params = BeamParams(K=1, max_width=max_width, on_wide="widen", eos_byte_strings=[EOS_TOKEN])
     prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
 
     async def go():

@@ -68,7 +68,9 @@ def assert_same(a, b, tol: float) -> None:
 def test_lookahead_gives_the_plain_beams_results(case, K, depth, prune, extend, prefill):
     lm, text = case
     text = text * 2  # longer texts: several lookahead windows
-    params = BeamParams(K=K, prune_threshold=prune, extend_threshold=extend, eos_tokens=[EOS_TOKEN])
+    params = BeamParams(
+        K=K, prune_threshold=prune, extend_threshold=extend, eos_byte_strings=[EOS_TOKEN]
+    )
     plain = asyncio.run(score(lm, params, text, 0, prefill))
     ahead = asyncio.run(score(lm, params, text, depth, prefill))
     assert_same(ahead, plain, 1e-9)

@@ -26,7 +26,7 @@ async def run(params: BeamParams, text: bytes):
 
 
 def test_one_record_per_byte_matching_the_beam():
-    lm, beam = asyncio.run(run(BeamParams(K=3, eos_tokens=[b"$"]), b"abab"))
+    lm, beam = asyncio.run(run(BeamParams(K=3, eos_byte_strings=[b"$"]), b"abab"))
     history = beam.history
     assert [s.position for s in history] == [0, 1, 2, 3, 4]
     assert [s.byte for s in history] == [None, *b"abab"]
@@ -65,11 +65,11 @@ def test_pruned_candidates_are_marked_and_next_distribution_kept():
 
 
 def test_records_serialise_to_strict_json():
-    _, beam = asyncio.run(run(BeamParams(K=3, eos_tokens=[b"$"]), b"aba"))
+    _, beam = asyncio.run(run(BeamParams(K=3, eos_byte_strings=[b"$"]), b"aba"))
     data = [step.to_dict() for step in beam.history]
     text = json.dumps({"params": beam.params.to_dict(), "steps": data}, allow_nan=False)
     back = json.loads(text)
-    assert back["params"]["K"] == 3 and back["params"]["eos_tokens"] == [list(b"$")]
+    assert back["params"]["K"] == 3 and back["params"]["eos_byte_strings"] == [list(b"$")]
     rows = back["steps"][-1]["candidates"]
     for row in rows:
         assert bytes(sum(row["tokens"], [])) + bytes(row["partial"]) == b"aba"

@@ -57,7 +57,9 @@ def brute_force(vocab, ws, eos, atomic, mode):
 )
 def test_masses_match_brute_force_in_both_modes(spec, seed, mode, kernel):
     vocab, eos, atomic = spec
-    trie = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel=kernel)
+    trie = TokenByteTrie(
+        vocab, device="cpu", eos_byte_strings=eos, atomic_byte_strings=atomic, kernel=kernel
+    )
     ws = np.random.default_rng(seed).exponential(size=len(vocab))
     mass = trie.weight_sum(ws, mode)
     prefix_mass, atomic_mass, eos_mass = brute_force(vocab, ws, eos, set(atomic), mode)
@@ -79,8 +81,12 @@ def test_masses_match_brute_force_in_both_modes(spec, seed, mode, kernel):
 @given(spec=vocab_with_specials(), seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([3, 10]))
 def test_numba_and_sparse_kernels_agree_batched(spec, seed, batch):
     vocab, eos, atomic = spec
-    a = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="numba")
-    b = TokenByteTrie(vocab, device="cpu", eos_tokens=eos, atomic_tokens=atomic, kernel="sparse")
+    a = TokenByteTrie(
+        vocab, device="cpu", eos_byte_strings=eos, atomic_byte_strings=atomic, kernel="numba"
+    )
+    b = TokenByteTrie(
+        vocab, device="cpu", eos_byte_strings=eos, atomic_byte_strings=atomic, kernel="sparse"
+    )
     ws = np.random.default_rng(seed).random((batch, len(vocab)))
     for mode in TrieMode:
         np.testing.assert_allclose(
@@ -114,7 +120,7 @@ def test_custom_eot_key_and_atomic_edge():
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below(kernel):
-    trie = TokenByteTrie([b"a", b"<e>"], eos_tokens=[b"<e>"], device="cpu", kernel=kernel)
+    trie = TokenByteTrie([b"a", b"<e>"], eos_byte_strings=[b"<e>"], device="cpu", kernel=kernel)
     mx = trie.weight_max(np.array([0.3, 0.7]), TrieMode.WITH_EOS)
     assert mx[trie.eos_node] == 0.7 and mx[trie.find(b"<e>")] == -np.inf
     assert trie.weight_max(np.array([0.3, 0.7]))[trie.eos_node] == -np.inf
@@ -123,10 +129,10 @@ def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below(kernel):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"eos_tokens": [b"zz"]}, r"EOS token b'zz' is not in the vocabulary"),
-        ({"atomic_tokens": [b"q"]}, r"atomic token b'q' is not in the vocabulary"),
-        ({"eos_tokens": [7]}, "EOS token 7 is not in the vocabulary"),
-        ({"eos_tokens": [Token(0, b"b")]}, "EOS token .* is not in the vocabulary"),
+        ({"eos_byte_strings": [b"zz"]}, r"EOS token b'zz' is not in the vocabulary"),
+        ({"atomic_byte_strings": [b"q"]}, r"atomic token b'q' is not in the vocabulary"),
+        ({"eos_byte_strings": [7]}, "EOS token 7 is not in the vocabulary"),
+        ({"eos_byte_strings": [Token(0, b"b")]}, "EOS token .* is not in the vocabulary"),
         ({"device": "metal"}, "device 'metal'"),
         ({"kernel": "cuda"}, "kernel 'cuda' is unknown"),
         ({"eot_token": 65}, "eot_token 65 would collide"),
@@ -163,7 +169,7 @@ def test_default_kernel_follows_device():
 
 async def test_async_batches_by_operation_and_mode():
     vocab = [b"a", b"ab", b"<e>", b"b"]
-    trie = AsyncTokenByteTrie.from_vocab(vocab, eos_tokens=[b"<e>"], device="cpu")
+    trie = AsyncTokenByteTrie.from_vocab(vocab, eos_byte_strings=[b"<e>"], device="cpu")
     rng = np.random.default_rng(0)
     ws = rng.random((4, len(vocab)))
     jobs = [trie.weight_sum(w, TrieMode.WITH_EOS) for w in ws]

@@ -15,7 +15,7 @@ VOCAB = [b"a", b"ab", b"abc", b"b", b"ba", b"$"]
 
 def setup():
     lm = ToyLM(VOCAB, seed=5, eos=b"$")
-    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_tokens=[b"$"])
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_byte_strings=[b"$"])
     return lm, trie
 
 
@@ -122,7 +122,7 @@ def test_concurrent_materialize_of_one_state_makes_one_lm_call():
 
 def test_cancelling_one_caller_leaves_the_shared_computation_to_the_others():
     lm = _GatedLM(VOCAB, seed=5, eos=b"$")
-    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_tokens=[b"$"])
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_byte_strings=[b"$"])
 
     async def go():
         lm.gate = asyncio.Event()
@@ -146,7 +146,7 @@ def test_cancelling_one_caller_leaves_the_shared_computation_to_the_others():
 
 def test_a_failed_materialize_reaches_every_caller_and_can_be_retried():
     lm = _GatedLM(VOCAB, seed=5, eos=b"$", fail=True)
-    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_tokens=[b"$"])
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab, eos_byte_strings=[b"$"])
 
     async def go():
         s = LazyTrieState.initial(lm, trie)

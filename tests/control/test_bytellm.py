@@ -26,7 +26,7 @@ def toy():
 def test_prefix_and_next_weights_are_the_beams():
     async def main():
         lm = toy()
-        params = BeamParams(K=8, eos_tokens=[b"$"])
+        params = BeamParams(K=8, eos_byte_strings=[b"$"])
         byte_llm = ByteLLM(lm, params)
         beam = await ByteBeamState.initial(lm, params)
         start = beam.logZ
@@ -52,7 +52,7 @@ def test_prefix_and_next_weights_are_the_beams():
 
 def test_multiplies_with_a_byte_constraint_and_reads_bytes_or_ints():
     async def main():
-        byte_llm = ByteLLM(toy(), BeamParams(K=4, eos_tokens=[b"$"]))
+        byte_llm = ByteLLM(toy(), BeamParams(K=4, eos_byte_strings=[b"$"]))
         regex = BoolFSA.from_regex("(ab)+c")
         product = byte_llm * regex
         w = await product.logw_next([b"a", b"b"])

@@ -34,7 +34,7 @@ def p_bytes_then_eos(lm, text, context=()):
 
 
 async def make_context(lm, k=16):
-    return await ByteLMContext.create(lm, b"", BeamParams(K=k, eos_tokens=[b"<eos>"]))
+    return await ByteLMContext.create(lm, b"", BeamParams(K=k, eos_byte_strings=[b"<eos>"]))
 
 
 async def test_observing_bytes_gives_the_probability_summed_over_tokenizations():

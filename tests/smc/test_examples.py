@@ -58,7 +58,9 @@ async def test_short_line_on_a_toy_lm_ends_with_a_newline_or_eos():
 
 
 async def test_regex_model_on_tiny_random_matches_the_pattern(tiny):
-    ctx = await ByteLMContext.create(tiny, "Code: ", BeamParams(K=2, eos_tokens=[b"<|im_end|>"]))
+    ctx = await ByteLMContext.create(
+        tiny, "Code: ", BeamParams(K=2, eos_byte_strings=[b"<|im_end|>"])
+    )
     result = await smc_standard(RegexBytes(ctx, r"[0-9]{2}-[a-c]"), 3, seed=0)
     assert len(_live(result)) > 0
     for particle in _live(result):

@@ -79,3 +79,28 @@ def test_bad_input_raises_one_clear_error():
         resample([0.0, math.nan], 3)
     with pytest.raises(ValueError, match="positive int"):
         resample([0.0], 0)
+
+
+@pytest.mark.parametrize("name", list(RESAMPLING_METHODS))
+def test_llamppl_style_function_is_unbiased_and_repeatable_under_np_random_seed(name):
+    from genlm_lab.smc.resample import get_resampling_fn
+
+    fn = get_resampling_fn(name)
+    w = np.array([0.5, 0.3, 0.15, 0.05])
+    np.random.seed(7)
+    a = fn(w)
+    np.random.seed(7)
+    assert np.array_equal(a, fn(w)) and len(a) == len(w)
+    counts = np.zeros(len(w))
+    for seed in range(3000):
+        np.random.seed(seed)
+        counts += np.bincount(fn(w), minlength=len(w))
+    # each index is expected n * w_i times per draw; 3000 draws put the mean within ~0.01
+    np.testing.assert_allclose(counts / (3000 * len(w)), w, atol=0.015)
+
+
+def test_get_resampling_fn_refuses_an_unknown_name():
+    from genlm_lab.smc.resample import get_resampling_fn
+
+    with pytest.raises(ValueError, match="Unknown resampling method 'nope'"):
+        get_resampling_fn("nope")

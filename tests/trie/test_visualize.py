@@ -67,7 +67,7 @@ def test_subtrie_under_prefix_and_node_masses_input():
 
 def test_byte_trie_marks_eot_eos_and_escapes_bytes():
     vocab = [b"a", b"\xc3", b" x", b"<e>"]
-    trie = TokenByteTrie(vocab, eos_tokens=[b"<e>"], device="cpu")
+    trie = TokenByteTrie(vocab, eos_byte_strings=[b"<e>"], device="cpu")
     data = subtrie_data(trie, np.full(4, 0.25), mode=TrieMode.WITH_EOS)
     kinds = {e["kind"] for e in data["edges"]}
     assert {"byte", "eot", "eos"} <= kinds
@@ -106,7 +106,7 @@ def test_a_mode_for_a_character_trie_raises_value_error():
 @needs_dot
 def test_toylm_vocabulary_renders_to_svg_with_dot():
     lm = ToyLM([b"a", b"b", b"ab", b"\n", b"\xff", b'"q"', b"<e>"], eos=b"<e>")
-    trie = TokenByteTrie(lm.byte_vocab, eos_tokens=[lm.eos_token_ids[0]], device="cpu")
+    trie = TokenByteTrie(lm.byte_vocab, eos_byte_strings=[lm.eos_token_ids[0]], device="cpu")
     probs = np.exp(lm.next_token_logprobs_sync([]).numpy())
     svg = trie.visualize(probs, mode=TrieMode.WITH_EOS).pipe(format="svg").decode()
     assert svg.lstrip().startswith("<?xml") and "</svg>" in svg

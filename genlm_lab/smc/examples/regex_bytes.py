@@ -21,7 +21,7 @@ class RegexBytes(Model):
 
     Args:
         context: a fresh `ByteLMContext` (after the prompt); its beam needs
-            EOS tokens (`BeamParams(eos_tokens=...)`) when `require_eos`.
+            EOS tokens (`BeamParams(eos_byte_strings=...)`) when `require_eos`.
         pattern: the regular expression (text or bytes) to match in full.
         max_bytes: the most bytes to generate; a particle still without a
             full match then dies.

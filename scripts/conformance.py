@@ -1,0 +1,254 @@
+"""Run the GenLM packages' own test suites against genlm_lab and write CONFORMANCE.md.
+
+The PyPI sdists of genlm-backend 0.3.1, genlm-bytes 0.2.0, genlm-control
+0.4.1 and llamppl 0.2.3 carry their `tests/` folders. This script downloads
+them once with pip (cached under .cache/conformance/), extracts the tests,
+and runs each suite with pytest through `genlm_lab.compat`
+(scripts/conformance_plugin.py), so `import genlm.bytes` and the rest
+resolve to genlm_lab. Tests listed in scripts/conformance_exclusions.toml
+are left out, each with its reason.
+
+The baseline is what passes against the original packages on this machine,
+measured with `--original` (needs them installed: `scripts/setup.sh bench`)
+and stored in scripts/conformance_baseline.json. The score of a suite is the
+share of baseline-passing, non-excluded tests that pass against genlm_lab.
+
+Usage:
+    python scripts/conformance.py                    # all suites, writes CONFORMANCE.md
+    python scripts/conformance.py --suite genlm-bytes --suite llamppl
+    python scripts/conformance.py --fast --check     # what `make test` runs
+    python scripts/conformance.py --original         # re-measure the baseline
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "conformance"
+SCRIPTS = ROOT / "scripts"
+BASELINE = SCRIPTS / "conformance_baseline.json"
+EXCLUSIONS = SCRIPTS / "conformance_exclusions.toml"
+REPORT = ROOT / "CONFORMANCE.md"
+
+#: suite -> (sdist file stem, version, share of baseline tests that must pass, in `--fast`)
+SUITES: dict[str, tuple[str, str, float, bool]] = {
+    "genlm-backend": ("genlm_backend", "0.3.1", 0.90, True),
+    "genlm-bytes": ("genlm_bytes", "0.2.0", 0.90, True),
+    "genlm-control": ("genlm_control", "0.4.1", 0.75, False),
+    "llamppl": ("llamppl", "0.2.3", 0.75, True),
+}
+
+
+def sdist(suite: str) -> Path:
+    """The suite's sdist, downloaded with pip the first time."""
+    stem, version, _, _ = SUITES[suite]
+    path = CACHE / "sdists" / f"{stem}-{version}.tar.gz"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+            + ["-d", str(path.parent), f"{suite}=={version}"],
+            check=True,
+        )
+    if not path.exists():
+        raise FileNotFoundError(f"pip download gave no {path.name} in {path.parent}")
+    return path
+
+
+def extract_tests(suite: str) -> Path:
+    """A fresh folder holding the suite's tests/ and a pytest.ini that keeps our config out."""
+    stem, version, _, _ = SUITES[suite]
+    where = CACHE / "run" / suite
+    # llamppl's tests import its examples/ folder; nothing else outside tests/ is needed.
+    prefixes = tuple(f"{stem}-{version}/{d}/" for d in ("tests", "examples"))
+    with tarfile.open(sdist(suite)) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefixes) and m.isfile()]
+        if not any(m.name.startswith(prefixes[0]) for m in members):
+            raise ValueError(f"{sdist(suite).name} holds no tests/ folder")
+        for m in members:
+            m.name = m.name[len(f"{stem}-{version}/") :]
+            tar.extract(m, where, filter="data")
+    (where / "pytest.ini").write_text(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = ignore::DeprecationWarning:jupyter_client.*\n"
+    )
+    return where
+
+
+def run_suite(suite: str, mode: str, timeout: int) -> dict:
+    """Run one suite with pytest in a subprocess; the per-test outcomes as a dict."""
+    where = extract_tests(suite)
+    out = CACHE / "results" / f"{suite}-{mode}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(SCRIPTS), str(where)]),
+        GENLM_CONFORMANCE_MODE=mode,
+        GENLM_CONFORMANCE_SUITE=suite,
+        GENLM_CONFORMANCE_OUT=str(out),
+        GENLM_CONFORMANCE_TIMEOUT=str(timeout),
+        HF_HUB_OFFLINE="1",
+        OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+    )
+    cmd = [sys.executable, "-m", "pytest", "tests", "-p", "conformance_plugin", "-q"]
+    cmd += ["-p", "no:cacheprovider", "--tb=short", "-rN", "-v", "--continue-on-collection-errors"]
+    print(f"conformance: {suite} ({mode}) ...", flush=True)
+    log = out.with_suffix(".log")
+    with log.open("w") as fh:
+        subprocess.run(cmd, cwd=where, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    if not out.exists():
+        tail = log.read_text()[-3000:]
+        raise RuntimeError(f"pytest wrote no results for {suite} ({mode}):\n{tail}")
+    return json.loads(out.read_text())
+
+
+def counts(result: dict) -> dict[str, int]:
+    c = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
+    for outcome in result["outcomes"].values():
+        c[outcome] += 1
+    c["excluded"] = len(result.get("excluded", {}))
+    c["collection_errors"] = len(result.get("collection_errors", {}))
+    return c
+
+
+def score(suite: str, ours: dict, baseline: dict) -> tuple[int, int, list[str]]:
+    """(passing on genlm_lab, baseline-passing minus excluded, baseline-passing tests we fail)."""
+    base = set(baseline[suite]["passed"])
+    excluded = set(ours.get("excluded", {}))
+    counted = base - excluded
+    ok = {n for n, o in ours["outcomes"].items() if o == "passed"} & counted
+    return len(ok), len(counted), sorted(counted - ok)
+
+
+def load_baseline() -> dict:
+    return json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+
+
+def record_baseline(results: dict[str, dict]) -> None:
+    data = load_baseline()
+    for suite, result in results.items():
+        data[suite] = {
+            "version": SUITES[suite][1],
+            "measured": datetime.date.today().isoformat(),
+            "counts": counts(result),
+            "seconds": result["seconds"],
+            "passed": sorted(n for n, o in result["outcomes"].items() if o == "passed"),
+        }
+    BASELINE.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def cached_result(suite: str) -> dict | None:
+    path = CACHE / "results" / f"{suite}-ours.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_report(baseline: dict) -> None:
+    """CONFORMANCE.md from the latest `ours` result of every suite."""
+    rules = tomllib.loads(EXCLUSIONS.read_text())
+    load = os.getloadavg()
+    lines = [
+        "# Conformance: the GenLM packages' own tests, run against genlm_lab",
+        "",
+        "Written by `make conformance` (scripts/conformance.py). Each suite is the `tests/`",
+        "folder of the PyPI sdist, run unchanged with pytest while `genlm_lab.compat` makes",
+        "`genlm.backend`, `genlm.bytes`, `genlm.control` and `llamppl` resolve to genlm_lab.",
+        "Hub model names (`gpt2`, ...) load the embedded SmolLM2-135M-Instruct in both runs.",
+        "*Original* is the same tests against the PyPI packages on this machine",
+        "(`python scripts/conformance.py --original`, needs `scripts/setup.sh bench`).",
+        "*Score* = tests passing on genlm_lab / tests passing on the original, less exclusions.",
+        "",
+        "| suite | original: passed / failed / skipped | genlm_lab: passed / failed / skipped "
+        "/ excluded | score | target | time (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    gaps = []
+    for suite, (_, version, target, _) in SUITES.items():
+        ours = cached_result(suite)
+        if suite not in baseline or ours is None:
+            lines.append(f"| {suite} {version} | not measured | not run | | {target:.0%} | |")
+            continue
+        b, c = baseline[suite]["counts"], counts(ours)
+        ok, counted, missing = score(suite, ours, baseline)
+        pct = ok / counted if counted else 1.0
+        lines.append(
+            f"| {suite} {version} | {b['passed']} / {b['failed']} / {b['skipped']} "
+            f"| {c['passed']} / {c['failed']} / {c['skipped']} / {c['excluded']} "
+            f"| {ok}/{counted} = {pct:.0%} | {target:.0%} | {ours['seconds']:.0f} |"
+        )
+        gaps.append((suite, missing, ours.get("collection_errors", {})))
+    lines += [
+        "",
+        f"Load average while writing: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+        "(the machine is shared; times are wall-clock).",
+        "",
+        "## Exclusions (scripts/conformance_exclusions.toml)",
+        "",
+        "Left out of the genlm_lab run only; a test excluded here still counts in *original*.",
+        "",
+    ]
+    for suite in SUITES:
+        entries = rules.get(suite, {}).get("exclude", [])
+        if entries:
+            lines.append(f"**{suite}**")
+            lines.append("")
+            lines += [f"- `{e['test']}`: {e['reason']}" for e in entries]
+            lines.append("")
+    lines += ["## Passing on the original, failing on genlm_lab", ""]
+    for suite, missing, errors in gaps:
+        lines.append(f"**{suite}** ({len(missing)})")
+        lines.append("")
+        lines += [f"- `{n}`" for n in missing] or ["- none"]
+        lines += [f"- collection error in `{f}`: {m}" for f, m in errors.items()]
+        lines.append("")
+    REPORT.write_text("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", action="append", choices=list(SUITES))
+    parser.add_argument("--fast", action="store_true", help="only the suites marked fast")
+    parser.add_argument("--original", action="store_true", help="measure the baseline")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a suite misses its target")
+    parser.add_argument("--no-report", action="store_true", help="leave CONFORMANCE.md alone")
+    parser.add_argument("--timeout", type=int, default=180, help="seconds per test")
+    args = parser.parse_args(argv)
+    suites = args.suite or [s for s, v in SUITES.items() if v[3] or not args.fast]
+    mode = "original" if args.original else "ours"
+    results = {s: run_suite(s, mode, args.timeout) for s in suites}
+    if args.original:
+        record_baseline(results)
+        for suite, result in results.items():
+            print(f"{suite}: original {counts(result)} in {result['seconds']:.0f} s")
+        return 0
+    baseline = load_baseline()
+    failed = []
+    for suite, result in results.items():
+        if suite not in baseline:
+            print(f"{suite}: {counts(result)} (no baseline: run --original)")
+            continue
+        ok, counted, _ = score(suite, result, baseline)
+        target = SUITES[suite][2]
+        pct = ok / counted if counted else 1.0
+        verdict = "ok" if pct >= target else "BELOW TARGET"
+        print(f"{suite}: {ok}/{counted} = {pct:.0%} (target {target:.0%}) {verdict}")
+        print(f"  {counts(result)} in {result['seconds']:.0f} s")
+        if pct < target:
+            failed.append(suite)
+    if not args.no_report:
+        write_report(baseline)
+        print(f"wrote {REPORT.relative_to(ROOT)}")
+    return 1 if args.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
