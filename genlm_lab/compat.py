@@ -99,7 +99,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.token": (f"{_C}.samplers", f"{_C}.awrs", f"{_C}.set_samplers"),
     "genlm.control.sampler.set": f"{_C}.set_samplers",
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
-    "genlm.control.sampler.smc": f"{_C}.smc",
+    "genlm.control.sampler.smc": (f"{_C}.smc", _S),
     "genlm.control.sampler.resampling": f"{_S}.resample",
     "genlm.control.util": (f"{_C}.weights", "genlm_lab.util"),
     # llamppl 0.2.3
