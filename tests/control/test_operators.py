@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from genlm_lab.backend import ToyLM
-from genlm_lab.control import EOS, AutoBatched, BoolFSA, Potential, PromptedLLM
+from genlm_lab.control import (
+    EOS,
+    AutoBatched,
+    AutoBatchedPotential,
+    BoolFSA,
+    Potential,
+    PromptedLLM,
+)
+from genlm_lab.control.operators import autobatched
 
 
 def run(coro):
@@ -133,3 +141,50 @@ def test_score_dispatches_on_eos():
     assert run(p.score(ctx)) == run(p.prefix(ctx))
     with pytest.raises(ValueError, match="EOS at position 0"):
         run(p.prefix([EOS, p.vocab[0]]))
+
+
+def test_to_autobatched_is_one_wrapper_per_potential():
+    inner = Counting()
+    assert inner.to_autobatched() is inner.to_autobatched()
+    assert autobatched(inner) is inner.to_autobatched() and autobatched(None) is None
+    assert repr(inner.to_autobatched()) == f"AutoBatchedPotential({inner!r})"
+    assert AutoBatchedPotential is AutoBatched
+
+
+def test_default_logw_next_and_batch_score_use_the_subclass_batch_methods():
+    inner = Counting()
+    w = run(inner.logw_next([b"a"]))
+    assert inner.batches == [2]  # the two token continuations in one batch_prefix call
+    assert w[b"a"] == -1.0 and w[EOS] == 0.0
+    scores = run(inner.batch_score([[b"a"], [b"a", EOS], [b"a", b"a"]]))
+    np.testing.assert_array_equal(scores, [-1.0, -1.0, -2.0])
+    assert inner.batches == [2, 2]
+    with pytest.raises(ValueError, match="non-empty"):
+        run(inner.batch_prefix([]))
+
+
+class TwoDimBatch(Counting):
+    """A genlm-control style subclass: batch_logw_next returns one 2-d LazyWeights."""
+
+    async def prefix(self, context):
+        return -float(len(context))
+
+    async def batch_logw_next(self, contexts):
+        rows = [(await self.logw_next(c)).weights for c in contexts]
+        return self.make_lazy_weights(np.stack(rows))
+
+
+def test_two_dimensional_batches_are_read_as_rows():
+    p = TwoDimBatch()
+    prod = p * TwoDimBatch()
+    rows = run(prod.batch_logw_next([[], [b"a"]]))
+    assert len(rows) == 2 and rows.weights.shape == (2, 3)
+    np.testing.assert_allclose(rows[1].weights, 2 * run(p.logw_next([b"a"])).weights)
+    batched = p.to_autobatched()
+
+    async def both():
+        return await asyncio.gather(batched.logw_next([]), batched.logw_next([b"a"]))
+
+    first, second = run(both())
+    np.testing.assert_array_equal(second.weights, run(p.logw_next([b"a"])).weights)
+    assert first.weights.shape == (3,)
