@@ -297,6 +297,16 @@ class AutoBatched(Potential):
         return AutoBatched(self.potential.spawn())
 
     async def cleanup(self) -> None:
+        """Drop calls still queued (their callers get `BatchAbandoned`), then clean the potential."""
+        from genlm_lab.control.helpers import BatchAbandoned
+
+        queued = [future for batch in self._queues.values() for _, future in batch]
+        self._queues.clear()
+        for future in queued:
+            if not future.done():
+                future.set_exception(
+                    BatchAbandoned(f"{self.name} was cleaned up before this call's batch ran")
+                )
         await self.potential.cleanup()
 
     def to_autobatched(self) -> AutoBatched:
