@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import sys
 
 import pytest
 
@@ -65,8 +66,18 @@ def test_regex_bool_fsa_semiring_argument_and_zero_weight():
     assert run(BoolFSA.from_regex(".*").complete(long)) == 0.0
 
 
-def test_genlm_grammar_automata_in_and_out():
-    gg = pytest.importorskip("genlm.grammar")
+@pytest.fixture
+def genlm_grammar():
+    """The real genlm-grammar, unloaded afterwards (the `genlm` namespace is compat's to own)."""
+    before = {n for n in sys.modules if n == "genlm" or n.startswith("genlm.")}
+    yield pytest.importorskip("genlm.grammar")
+    for name in [n for n in sys.modules if n == "genlm" or n.startswith("genlm.")]:
+        if name not in before:
+            del sys.modules[name]
+
+
+def test_genlm_grammar_automata_in_and_out(genlm_grammar):
+    gg = genlm_grammar
     m = gg.WFSA(gg.Float)
     m.add_I(0, 1.0)
     m.add_arc(0, ord("a"), 1, 2.0)
