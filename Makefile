@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab test test-fast bench docs lint format clean
+.PHONY: setup lab test test-fast bench conformance docs lint format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -19,6 +19,7 @@ test: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report
 
 test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not browser" -x -q
@@ -26,6 +27,11 @@ test-fast: setup
 bench: setup
 	@bash scripts/setup.sh bench
 	$(PY) benchmarks/run_all.py
+
+# The GenLM packages' own test suites run against genlm_lab (pip downloads the sdists
+# once into .cache/conformance/); writes CONFORMANCE.md. `make test` runs the fast part.
+conformance: setup
+	OMP_NUM_THREADS=1 $(PY) scripts/conformance.py
 
 # The documentation site, built into site/ (mkdocs.yml; offline: no CDN fonts or scripts).
 # tests/test_docs.py builds it too, so `make test` fails on a broken reference.

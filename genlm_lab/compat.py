@@ -75,7 +75,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.bytes.byte_lm.lm_state": (f"{_Y}.lm_state", f"{_Y}.base"),
     "genlm.bytes.byte_lm.trie_state": (f"{_Y}.trie_state", f"{_Y}.trie"),
     "genlm.bytes.trie": f"{_Y}.trie",
-    "genlm.bytes.util": (f"{_Y}.probs", "genlm_lab.util", "genlm_lab.util.escape"),
+    "genlm.bytes.util": (f"{_Y}.probs", "genlm_lab.util.escape", "genlm_lab.util"),
     # genlm-control 0.4.1
     "genlm.control": (_C,),
     "genlm.control.constant": f"{_C}.constant",
@@ -104,7 +104,8 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", "genlm_lab.util"),
     "genlm.control.sampler.smc_record": f"{_C}.helpers",
     # llamppl 0.2.3
-    "llamppl": (_S, "genlm_lab.util.math"),
+    "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),
+    "llamppl.llms": (f"{_S}.cached_lm", "genlm_lab.tokenization"),
     "llamppl.modeling": f"{_S}.model",
     "llamppl.distributions": (f"{_S}.distributions", f"{_S}.lm_context"),
     "llamppl.distributions.distribution": f"{_S}.distributions",
@@ -114,7 +115,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "llamppl.distributions.tokencategorical": f"{_S}.distributions",
     "llamppl.distributions.transformer": f"{_S}.distributions",
     "llamppl.distributions.lmcontext": f"{_S}.lm_context",
-    "llamppl.inference": (f"{_S}.inference", f"{_S}.steer"),
+    "llamppl.inference": (f"{_S}.inference", f"{_S}.steer", f"{_S}.resample"),
     "llamppl.inference.resampling": f"{_S}.resample",
     "llamppl.inference.smc_standard": f"{_S}.inference",
     "llamppl.inference.smc_steer": f"{_S}.steer",

@@ -166,6 +166,8 @@ class TokenByteTrie(_TrieBase):
     def _mode(mode: TrieMode | None) -> TrieMode:
         if mode is None:
             return TrieMode.WITHOUT_EOS
+        if isinstance(mode, str) and mode in {m.value for m in TrieMode}:
+            return TrieMode(mode)  # genlm-bytes code also passes the value ("with_eos")
         if not isinstance(mode, TrieMode):
             raise ValueError(f"mode {mode!r} is not a TrieMode (WITH_EOS or WITHOUT_EOS)")
         return mode

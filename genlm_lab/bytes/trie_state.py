@@ -116,7 +116,9 @@ class LazyTrieState:
             ValueError: if the state is not materialized yet.
         """
         if self._mass is None:
-            raise ValueError("LazyTrieState is not materialized: await state.materialize() first")
+            raise ValueError(
+                "LazyTrieState is not yet materialized: await state.materialize() first"
+            )
         return self._mass
 
     def log_mass(self, node: int) -> float:

@@ -7,6 +7,7 @@ for tokens, `ByteLMContext` for bytes) and weight with `observe`,
 """
 
 from genlm_lab.smc.byte_context import ByteLMContext, ByteMask, NextByte, byte_mask
+from genlm_lab.smc.cached_lm import CachedCausalLM
 from genlm_lab.smc.distributions import (
     Bernoulli,
     Distribution,
@@ -29,6 +30,7 @@ __all__ = [
     "RESAMPLING_METHODS",
     "Bernoulli",
     "ByteLMContext",
+    "CachedCausalLM",
     "ByteMask",
     "CollectingObserver",
     "Distribution",

@@ -272,6 +272,14 @@ class TokenCategorical(Distribution):
         return self.lm.byte_vocab[index], float(self.log_probs[index])
 
 
+def as_numpy(logprobs: Any) -> np.ndarray:
+    """Log-probs from a backend as numpy: a torch tensor (genlm_lab, genlm-backend) or an array."""
+    if hasattr(logprobs, "detach"):
+        t = logprobs.detach().cpu()
+        return (t.float() if str(t.dtype) in ("torch.bfloat16", "torch.float16") else t).numpy()
+    return np.asarray(logprobs)
+
+
 def encode_prompt(lm: Any, prompt: str | Sequence[int]) -> list[int]:
     """Token ids of a prompt (text via `lm.tokenizer.encode`), with BOS where the LM needs one."""
     if isinstance(prompt, str):
@@ -304,8 +312,7 @@ class Transformer(Distribution):
         self.temp = float(temp)
 
     async def _log_probs(self) -> np.ndarray:
-        raw = await self.lm.next_token_logprobs(self.prompt)
-        raw = np.asarray(raw.detach().cpu().numpy(), dtype=np.float64)
+        raw = np.asarray(as_numpy(await self.lm.next_token_logprobs(self.prompt)), np.float64)
         return log_softmax(raw / self.temp)
 
     async def sample(self) -> tuple[Any, float]:

@@ -14,6 +14,7 @@ all particles ask the backend at once and the backend batches their requests.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import math
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from genlm_lab.smc.distributions import (
     Distribution,
     _MaskEvent,
     _token_id,
+    as_numpy,
     encode_prompt,
     sample_index,
     sample_weighted,
@@ -39,6 +41,14 @@ __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
 # from the float64 log-probs instead. Rare, so off the hot path.
 _FLOAT32_TINY = 1e-30
 _LOG_FLOAT32_TINY = math.log(_FLOAT32_TINY)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -108,8 +118,11 @@ class LMContext:
         backend's float32 log-probs.
         """
         if self._raw is None:
-            raw = await self.lm.next_token_logprobs(self.tokens)
-            raw = np.asarray(raw.detach().cpu().numpy(), dtype=np.float32)  # numpy: no torch pool
+            self._set_raw(await self.lm.next_token_logprobs(self.tokens))
+
+    def _set_raw(self, raw: Any) -> None:
+        if self._raw is None:
+            raw = np.asarray(as_numpy(raw), dtype=np.float32)  # numpy: no torch pool
             if self.temp != 1.0:
                 raw = raw / np.float32(self.temp)
             shift = float(raw.max())
@@ -119,6 +132,10 @@ class LMContext:
             self._probs = np.exp(raw - np.float32(shift))
 
     def _require(self) -> np.ndarray:
+        if self._raw is None and not _loop_running():
+            # llamppl fetches in its constructor; outside async code, fetch now (blocking)
+            sync = getattr(self.lm, "next_token_logprobs_unbatched", None)
+            self._set_raw((sync or self.lm.next_token_logprobs_sync)(self.tokens))
         if self._raw is None:
             raise RuntimeError(
                 "the next-token distribution is not fetched yet: `await ctx.ensure_logprobs()`"

@@ -152,6 +152,31 @@ class _NumbaEngine:
         return _kernels.OK
 
 
+class _LeafIndex(dict):
+    """`word2leaf`: keyed by vocabulary entry, and found by (bytes, token_id) pairs too.
+
+    genlm-bytes 0.2 keys its `word2leaf` by such pairs; a pair is looked up as
+    the `Token` it names.
+    """
+
+    @staticmethod
+    def _key(key: Any) -> Any:
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], bytes):
+            from genlm_lab.tokenization import Token
+
+            return Token(int(key[1]), key[0])
+        return key
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, self._key(key))
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self, self._key(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self, self._key(key), default)
+
+
 class _TrieBase:
     """Weights -> node masses, shared by the character and byte tries.
 
@@ -181,7 +206,7 @@ class _TrieBase:
             [np.arange(n_tokens, dtype=np.int32), structure.token_leaf], axis=1
         )
         self.leaf2token_id = {int(leaf): t for t, leaf in enumerate(structure.token_leaf)}
-        self.word2leaf: dict = {}
+        self.word2leaf: dict = _LeafIndex()
         for t, item in enumerate(self.decode):
             leaf = int(structure.token_leaf[t])
             # A Token is its own key (duplicates with other ids stay apart); plain bytes

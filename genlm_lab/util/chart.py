@@ -213,9 +213,11 @@ class Chart(dict):
     def __repr__(self) -> str:
         return f"Chart({self.zero!r}, {dict(self.trim())!r})"
 
-    def __str__(self) -> str:
+    def __str__(self, style_value: Callable[[Hashable, Any], Any] | None = None) -> str:
+        """One line per non-zero entry, largest first; `style_value(key, value)` formats values."""
         rows = self.trim().sort_descending()
-        body = "\n".join(f"  {format_key(k)!r}: {v}," for k, v in rows.items())
+        show = style_value or (lambda k, v: v)
+        body = "\n".join(f"  {format_key(k)!r}: {show(k, v)}," for k, v in rows.items())
         return "Chart {\n" + body + ("\n" if body else "") + "}"
 
     def _shown_rows(self) -> tuple[list[tuple[Hashable, Any]], int]:

@@ -110,7 +110,9 @@ def test_eot_edges_and_duplicates():
 
 
 def test_custom_eot_key_and_atomic_edge():
-    trie = TokenByteTrie([b"<s>", b"<", b"s"], atomic_tokens=[b"<s>"], eot_token=256, device="cpu")
+    trie = TokenByteTrie(
+        [b"<s>", b"<", b"s"], atomic_byte_strings=[b"<s>"], eot_token=256, device="cpu"
+    )
     atomic_node = trie.children[trie.root][b"<s>"]
     assert trie.leaf2token_id[trie.children[atomic_node][256]] == 0
     assert b"<s>"[0] in trie.children[trie.root]  # the byte '<' edge belongs to token 1 only
@@ -159,7 +161,7 @@ def test_empty_vocabulary_and_bad_weights_raise_value_error():
     with pytest.raises(ValueError, match="shape"):
         trie.weight_sum(np.ones(3))
     with pytest.raises(ValueError, match="TrieMode"):
-        trie.weight_sum(np.ones(2), "with_eos")
+        trie.weight_sum(np.ones(2), "sideways")
 
 
 def test_default_kernel_follows_device():
@@ -196,3 +198,17 @@ async def test_async_error_reaches_every_caller():
     )
     assert [type(o) for o in out] == [RuntimeError] * 3
     await trie.cleanup()
+
+
+def test_word2leaf_finds_genlm_bytes_pairs_and_mode_values():
+    vocab = [Token(0, b"a"), Token(1, b"a"), Token(2, b"ab")]
+    trie = TokenByteTrie(vocab, device="cpu")
+    assert trie.word2leaf[(b"a", 1)] == trie.word2leaf[Token(1, b"a")]
+    assert trie.word2leaf[(b"a", 0)] != trie.word2leaf[(b"a", 1)]
+    assert (b"ab", 2) in trie.word2leaf and (b"zz", 0) not in trie.word2leaf
+    ws = np.array([0.2, 0.3, 0.5])
+    np.testing.assert_array_equal(
+        trie.weight_sum(ws, "with_eos"), trie.weight_sum(ws, TrieMode.WITH_EOS)
+    )
+    with pytest.raises(ValueError, match="not a TrieMode"):
+        trie.weight_sum(ws, "sideways")

@@ -183,3 +183,9 @@ def test_small_charts_render_whole_and_big_ones_pretty_print_bounded():
     text = pretty(big)
     assert f"{1000 - MAX_ROWS:,} more" in text and "1000: 1000" in text and "1: 1," not in text
     assert len(repr(big)) > 10 * len(text)  # repr itself stays complete
+
+
+def test_str_formats_values_with_style_value_as_genlm_bytes_chart():
+    chart = Chart(0, {"a": 1, "b": 2, "z": 0})
+    text = chart.__str__(style_value=lambda k, v: f"<{k}={v}>")
+    assert text == "Chart {\n  'b': <b=2>,\n  'a': <a=1>,\n}"
