@@ -198,30 +198,35 @@ class Engine:
             return self._state(context)
 
     def _state(self, context: tuple[int, ...]) -> llguidance.LLMatcher | None:
-        if not context:
-            return self._root
-        found = self._states.get(context, False)
-        if found is not False:
-            self._states.move_to_end(context)
-            return found
-        parent = self._state(context[:-1])
-        if parent is None:
-            state = None
-        else:
-            token = context[-1]
-            if token >= self.n_tokens:  # EOS cannot be followed
-                state = None
-            elif parent.validate_tokens([token]) != 1:
-                # Checked first: consuming a refused token costs ~50x more (an error state).
-                state = None
-            else:
-                state = parent.deep_copy()
-                self.stats["consumed"] += 1
-                if not state.consume_token(token) or state.is_error():
-                    state = None
-        self._states[context] = state
-        if len(self._states) > self._cache_size:
-            self._states.popitem(last=False)
+        # Walk back to the longest known prefix, then forward one token at a time
+        # (a loop, not recursion: a fresh 1000-byte context must not hit the stack limit).
+        cut = len(context)
+        state = self._root
+        while cut > 0:
+            found = self._states.get(context[:cut], False)
+            if found is not False:
+                self._states.move_to_end(context[:cut])
+                state = found
+                break
+            cut -= 1
+        for end in range(cut + 1, len(context) + 1):
+            state = self._step(state, context[end - 1])
+            self._states[context[:end]] = state
+            if len(self._states) > self._cache_size:
+                self._states.popitem(last=False)
+        return state
+
+    def _step(self, parent: llguidance.LLMatcher | None, token: int) -> llguidance.LLMatcher | None:
+        """The matcher after one more token, or None once the context left the grammar."""
+        if parent is None or token >= self.n_tokens:  # EOS cannot be followed
+            return None
+        if parent.validate_tokens([token]) != 1:
+            # Checked first: consuming a refused token costs ~50x more (an error state).
+            return None
+        state = parent.deep_copy()
+        self.stats["consumed"] += 1
+        if not state.consume_token(token) or state.is_error():
+            return None
         return state
 
     # ------------------------------------------------------------ queries
