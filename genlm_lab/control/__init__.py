@@ -15,12 +15,13 @@ from genlm_lab.control.awrs import AWRS
 from genlm_lab.control.bytellm import ByteLLM
 from genlm_lab.control.cfg import BoolCFG
 from genlm_lab.control.coerce import Coerced, coerce
-from genlm_lab.control.constant import EOS, EndOfSequence
+from genlm_lab.control.constant import EOS, EOT, EndOfSequence
 from genlm_lab.control.fsa import WFSA, BoolFSA
 from genlm_lab.control.grammar_base import GrammarPotential, TokenConstraint
 from genlm_lab.control.json_schema import JsonSchema
 from genlm_lab.control.llm import PromptedLLM
-from genlm_lab.control.operators import AutoBatched, Power, Product
+from genlm_lab.control.normalized import Normalized
+from genlm_lab.control.operators import AutoBatched, AutoBatchedPotential, Power, Product
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.predicate import BoolPredicate
 from genlm_lab.control.python_regex import PythonRegex
@@ -34,9 +35,11 @@ from genlm_lab.control.weights import LazyWeights
 __all__ = [
     "AWRS",
     "EOS",
+    "EOT",
     "SMC",
     "WFSA",
     "AutoBatched",
+    "AutoBatchedPotential",
     "BoolCFG",
     "BoolFSA",
     "BoolPredicate",
@@ -48,6 +51,7 @@ __all__ = [
     "InvalidGrammar",
     "JsonSchema",
     "LazyWeights",
+    "Normalized",
     "Potential",
     "Power",
     "Product",
