@@ -16,11 +16,12 @@ import torch  # noqa: E402
 # Test modules import under pytest's importlib mode (so same-named test files in
 # different folders do not clash); shared helper modules (oracles, strategies)
 # sit beside the tests that use them, so each test folder is importable.
-# tests/ itself holds helpers shared across folders (tokenizer_panel.py).
-sys.path.append(str(Path(__file__).parent))
 for _folder in sorted(Path(__file__).parent.iterdir()):
     if _folder.is_dir() and not _folder.name.startswith((".", "_")):
         sys.path.append(str(_folder))
+# tests/ itself holds helpers shared across folders (tokenizer_panel.py); last, so that
+# `from conftest import ...` in a folder still finds that folder's conftest first.
+sys.path.append(str(Path(__file__).parent))
 
 # One thread per process: the tests share two cores with Jupyter kernels and
 # chromium, and an oversubscribed small forward is ~30x slower than a serial one.

@@ -1,6 +1,7 @@
-"""Byte-level vocabularies: `Token`, `decode_vocab`, and `inspect_vocab` (how it decoded)."""
+"""Byte-level vocabularies: `Token`, `decode_vocab`, `inspect_vocab` and `TokenizerReport`."""
 
+from genlm_lab.tokenization.report import TokenizerReport
 from genlm_lab.tokenization.token import Token
 from genlm_lab.tokenization.vocab import VocabDecoding, decode_vocab, inspect_vocab
 
-__all__ = ["Token", "VocabDecoding", "decode_vocab", "inspect_vocab"]
+__all__ = ["Token", "TokenizerReport", "VocabDecoding", "decode_vocab", "inspect_vocab"]

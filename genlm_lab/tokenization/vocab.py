@@ -25,7 +25,6 @@ business, not a mismatch). One clear error is raised if none does.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -33,6 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genlm_lab.tokenization import _pieces
+from genlm_lab.tokenization._source import (
+    Source,
+    decode_text,
+    encode_text,
+    tokenizer_name,
+    vocab_length,
+)
 from genlm_lab.tokenization.token import Token
 
 __all__ = ["SAMPLES", "VocabDecoding", "decode_vocab", "inspect_vocab"]
@@ -111,133 +117,10 @@ def _kind(piece: str | None) -> str:
     return "pieces outside the byte alphabet"
 
 
-def vocab_length(tokenizer: Any) -> int:
-    """How many ids to decode: `len(tokenizer)`, or past it where its vocabulary has holes.
-
-    A vocabulary with holes (ids without a token) can hold ids beyond
-    `len(tokenizer)`, which counts entries: every id the tokenizer can emit
-    gets a byte string, so indexing by id never fails.
-    """
-    n = len(tokenizer)
-    get_vocab = getattr(tokenizer, "get_vocab", None)
-    if callable(get_vocab):
-        try:
-            ids = [int(i) for i in get_vocab().values()]
-        except (TypeError, ValueError, AttributeError, NotImplementedError):
-            ids = []
-        n = max(n, max(ids, default=-1) + 1)
-    return n
-
-
-class _Source:
-    """What every strategy reads from the tokenizer, fetched once."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.n = vocab_length(tokenizer)
-        self.pieces = _all_pieces(tokenizer, self.n)
-        added = getattr(tokenizer, "added_tokens_decoder", None) or {}
-        special = {int(i) for i in getattr(tokenizer, "all_special_ids", None) or ()}
-        special.update(int(i) for i, t in added.items() if getattr(t, "special", False))
-        self.special = {i for i in special if 0 <= i < self.n}
-        #: Special tokens are their text; other added tokens are what the decoder makes of them.
-        self.special_text = {
-            i: str(getattr(added[i], "content", added[i])) if i in added else self.pieces[i]
-            for i in self.special
-        }
-        plain_added = sorted(
-            int(i) for i in added if int(i) not in self.special and int(i) < self.n
-        )
-        self.added_text = _decoded_in_context(tokenizer, plain_added)
-        self.decoder_types = _decoder_types(tokenizer)
-
-
-def _all_pieces(tokenizer: Any, n: int) -> list[str | None]:
-    try:
-        pieces = list(tokenizer.convert_ids_to_tokens(list(range(n))))
-    except (IndexError, KeyError, TypeError, ValueError, OverflowError):
-        pieces = []
-        for i in range(n):
-            try:
-                pieces.append(tokenizer.convert_ids_to_tokens(i))
-            except (IndexError, KeyError, TypeError, ValueError, OverflowError):
-                pieces.append(None)
-    return [p if isinstance(p, str) else None for p in pieces]
-
-
-def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
-    """The tokenizer's own text for ids: specials kept, no clean-up of spaces."""
-    try:
-        return tokenizer.decode(
-            list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False
-        )
-    except TypeError:
-        return tokenizer.decode(list(ids))
-
-
-def _encode(tokenizer: Any, text: str) -> list[int]:
-    try:
-        return list(tokenizer.encode(text, add_special_tokens=False))
-    except TypeError:
-        return list(tokenizer.encode(text))
-
-
-def _decoded_in_context(tokenizer: Any, ids: list[int]) -> dict[int, str | None]:
-    """Each id's text as the tokenizer decodes it after a plain token.
-
-    Decoding after an anchor token ("a") sidesteps rules that apply only to
-    the first token (SentencePiece strips one leading space there). None where
-    the decode is not whole text (it holds U+FFFD) or the anchor is unusable.
-    """
-    if not ids:
-        return {}
-    anchor, head = None, ""
-    for text in ("a", "x", "0", "."):
-        found = _encode(tokenizer, text)
-        if len(found) == 1:
-            anchor, head = found, _decode(tokenizer, found)
-            break
-    out: dict[int, str | None] = {}
-    for i in ids:
-        if anchor is None:
-            text = _decode(tokenizer, [i])
-        else:
-            both = _decode(tokenizer, [*anchor, i])
-            text = both[len(head) :] if both.startswith(head) else None
-        out[i] = None if text is None or "\ufffd" in text else text
-    return out
-
-
-def _decoder_types(tokenizer: Any) -> set[str]:
-    """Type names in the fast tokenizer's decoder (e.g. {"ByteLevel"}), to order strategies."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    decoder = getattr(backend, "decoder", None)
-    if decoder is None:
-        return set()
-    try:
-        spec = json.loads(decoder.__getstate__())
-    except (AttributeError, TypeError, ValueError):
-        return set()
-    found: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("type"), str):
-                found.add(node["type"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
-    return found
-
-
 class _Strategy:
     """One way to turn ids into bytes; `bytes_of(i)` returns bytes or None (unmapped)."""
 
-    def __init__(self, name: str, src: _Source, piece_bytes: Callable[[int], bytes | None]):
+    def __init__(self, name: str, src: Source, piece_bytes: Callable[[int], bytes | None]):
         self.name = name
         self.src = src
         self.piece_bytes = piece_bytes
@@ -266,7 +149,7 @@ class _Strategy:
         return out, unmapped
 
 
-def _converting(src: _Source, convert: _pieces.Converter) -> Callable[[int], bytes | None]:
+def _converting(src: Source, convert: _pieces.Converter) -> Callable[[int], bytes | None]:
     def piece_bytes(i: int) -> bytes | None:
         piece = src.pieces[i]
         if piece is None:
@@ -279,7 +162,7 @@ def _converting(src: _Source, convert: _pieces.Converter) -> Callable[[int], byt
     return piece_bytes
 
 
-def _strategies(src: _Source) -> list[_Strategy]:
+def _strategies(src: Source) -> list[_Strategy]:
     """Candidate decodings: the tokenizer's own bytes first, then by its declared decoder."""
     found = []
     id_bytes = _pieces.own_id_bytes(src.tokenizer)
@@ -300,13 +183,13 @@ def _strategies(src: _Source) -> list[_Strategy]:
     return found
 
 
-def _per_token_decode(src: _Source) -> _Strategy:
+def _per_token_decode(src: Source) -> _Strategy:
     """Last resort, for vocabularies whose every token is whole UTF-8 text."""
     texts = {}
 
     def piece_bytes(i: int) -> bytes | None:
         if i not in texts:
-            texts[i] = _decode(src.tokenizer, [i])
+            texts[i] = decode_text(src.tokenizer, [i])
         return None if "\ufffd" in texts[i] else texts[i].encode("utf-8")
 
     return _Strategy("per-token decode", src, piece_bytes)
@@ -333,23 +216,20 @@ def _references(tokenizer: Any) -> list[tuple[list[int], bytes]]:
     refs = []
     n = vocab_length(tokenizer)
     for text in SAMPLES:
-        ids = _encode(tokenizer, text)
+        ids = encode_text(tokenizer, text)
         if any(not 0 <= i < n for i in ids):
-            raise ValueError(f"tokenizer {_name(tokenizer)} encodes {text!r} to ids out of range")
-        refs.append((ids, _decode(tokenizer, ids).encode("utf-8")))
+            raise ValueError(
+                f"tokenizer {tokenizer_name(tokenizer)} encodes {text!r} to ids out of range"
+            )
+        refs.append((ids, decode_text(tokenizer, ids).encode("utf-8")))
     plain = SAMPLES[0].encode()
     if refs[0][1] not in (plain, b" " + plain):
         raise ValueError(
-            f"tokenizer {_name(tokenizer)} does not reproduce plain ASCII text: it decodes "
+            f"tokenizer {tokenizer_name(tokenizer)} does not reproduce plain ASCII text: it decodes "
             f"{SAMPLES[0]!r} as {refs[0][1].decode()!r} (does it lowercase, or map words to "
             "an unknown token?); genlm_lab needs a tokenizer that keeps text as it is"
         )
     return refs
-
-
-def _name(tokenizer: Any) -> str:
-    name = getattr(tokenizer, "name_or_path", None) or ""
-    return f"{type(tokenizer).__name__}({name!r})" if name else type(tokenizer).__name__
 
 
 def inspect_vocab(tokenizer: Any) -> VocabDecoding:
@@ -375,7 +255,7 @@ def inspect_vocab(tokenizer: Any) -> VocabDecoding:
             special = [i for i in (getattr(tokenizer, "eos_token_id", None),) if i is not None]
             return VocabDecoding("own bytes", vocab, [None] * len(vocab), special)
     references = _references(tokenizer)
-    src = _Source(tokenizer)
+    src = Source(tokenizer)
     tried = []
     for strategy in [*_strategies(src), _per_token_decode(src)]:
         if _reproduces(strategy, references):
@@ -387,7 +267,7 @@ def inspect_vocab(tokenizer: Any) -> VocabDecoding:
             )
         tried.append(strategy.name)
     raise ValueError(
-        f"could not decode the vocabulary of tokenizer {_name(tokenizer)} to bytes: no "
+        f"could not decode the vocabulary of tokenizer {tokenizer_name(tokenizer)} to bytes: no "
         f"strategy ({', '.join(tried)}) reproduces its own decoding of sample strings; "
         "genlm_lab supports byte-level BPE, SentencePiece with byte fallback, and "
         "tokenizers that hold their bytes (byte_decoder, tiktoken-style ranks)"
@@ -446,7 +326,7 @@ def decode_vocab(
     found = inspect_vocab(tokenizer)
     if found.unmapped:
         warnings.warn(
-            f"decode_vocab({_name(tokenizer)}): {found.unmapped_summary()}; they get bytes "
+            f"decode_vocab({tokenizer_name(tokenizer)}): {found.unmapped_summary()}; they get bytes "
             "led by 0xFF, which no UTF-8 text contains, so no constraint allows them",
             UserWarning,
             stacklevel=2,
