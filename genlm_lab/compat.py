@@ -79,28 +79,33 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.bytes.byte_lm.trie_state": (f"{_Y}.trie_state", f"{_Y}.trie"),
     "genlm.bytes.trie": f"{_Y}.trie",
     "genlm.bytes.util": (f"{_Y}.probs", "genlm_lab.util.escape", "genlm_lab.util"),
-    # genlm-control 0.4.1 (first cut; the control helper refines it)
+    # genlm-control 0.4.1
     "genlm.control": (_C,),
     "genlm.control.constant": f"{_C}.constant",
+    "genlm.control.typing": f"{_C}.token_types",
     "genlm.control.potential": (_C,),
     "genlm.control.potential.base": f"{_C}.potential",
     "genlm.control.potential.autobatch": f"{_C}.operators",
     "genlm.control.potential.operators": f"{_C}.operators",
     "genlm.control.potential.product": f"{_C}.operators",
+    "genlm.control.potential.tempered": f"{_C}.operators",
+    "genlm.control.potential.normalized": f"{_C}.normalized",
+    "genlm.control.potential.testing": f"{_C}.checks",
     "genlm.control.potential.coerce": f"{_C}.coerce",
     "genlm.control.potential.built_in": (_C,),
     "genlm.control.potential.built_in.llm": f"{_C}.llm",
     "genlm.control.potential.built_in.bytellm": f"{_C}.bytellm",
     "genlm.control.potential.built_in.wfsa": f"{_C}.fsa",
-    "genlm.control.potential.built_in.wcfg": f"{_C}.cfg",
+    "genlm.control.potential.built_in.cfg": f"{_C}.cfg",
     "genlm.control.potential.built_in.json": f"{_C}.json_schema",
     "genlm.control.sampler": (_C,),
     "genlm.control.sampler.token": (f"{_C}.samplers", f"{_C}.awrs", f"{_C}.set_samplers"),
     "genlm.control.sampler.set": f"{_C}.set_samplers",
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
-    "genlm.control.sampler.smc": f"{_C}.smc",
+    "genlm.control.sampler.smc": (f"{_C}.smc", _S),
     "genlm.control.sampler.resampling": f"{_S}.resample",
-    "genlm.control.util": (f"{_C}.weights", "genlm_lab.util"),
+    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", "genlm_lab.util"),
+    "genlm.control.sampler.smc_record": f"{_C}.helpers",
     # llamppl 0.2.3
     "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),
     "llamppl.llms": (f"{_S}.cached_lm", "genlm_lab.tokenization"),
@@ -126,6 +131,22 @@ UNMAPPED: dict[str, str] = {
     "genlm.backend.llm.mlx": "the Apple MLX backend is not implemented; use backend='hf'",
     "genlm.backend.llm.sgl": "the SGLang backend is not implemented; use backend='vllm'",
     "genlm.backend.cache": "genlm-backend's cache internals; genlm_lab caches in the backend",
+    "genlm.control.viz": (
+        "genlm-control's browser visualiser (a local HTTP server); genlm_lab draws SMC runs "
+        "with its widgets (ParticleView)"
+    ),
+    "genlm.control.potential.multi_proc": "MultiProcPotential is not implemented in genlm_lab",
+    "genlm.control.potential.stateful": "stateful potentials are not implemented in genlm_lab",
+    "genlm.control.potential.streaming": "streaming potentials are not implemented in genlm_lab",
+    "genlm.control.potential.built_in.wcfg": "WCFG is not implemented in genlm_lab (BoolCFG is)",
+    "genlm.control.potential.built_in.canonical": (
+        "CanonicalTokenization is not implemented in genlm_lab"
+    ),
+    "genlm.control.potential.built_in.ensemble": "Ensemble is not implemented in genlm_lab",
+    "genlm.control.sampler.unit": "multi-token unit samplers are not implemented in genlm_lab",
+    "genlm.control.potential.harmony": (
+        "gpt-oss Harmony chat potentials need the gpt-oss model, which is not on this machine"
+    ),
 }
 
 _MARK = "__genlm_lab_compat__"

@@ -8,7 +8,11 @@ An exercise cell marks its worked answer between two comment lines::
 
 `reset_exercises` replaces each such block with a placeholder (``answer = ...``
 lines keep their left-hand side, `def` lines keep their signature) and clears the outputs of the notebook, leaving the
-checking cells (plain asserts with explanations) untouched.
+checking cells (plain asserts with explanations) untouched. Cells tagged
+``leader`` (notes for whoever runs the workshop) are left out of the copy.
+
+The copy is written elsewhere (`out`); overwriting the notebook itself loses its
+answers, so it needs `in_place=True` (`--in-place` on the command line).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import nbformat
 BEGIN = "# BEGIN ANSWER"
 END = "# END ANSWER"
 PLACEHOLDER = "# YOUR ANSWER HERE (replace the ... below)"
+#: Cells with this tag are notes for the workshop leader: the blank copy leaves them out.
+LEADER_TAG = "leader"
 
 _BLOCK = re.compile(
     rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}[^\n]*\n(?P<body>.*?)^[ \t]*{re.escape(END)}[^\n]*$",
@@ -103,20 +109,25 @@ def _check_markers(source: str, n_blocks: int, where: str) -> None:
         )
 
 
-def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
-    """Blank the answers of a workshop notebook and clear its outputs.
+def reset_exercises(
+    path: str | Path, out: str | Path | None = None, *, in_place: bool = False
+) -> int:
+    """Write a blank copy of a workshop notebook: answers blanked, leader cells and outputs gone.
 
     Args:
-        path: the notebook to reset.
-        out: where to write the reset copy (defaults to overwriting `path`).
+        path: the notebook with worked answers.
+        out: where to write the blank copy.
+        in_place: overwrite `path` itself (its answers are lost); needed when
+            `out` is None or names `path`.
 
     Returns:
         The number of answer blocks blanked.
 
     Raises:
-        ValueError: if the file is not a notebook, holds no answer block (wrong
-            file?), or a cell's markers do not pair up (an answer would stay in
-            the copy); nothing is written then.
+        ValueError: if the copy would overwrite `path` without `in_place`, the
+            file is not a notebook, holds no answer block (wrong file?), or a
+            cell's markers do not pair up (an answer would stay in the copy);
+            nothing is written then.
     """
     try:
         nb = nbformat.read(str(path), as_version=4)
@@ -124,7 +135,14 @@ def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
         raise
     except Exception as err:  # valid JSON that is no notebook: jsonschema / AttributeError
         raise ValueError(f"{path} is not a Jupyter notebook: {err}") from None
+    target = Path(path) if out is None else Path(out)
+    if not in_place and (out is None or _same_file(target, Path(path))):
+        raise ValueError(
+            f"refusing to overwrite {path} with its blank copy (its answers would be lost): "
+            "write the copy elsewhere with -o BLANK.ipynb, or pass --in-place"
+        )
     count = 0
+    nb.cells = [c for c in nb.cells if LEADER_TAG not in c.get("metadata", {}).get("tags", [])]
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -137,5 +155,10 @@ def reset_exercises(path: str | Path, out: str | Path | None = None) -> int:
         cell.execution_count = None
     if count == 0:
         raise ValueError(f"{path} has no '{BEGIN}' ... '{END}' block to reset")
-    nbformat.write(nb, str(out or path))
+    nbformat.write(nb, str(target))
     return count
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (by resolved path; a missing `a` is another file)."""
+    return a.resolve() == b.resolve()

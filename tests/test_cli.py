@@ -91,7 +91,7 @@ def test_lab_with_a_missing_dir_names_it(tmp_path, capsys):
 def test_lab_passes_jupyter_options_on_in_order(tmp_path, monkeypatch):
     # argparse refused them: "unrecognized arguments: --port"
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli, "_hand_over", lambda cmd, env: calls.append(cmd) or 0)
     argv = ["lab", "--dir", str(tmp_path), "--port", "8890", "--no-browser"]
     assert main(argv) == 0
     assert calls[-1][-3:] == ["--port", "8890", "--no-browser"]
@@ -110,7 +110,7 @@ def test_other_commands_still_refuse_unknown_options(capsys):
 def test_lab_adds_allow_root_only_for_root(tmp_path, monkeypatch, capsys):
     # as root, jupyter lab exited: "Running as root is not recommended. Use --allow-root"
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli, "_hand_over", lambda cmd, env: calls.append(cmd) or 0)
     for euid in (0, 1000):
         monkeypatch.setattr(cli.os, "geteuid", lambda euid=euid: euid)
         assert main(["lab", "--dir", str(tmp_path), "--port", "8890"]) == 0
@@ -241,3 +241,56 @@ def test_lab_serves_as_an_unprivileged_user():
         assert "--allow-root" not in text
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _pids_serving(port: int) -> list[int]:
+    """Processes whose command line names `--port PORT` (genlm-lab or jupyter-lab)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--port" in args and str(port).encode() in args:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to list processes")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_lab_stops_on_kill_and_ctrl_c_with_no_server_left(tmp_path, sig):
+    # `kill PID` of genlm-lab stopped genlm-lab only: its jupyter-lab child kept serving
+    port = _free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    cmd = [str(GENLM_LAB), "lab", "--dir", str(tmp_path), "--no-browser", "--port", str(port),
+           "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=",
+           "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]  # fmt: skip
+    log = tmp_path / "lab.log"
+    with open(log, "w") as out:
+        # Its own session, as a terminal gives it; stdin is no tty, so SIGINT stops at
+        # once (at a terminal Lab asks "Shutdown this Jupyter server?" first).
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 40
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2):
+                        break
+                except OSError:
+                    assert proc.poll() is None, log.read_text()[-3000:]
+                    assert time.monotonic() < deadline, log.read_text()[-3000:]
+                    time.sleep(0.3)
+            assert _pids_serving(port) == [proc.pid]  # the server is genlm-lab's own process
+            os.kill(proc.pid, sig)  # the pid only, not its group: what `kill PID` does
+            assert proc.wait(timeout=20) is not None
+            time.sleep(0.5)
+            with socket.socket() as sock:
+                assert sock.connect_ex(("127.0.0.1", port)) != 0, "the port still answers"
+            assert _pids_serving(port) == []
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

@@ -20,6 +20,7 @@ NAMES = [
     "05_debugging_beams",
     "06_workshop",
     "07_constraints",
+    "08_evaluation",
 ]
 
 

@@ -61,6 +61,17 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+def test_wheel_holds_the_eval_data_with_its_notice(wheel):
+    data = ROOT / "genlm_lab" / "eval" / "data"
+    expected = {
+        f"genlm_lab/eval/data/{p.relative_to(data)}" for p in data.rglob("*") if p.is_file()
+    }
+    assert "genlm_lab/eval/data/NOTICE.md" in expected and len(expected) >= 8
+    with zipfile.ZipFile(wheel) as zf:
+        missing = expected - set(zf.namelist())
+    assert not missing, f"eval data missing from {wheel.name}: {sorted(missing)}"
+
+
 def test_wheel_holds_every_browser_asset_as_a_real_file(wheel):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())

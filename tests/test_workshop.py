@@ -55,7 +55,7 @@ def test_reset_exercises_refuses_a_notebook_without_answers(tmp_path):
     path = tmp_path / "plain.ipynb"
     nbformat.write(nb, path)
     with pytest.raises(ValueError, match="no '# BEGIN ANSWER'"):
-        reset_exercises(path)
+        reset_exercises(path, in_place=True)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_reset_exercises_on_json_that_is_no_notebook_is_a_value_error(tmp_path, 
     path = tmp_path / "data.json"
     path.write_text(text)
     with pytest.raises(ValueError, match="not a Jupyter notebook"):
-        reset_exercises(path)
+        reset_exercises(path, in_place=True)
 
 
 def test_blank_answer_keeps_annotated_assignments():
@@ -122,3 +122,52 @@ def test_blank_answer_cuts_one_line_bodies_and_keeps_long_signatures():
         END,
     ]
     compile(blank, "<cell>", "exec")  # the student's cell still runs
+
+
+def _answer_notebook(path):
+    nb = nbformat.v4.new_notebook()
+    leader = nbformat.v4.new_markdown_cell("**For workshop leaders.** answers below")
+    leader.metadata["tags"] = ["leader"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Exercise"),
+        leader,
+        nbformat.v4.new_code_cell(f"{BEGIN}\nanswer = 42\n{END}"),
+    ]
+    nbformat.write(nb, path)
+    return nb
+
+
+def test_reset_leaves_leader_cells_out_of_the_blank_copy(tmp_path):
+    # the blank copy kept "For workshop leaders. This copy holds worked answers"
+    _answer_notebook(tmp_path / "w.ipynb")
+    reset_exercises(tmp_path / "w.ipynb", tmp_path / "blank.ipynb")
+    blank = nbformat.read(tmp_path / "blank.ipynb", as_version=4)
+    assert [c.source.splitlines()[0] for c in blank.cells] == ["# Exercise", BEGIN]
+    assert all("leader" not in c.metadata.get("tags", []) for c in blank.cells)
+
+
+def test_reset_refuses_to_overwrite_the_answers_without_in_place(tmp_path):
+    # `workshop reset NOTEBOOK` overwrote the worked answers, no prompt, no backup
+    path = tmp_path / "w.ipynb"
+    _answer_notebook(path)
+    before = path.read_bytes()
+    for out in (None, path, tmp_path / "." / "w.ipynb"):
+        with pytest.raises(ValueError, match="--in-place"):
+            reset_exercises(path, out)
+        assert path.read_bytes() == before
+    assert reset_exercises(path, in_place=True) == 1
+    assert "42" not in path.read_text()
+
+
+def test_cli_reset_refuses_in_place_without_the_flag(tmp_path, capsys):
+    from genlm_lab.cli import main
+
+    path = tmp_path / "w.ipynb"
+    _answer_notebook(path)
+    assert main(["workshop", "reset", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("genlm-lab workshop:") and "--in-place" in err and "42" in path.read_text()
+    )
+    assert main(["workshop", "reset", str(path), "--in-place"]) == 0
+    assert "42" not in path.read_text()

@@ -82,16 +82,18 @@ function maskTrie(data, model) {
 function drawMask(data, model, state) {
   const factors = (data.factors || []).map((f) =>
     `${f.name}${f.is_lm ? " (LM)" : ""} blocks ${f.n_blocked} tokens, mass ${fmt(f.blocked_mass, 4)}`).join("; ");
-  const toggle = h("button", { class: "genlm-toggle", "aria-pressed": state.trie ? "true" : "false",
+  // No trie computed (MaskView(trie=False)): no toggle to a trie that is not there.
+  const hasTrie = Boolean(data.trie);
+  const toggle = hasTrie ? h("button", { class: "genlm-toggle", "aria-pressed": state.trie ? "true" : "false",
     onclick: () => { state.trie = !state.trie; state.redraw(); } },
-    state.trie ? "show table" : "show trie");
+    state.trie ? "show table" : "show trie") : null;
   return h("div", {},
     h("div", { class: "genlm-title" }, `Next-token mask after '${data.context || ""}'`),
     h("div", { class: "genlm-note genlm-mask-summary" }, maskSummary(data)),
     h("div", { class: "genlm-massbar", title: "allowed / blocked mass" }, bar(data.allowed_mass, 240)),
     h("div", { class: "genlm-note" }, factors),
     h("div", { class: "genlm-controls" }, toggle),
-    state.trie ? maskTrie(data, model) : maskTable(data),
+    state.trie && hasTrie ? maskTrie(data, model) : maskTable(data),
     awrsTrace(data.awrs));
 }
 

@@ -1,6 +1,7 @@
 """Async, auto-batched next-token log-probabilities from language models."""
 
 from genlm_lab.backend.base import AsyncLM
+from genlm_lab.backend.doctor import ModelReport, check_cache_consistency, model_report
 from genlm_lab.backend.hf import AsyncTransformer
 from genlm_lab.backend.mock import MockAsyncLM
 from genlm_lab.backend.models import (
@@ -20,10 +21,13 @@ __all__ = [
     "AsyncVirtualLM",
     "MockAsyncLM",
     "ModelNotFoundError",
+    "ModelReport",
     "ToyLM",
+    "check_cache_consistency",
     "default_model_path",
     "default_model_status",
     "load_hf_model",
     "load_model_by_name",
     "load_tokenizer",
+    "model_report",
 ]

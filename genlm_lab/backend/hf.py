@@ -83,6 +83,8 @@ class AsyncTransformer(_BatchedLM):
         )
         self.model = hf_model.eval()
         self.device = next(hf_model.parameters()).device
+        if self.bos_token_id is None:
+            self.bos_token_id = _start_token(hf_model, hf_tokenizer, self.vocab_size)
         config = hf_model.config
         self.max_context_length = getattr(config, "max_position_embeddings", None)
         n_logits = hf_model.get_output_embeddings().weight.shape[0]
@@ -311,3 +313,21 @@ def _riders(rows: list[tuple[int, ...]], past: list[int]) -> dict[int, tuple[int
         for length in range(past[i] + 1, len(ids)):
             spans.setdefault(ids[:length], i)
     return riders
+
+
+def _start_token(model: Any, tokenizer: Any, n: int) -> int | None:
+    """The token that starts a context for a model whose tokenizer has no BOS (Qwen).
+
+    HF `generate` starts an empty prompt from the model's `bos_token_id`
+    (Qwen: `<|endoftext|>`, its document separator); taken only where that id
+    is one of the tokenizer's special tokens, so a config default that points
+    at ordinary text is never prepended. None: an empty context is an error.
+    """
+    special = set(getattr(tokenizer, "all_special_ids", None) or ())
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    special.update(int(i) for i, t in added.items() if getattr(t, "special", False))
+    for config in (getattr(model, "generation_config", None), model.config):
+        found = getattr(config, "bos_token_id", None)
+        if isinstance(found, int) and 0 <= found < n and found in special:
+            return found
+    return None

@@ -5,8 +5,10 @@ advanced through a context, fills the bitmask of every token whose bytes keep
 the grammar alive in one native call. This module hides its API behind
 `Engine`: contexts are tuples of our token indices, states are cached per
 context (SMC particles extend their parent's context by one token, so each
-step costs one `consume_token` on a copy of a cached state), and the EOS of
-our vocabulary is allowed exactly when the grammar accepts.
+step costs one `consume_token` on a cached state), and the EOS of
+our vocabulary is allowed exactly when the grammar accepts. How states are
+kept (moved forward, not copied, so long documents cost linear time) is
+`_states.StateCache`.
 
 Special tokens (BOS, chat markers) are never allowed: they are not text.
 """
@@ -18,11 +20,13 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import llguidance
 import numpy as np
 from llguidance.numpy import fill_next_token_bitmask_par
+
+from genlm_lab.control._states import StateCache, as_key
 
 __all__ = ["Engine", "InvalidGrammar", "check_grammar"]
 
@@ -160,6 +164,25 @@ def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llgui
         return found
 
 
+_ROOTS: dict[tuple[int, str], llguidance.LLMatcher] = {}
+_ROOTS_LOCK = threading.Lock()
+
+
+def _root_matcher(tokenizer: llguidance.LLTokenizer, grammar: str) -> llguidance.LLMatcher:
+    """A fresh matcher of `grammar` at its start, copied from one compiled per tokenizer."""
+    key = (id(tokenizer), grammar)
+    with _ROOTS_LOCK:
+        root = _ROOTS.get(key)
+        if root is None:
+            root = llguidance.LLMatcher(tokenizer, exact_grammar(grammar), log_level=0)
+            if root.is_error():
+                raise InvalidGrammar(root.get_error())
+            if len(_ROOTS) >= 64:
+                _ROOTS.pop(next(iter(_ROOTS)))
+            _ROOTS[key] = root
+        return root.deep_copy()
+
+
 class Engine:
     """Masks and checks of one compiled grammar over one vocabulary, with a cache of states.
 
@@ -167,7 +190,12 @@ class Engine:
         tokens: the byte string of each token index of the potential.
         grammar: llguidance grammar text (already validated).
         special: token indices that are never allowed (not text).
-        cache_size: how many context states to keep (least recently used go first).
+        cache_size: how many context states (and masks) to keep, least recently used go first.
+        cache_tokens: the most tokens summed over the cached contexts (bounds memory
+            whatever the documents' length).
+        final: an exact check of a finished text, asked (once per context) where the
+            grammar accepts: EOS is allowed only where it passes too. For grammars that
+            over-approximate a language (a JSON schema with features llguidance lacks).
     """
 
     def __init__(
@@ -176,53 +204,68 @@ class Engine:
         grammar: str,
         special: Iterable[int] = (),
         cache_size: int = 4096,
+        cache_tokens: int = 1 << 22,
+        final: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.n_tokens = len(tokens)
+        self._tokens = [bytes(t) for t in tokens]
+        self._byte_level = self._tokens == [bytes([i]) for i in range(256)]
+        self._final = final
+        self._finals: OrderedDict = OrderedDict()
+        self._final_tokens = 0
         self.tokenizer = llg_tokenizer(tokens, special)
         self.grammar = grammar
-        self._root = llguidance.LLMatcher(self.tokenizer, exact_grammar(grammar), log_level=0)
-        if self._root.is_error():
-            raise InvalidGrammar(self._root.get_error())
-        self._states: OrderedDict[tuple[int, ...], llguidance.LLMatcher | None] = OrderedDict()
+        self._root = _root_matcher(self.tokenizer, grammar)
+        self._states = StateCache(self._root, self.n_tokens, cache_size, cache_tokens)
         self._masks: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+        self._mask_tokens = 0
         self._cache_size = cache_size
+        self._cache_tokens = cache_tokens
         self._words = (self.tokenizer.vocab_size + 31) // 32
         self._executor = llguidance.LLExecutor(num_threads=2)
         self._lock = threading.Lock()
-        self.stats = {"masks": 0, "checks": 0, "consumed": 0}
+        self.stats = {"masks": 0, "checks": 0}
 
     # ------------------------------------------------------------ states
     def state(self, context: tuple[int, ...]) -> llguidance.LLMatcher | None:
-        """The matcher after `context`, or None if the context left the grammar."""
+        """The matcher after `context` (read-only), or None if the context left the grammar."""
         with self._lock:
-            return self._state(context)
+            return self._states.get(as_key(context))
 
-    def _state(self, context: tuple[int, ...]) -> llguidance.LLMatcher | None:
-        if not context:
-            return self._root
-        found = self._states.get(context, False)
-        if found is not False:
-            self._states.move_to_end(context)
-            return found
-        parent = self._state(context[:-1])
-        if parent is None:
-            state = None
-        else:
-            token = context[-1]
-            if token >= self.n_tokens:  # EOS cannot be followed
-                state = None
-            elif parent.validate_tokens([token]) != 1:
-                # Checked first: consuming a refused token costs ~50x more (an error state).
-                state = None
+    def _accepts(self, context, state: llguidance.LLMatcher) -> bool:
+        """The grammar accepts `context` here, and so does the final check if there is one."""
+        if not state.is_accepting():
+            return False
+        if self._final is None:
+            return True
+        found = self._finals.get(context)
+        if found is None:
+            if isinstance(context, bytes) and self._byte_level:
+                text = context
             else:
-                state = parent.deep_copy()
-                self.stats["consumed"] += 1
-                if not state.consume_token(token) or state.is_error():
-                    state = None
-        self._states[context] = state
-        if len(self._states) > self._cache_size:
-            self._states.popitem(last=False)
-        return state
+                text = b"".join(self._tokens[i] for i in context)
+            found = self._finals[context] = bool(self._final(text))
+            self._final_tokens += len(context)
+            while len(self._finals) > 1 and (
+                len(self._finals) > self._cache_size or self._final_tokens > self._cache_tokens
+            ):
+                gone, _ = self._finals.popitem(last=False)
+                self._final_tokens -= len(gone)
+        return found
+
+    def _state(self, context: tuple[int, ...], pinned=()) -> llguidance.LLMatcher | None:
+        return self._states.get(context, pinned)
+
+    def _remember_mask(self, context: tuple[int, ...], mask: np.ndarray) -> None:
+        if context in self._masks:
+            return
+        self._masks[context] = mask
+        self._mask_tokens += len(context)
+        while len(self._masks) > 1 and (
+            len(self._masks) > self._cache_size or self._mask_tokens > self._cache_tokens
+        ):
+            gone, _ = self._masks.popitem(last=False)
+            self._mask_tokens -= len(gone)
 
     # ------------------------------------------------------------ queries
     def alive(self, context: tuple[int, ...]) -> bool:
@@ -230,15 +273,18 @@ class Engine:
         return self.state(context) is not None
 
     def accepting(self, context: tuple[int, ...]) -> bool:
-        """Whether `context` is a complete string of the grammar."""
-        state = self.state(context)
-        return state is not None and state.is_accepting()
+        """Whether `context` is a complete string of the grammar (and passes the final check)."""
+        context = as_key(context)
+        with self._lock:
+            state = self._states.get(context)
+            return state is not None and self._accepts(context, state)
 
     def allows(self, context: tuple[int, ...], token: int) -> bool:
         """Whether `token` may follow `context` (EOS: whether the context is complete).
 
         Uses a cached mask when there is one, else one native check (a few us).
         """
+        context = as_key(context)
         with self._lock:
             mask = self._masks.get(context)
             if mask is not None:
@@ -248,7 +294,7 @@ class Engine:
                 return False
             self.stats["checks"] += 1
             if token >= self.n_tokens:
-                return state.is_accepting()
+                return self._accepts(context, state)
             return state.validate_tokens([token]) == 1
 
     def mask(self, context: tuple[int, ...]) -> np.ndarray:
@@ -257,6 +303,7 @@ class Engine:
 
     def masks(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
         """`mask` of several contexts; the uncached ones computed in one parallel native call."""
+        contexts = [as_key(c) for c in contexts]
         with self._lock:
             out: list[np.ndarray | None] = [self._masks.get(c) for c in contexts]
             todo: dict[tuple[int, ...], list[int]] = {}
@@ -264,7 +311,8 @@ class Engine:
                 if out[i] is None:
                     todo.setdefault(context, []).append(i)
             if todo:
-                states = [(c, self._state(c)) for c in todo]
+                pinned = set(todo)
+                states = [(c, self._state(c, pinned)) for c in todo]
                 live = [(c, s) for c, s in states if s is not None]
                 bits = np.zeros((max(len(live), 1), self._words), dtype=np.int32)
                 if live:
@@ -276,18 +324,16 @@ class Engine:
                 for k, (c, s) in enumerate(live):
                     flags = np.unpackbits(bits[k].view(np.uint8), bitorder="little")
                     mask = flags[: self.n_tokens + 1].view(bool)  # 0/1 bytes: no copy
-                    mask[self.n_tokens] = s.is_accepting()
+                    mask[self.n_tokens] = self._accepts(c, s)
                     mask.flags.writeable = False
                     computed[c] = mask
                 dead = np.zeros(self.n_tokens + 1, dtype=bool)
                 dead.flags.writeable = False
                 for c, _ in states:
                     mask = computed.get(c, dead)
-                    self._masks[c] = mask
+                    self._remember_mask(c, mask)
                     for i in todo[c]:
                         out[i] = mask
-                while len(self._masks) > self._cache_size:
-                    self._masks.popitem(last=False)
             return out  # type: ignore[return-value]
 
     def clear(self) -> None:
@@ -295,3 +341,6 @@ class Engine:
         with self._lock:
             self._states.clear()
             self._masks.clear()
+            self._finals.clear()
+            self._final_tokens = 0
+            self._mask_tokens = 0

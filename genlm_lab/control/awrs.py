@@ -109,9 +109,15 @@ class AWRS(TokenSampler):
             )
         if not max_rejects >= 1:
             raise ValueError(f"max_rejects must be >= 1 (or math.inf), got {max_rejects!r}")
+        if potential.vocab is not condition.vocab and potential.vocab != condition.vocab:
+            raise ValueError(
+                f"AWRS: the potential ({len(potential.vocab)} tokens) and the condition "
+                f"({len(condition.vocab)} tokens) must have the same vocabulary; coerce the "
+                "condition onto the potential first, e.g. `regex.coerce(llm, f=b''.join)`"
+            )
         self.potential = potential.to_autobatched() if autobatch else potential
         self.condition = condition
-        super().__init__(self.potential * self.condition, seed)  # checks the vocabularies
+        super().__init__(self.potential * self.condition, seed)
         parts = potential.factors()
         # A product's factors are computed apart (and added, as Product does), so
         # that each one's weight of the drawn token is known for SMC's record.

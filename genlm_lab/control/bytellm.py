@@ -51,6 +51,35 @@ class ByteLLM(Potential):
         self._start: ByteBeamState | None = None
         self.prompt_bytes = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
 
+    @classmethod
+    def from_name(
+        cls,
+        name: str,
+        beam_params: BeamParams | None = None,
+        backend: str | None = None,
+        cache_size: int = 1024,
+        **kwargs: Any,
+    ) -> ByteLLM:
+        """Load a model by name (`load_model_by_name`) and read it byte by byte.
+
+        Args:
+            name: `"default"`, `"tiny-random"`, a local HF directory or a cached hub id.
+            beam_params, cache_size: as for the constructor.
+            backend: `"hf"`, `"vllm"` or `"mock"`; None picks one.
+            **kwargs: `llm_opts` for the backend, `prompt`.
+
+        Raises:
+            TypeError: for any other keyword.
+        """
+        from genlm_lab.backend import load_model_by_name
+
+        llm_opts = kwargs.pop("llm_opts", None)
+        prompt = kwargs.pop("prompt", b"")
+        if kwargs:
+            raise TypeError(f"ByteLLM.from_name got unexpected keywords {sorted(kwargs)}")
+        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts)
+        return cls(llm, beam_params, prompt=prompt, cache_size=cache_size)
+
     def set_prompt_from_str(self, prompt: str) -> None:
         """Continue `prompt` from now on (cached beams are dropped)."""
         self.prompt_bytes = prompt.encode("utf-8")

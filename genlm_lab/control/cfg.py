@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import llguidance
 
 from genlm_lab.control._guidance import check_grammar
@@ -28,6 +30,12 @@ class BoolCFG(GrammarPotential):
         """
         if not isinstance(grammar, str):
             raise ValueError(f"a Lark grammar must be a str, got {type(grammar).__name__}")
-        compiled = llguidance.LLMatcher.grammar_from_lark(grammar)
-        check_grammar(compiled, "Lark grammar", grammar)
-        return cls(compiled, grammar, "Lark grammar")
+        return cls(_compile(grammar), grammar, "Lark grammar")
+
+
+@lru_cache(maxsize=64)
+def _compile(grammar: str) -> str:
+    """llguidance's text of a checked Lark grammar (cached: big grammars are checked once)."""
+    compiled = llguidance.LLMatcher.grammar_from_lark(grammar)
+    check_grammar(compiled, "Lark grammar", grammar)
+    return compiled

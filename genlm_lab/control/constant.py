@@ -1,8 +1,8 @@
-"""`EOS`: the end-of-sequence marker every potential's `vocab_eos` ends with."""
+"""`EOS` and `EOT`: end markers; every potential's `vocab_eos` ends with its EOS."""
 
 from __future__ import annotations
 
-__all__ = ["EOS", "EndOfSequence"]
+__all__ = ["EOS", "EOT", "EndOfSequence"]
 
 
 class EndOfSequence:
@@ -15,6 +15,23 @@ class EndOfSequence:
 
     def __init__(self, name: str = "EOS") -> None:
         self.name = name
+
+    @property
+    def type_(self) -> str:
+        """genlm-control's name for `name`."""
+        return self.name
+
+    def __radd__(self, other: object) -> list | tuple:
+        """`context + EOS`: a list (str and bytes become their characters / byte values).
+
+        Raises:
+            TypeError: for anything that is not a str, bytes, list or tuple.
+        """
+        if isinstance(other, (str, bytes, bytearray, list)):
+            return [*other, self]
+        if isinstance(other, tuple):
+            return (*other, self)
+        raise TypeError(f"Cannot concatenate {type(other)} with {type(self)}")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EndOfSequence) and other.name == self.name
@@ -40,3 +57,5 @@ class EndOfSequence:
 
 #: The default end-of-sequence marker.
 EOS = EndOfSequence()
+#: The end-of-turn marker (chat potentials end a turn with it).
+EOT = EndOfSequence("EOT")

@@ -1,8 +1,13 @@
-"""Regular constraints: `BoolFSA` (a regex, masked natively) and `WFSA` (a weighted automaton)."""
+"""Regular constraints: `BoolFSA` (a regex, masked natively) and `WFSA` (a weighted automaton).
+
+Both also take a genlm-grammar `WFSA` object (`WFSA(wfsa)`, `BoolFSA(wfsa)`)
+and hand one back as `.wfsa`; genlm-grammar is imported only then.
+"""
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -10,6 +15,7 @@ from typing import Any
 import llguidance
 import numpy as np
 
+from genlm_lab.control import automata
 from genlm_lab.control._guidance import check_grammar
 from genlm_lab.control.grammar_base import GrammarPotential
 from genlm_lab.control.potential import Potential
@@ -18,27 +24,83 @@ from genlm_lab.control.weights import LazyWeights
 __all__ = ["WFSA", "BoolFSA"]
 
 
+def _is_grammar_wfsa(obj: Any) -> bool:
+    """Whether `obj` looks like a genlm-grammar `WFSA` (a semiring `R` and `arcs()`)."""
+    return hasattr(obj, "R") and callable(getattr(obj, "arcs", None))
+
+
 class BoolFSA(GrammarPotential):
     """A regular expression as a constraint over bytes: the whole string must match.
 
     `prefix(x)` is 0 iff some continuation of `x` matches, `complete(x)` iff
     `x` matches. Build one with `BoolFSA.from_regex(pattern)`. The syntax is
     Rust's `regex` crate (as Python's `re` for everyday patterns; `\\d` and
-    `\\w` are Unicode-aware).
+    `\\w` are Unicode-aware). `BoolFSA(wfsa)` reads a genlm-grammar automaton
+    instead (every arc of weight > 0 allowed).
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> BoolFSA:
+        wfsa = kwargs.get("wfsa", args[0] if args else None)
+        if cls is BoolFSA and (_is_grammar_wfsa(wfsa) or isinstance(wfsa, automata.Automaton)):
+            from genlm_lab.control.bool_automaton import AutomatonBoolFSA
+
+            return super().__new__(AutomatonBoolFSA)
+        return super().__new__(cls)
+
     @classmethod
-    def from_regex(cls, pattern: str) -> BoolFSA:
+    def from_regex(
+        cls, pattern: str, charset: Any = None, to_bytes: bool = True, semiring: str = "boolean"
+    ) -> BoolFSA:
         """Compile `pattern`.
+
+        Args:
+            pattern: the regex (the whole string must match).
+            charset, to_bytes: accepted for genlm-control; used only by `.wfsa`.
+            semiring: "boolean" (default) or the deprecated "log": which
+                semiring `.wfsa` uses. The mask is the same.
 
         Raises:
             InvalidGrammar (a ValueError): for an invalid pattern, naming the position.
+            ValueError: for another semiring.
         """
         if not isinstance(pattern, str):
             raise ValueError(f"a regex pattern must be a str, got {type(pattern).__name__}")
+        if semiring not in ("boolean", "log"):
+            raise ValueError(f"semiring must be 'boolean' or 'log', got {semiring!r}")
+        if semiring == "log":
+            warnings.warn(
+                "BoolFSA.from_regex(semiring='log') is deprecated: a constraint is boolean; "
+                "use the default semiring='boolean'",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         grammar = llguidance.LLMatcher.grammar_from_regex(pattern)
         check_grammar(grammar, "regex", pattern)
-        return cls(grammar, pattern, "regex")
+        out = cls(grammar, pattern, "regex")
+        out._wfsa_semiring = "Log" if semiring == "log" else "Boolean"
+        out._charset = charset
+        return out
+
+    @property
+    def wfsa(self) -> Any:
+        """The regex as a genlm-grammar `WFSA` (Boolean weights; needs genlm-grammar)."""
+        if self.kind != "regex":
+            raise ValueError(f"{self.name} is a {self.kind}, not a regular expression")
+        cached = self.__dict__.get("_wfsa")
+        if cached is None:
+            semiring = getattr(self, "_wfsa_semiring", "Boolean")
+            charset = getattr(self, "_charset", None)
+            cached = automata.to_grammar_wfsa(
+                automata.regex_automaton(self.source, charset), semiring
+            )
+            self.__dict__["_wfsa"] = cached
+        return cached
+
+    async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
+        weights = await super().logw_next(context)
+        if not np.isfinite(weights.weights).any():
+            raise ValueError(f"Context {list(context)!r:.60} has zero weight under {self.name}")
+        return weights
 
 
 class WFSA(Potential):
@@ -49,13 +111,21 @@ class WFSA(Potential):
     completion of `x`, so `logw_next` is the exact next-symbol weight; the
     future weight of each state solves `beta = final + A beta` once.
 
-    Build with `add_I(state, w)`, `add_arc(src, symbol, dst, w)`, `add_F(state, w)`.
+    Build with `add_I(state, w)`, `add_arc(src, symbol, dst, w)`, `add_F(state, w)`,
+    from a regex (`WFSA.from_regex`), or from a genlm-grammar `WFSA` over
+    Float or Log weights (`WFSA(wfsa)`).
 
     Raises:
-        ValueError: if the total weight of some state's future is infinite.
+        ValueError: if the total weight of some state's future is infinite,
+            or a genlm-grammar automaton has another semiring.
     """
 
-    def __init__(self, vocabulary: Sequence[Hashable] | None = None) -> None:
+    def __init__(self, wfsa: Any = None, vocabulary: Sequence[Hashable] | None = None) -> None:
+        source = None
+        if _is_grammar_wfsa(wfsa) or isinstance(wfsa, automata.Automaton):
+            source = wfsa
+        elif wfsa is not None:
+            vocabulary = wfsa  # genlm_lab's older call: WFSA(vocabulary)
         super().__init__(list(range(256)) if vocabulary is None else vocabulary)
         self._initial: dict[Hashable, float] = defaultdict(float)
         self._final: dict[Hashable, float] = defaultdict(float)
@@ -63,14 +133,66 @@ class WFSA(Potential):
             lambda: defaultdict(lambda: defaultdict(float))
         )
         self._compiled: tuple | None = None
+        self._grammar_wfsa = None
+        if source is not None:
+            auto = automata.from_grammar_wfsa(source) if _is_grammar_wfsa(source) else source
+            self._load(auto)
+            if _is_grammar_wfsa(source) and automata._semiring(source) == "Log":
+                self._grammar_wfsa = source  # kept as given; a Float one is converted on request
+
+    def _load(self, auto: automata.Automaton) -> None:
+        for state, w in auto.initial.items():
+            if w > 0:
+                self.add_I(state, w)
+        for state, w in auto.final.items():
+            if w > 0:
+                self.add_F(state, w)
+        for src, arcs in auto.arcs.items():
+            for symbol, dst, w in arcs:
+                if w > 0:
+                    self.add_arc(src, symbol, dst, w)
+
+    @classmethod
+    def from_regex(cls, pattern: str, charset: Any = None, to_bytes: bool = True) -> WFSA:
+        """A regex with GenLM's weights: each state spreads weight 1 evenly over its choices.
+
+        Negated classes and `.` range over `charset` (default `string.printable`).
+
+        Raises:
+            ValueError: if the pattern cannot be compiled.
+        """
+        if not to_bytes:
+            raise ValueError("genlm_lab's WFSA reads bytes: to_bytes=False is not supported")
+        return cls(automata.regex_automaton(pattern, charset))
+
+    def _automaton(self) -> automata.Automaton:
+        out = automata.Automaton()
+        out.initial.update(self._initial)
+        out.final.update(self._final)
+        for src, by_symbol in self._arcs.items():
+            for symbol, dsts in by_symbol.items():
+                out.arcs[src].extend((symbol, dst, w) for dst, w in dsts.items())
+        return out
+
+    @property
+    def wfsa(self) -> Any:
+        """This automaton as a genlm-grammar `WFSA` over Log weights (needs genlm-grammar)."""
+        if self._grammar_wfsa is None:
+            self._grammar_wfsa = automata.to_grammar_wfsa(self._automaton(), "Log")
+        return self._grammar_wfsa
+
+    def _repr_svg_(self) -> str:
+        return self.wfsa._repr_svg_()
 
     def add_I(self, state: Hashable, weight: float = 1.0) -> None:  # noqa: N802 - genlm name
         self._initial[state] += self._check(weight)
         self._compiled = None
+        self._grammar_wfsa = None
 
     def add_F(self, state: Hashable, weight: float = 1.0) -> None:  # noqa: N802 - genlm name
         self._final[state] += self._check(weight)
         self._compiled = None
+        self._grammar_wfsa = None
 
     def add_arc(self, src: Hashable, symbol: Hashable, dst: Hashable, weight: float = 1.0) -> None:
         if symbol not in self.lookup or symbol == self.eos:
@@ -78,6 +200,7 @@ class WFSA(Potential):
         symbol = self.vocab[self.lookup[symbol]]
         self._arcs[src][symbol][dst] += self._check(weight)
         self._compiled = None
+        self._grammar_wfsa = None
 
     @staticmethod
     def _check(weight: float) -> float:
@@ -140,7 +263,7 @@ class WFSA(Potential):
         alpha = self._forward(self._symbols(context))
         base = float(alpha @ beta)
         if base <= 0:
-            raise ValueError(f"the context {list(context)!r:.60} has weight zero under the WFSA")
+            raise ValueError(f"Context {list(context)!r:.60} has zero weight under the WFSA")
         out = np.full(len(self.vocab_eos), -math.inf)
         for symbol, m in per_symbol.items():
             out[self.lookup[symbol]] = self._log(float(alpha @ m @ beta) / base)

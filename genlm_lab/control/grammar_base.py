@@ -10,12 +10,13 @@ all tokens in one native call instead of walking them one by one.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
 from genlm_lab.control._guidance import Engine
+from genlm_lab.control._states import Key
 from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.weights import LazyWeights
@@ -30,9 +31,15 @@ class _MaskedPotential(Potential):
 
     is_boolean = True
     engine: Engine
+    _bytes_in = False  # contexts are lists of byte values (ints 0..255)
 
-    def _key(self, context: Sequence[Any]) -> tuple[int, ...]:
-        return tuple(self.encode(context))
+    def _key(self, context: Sequence[Any]) -> bytes | Key:
+        if self._bytes_in and isinstance(context, list):
+            try:  # a byte-level context of ints: C speed, and bytes cache their hash
+                return bytes(context)
+            except (TypeError, ValueError):
+                pass
+        return Key(self.encode(context))
 
     async def prefix(self, context: Sequence[Any]) -> float:
         return 0.0 if self.engine.alive(self._key(context)) else -math.inf
@@ -72,14 +79,24 @@ class GrammarPotential(_MaskedPotential):
         grammar: llguidance grammar text, validated by the subclass.
         source: what the user wrote (for messages and views).
         kind: "regex", "Lark grammar" or "JSON schema".
+        final: an exact check of finished texts where the grammar over-approximates
+            (EOS and `complete` need both).
     """
 
-    def __init__(self, grammar: str, source: str, kind: str) -> None:
+    def __init__(
+        self,
+        grammar: str,
+        source: str,
+        kind: str,
+        final: Callable[[bytes], bool] | None = None,
+    ) -> None:
         super().__init__(list(range(256)))
+        self._bytes_in = True
         self.grammar = grammar
         self.source = source
         self.kind = kind
-        self.engine = Engine(_BYTES, grammar)
+        self.final = final
+        self.engine = Engine(_BYTES, grammar, final=final)
 
     def _coerce_tokens(
         self,
@@ -132,7 +149,9 @@ class TokenConstraint(_MaskedPotential):
         self.kind = grammar.kind
         special = _special_indices(self.vocab) if special is None else list(special)
         self.special = special
-        self.engine = Engine([bytes(t) for t in self.vocab], grammar.grammar, special)
+        self.engine = Engine(
+            [bytes(t) for t in self.vocab], grammar.grammar, special, final=grammar.final
+        )
 
     def _default_name(self) -> str:
         return self.grammar.name

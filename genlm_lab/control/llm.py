@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,15 @@ def _eos_ids(llm: Any, eos: Sequence[Any] | None) -> list[int]:
     return sorted(ids)
 
 
+def _byte_strings(eos: Any) -> bool:
+    """Whether `eos` is given as plain byte strings (genlm-control's old `eos_tokens`)."""
+    items = [eos] if isinstance(eos, (bytes, str)) else list(eos)
+    return any(
+        isinstance(t, (bytes, bytearray, str)) and getattr(t, "token_id", None) is None
+        for t in items
+    )
+
+
 class PromptedLLM(Potential):
     """The next-token distribution of `llm` after `prompt_ids`, over its non-EOS tokens.
 
@@ -85,6 +95,13 @@ class PromptedLLM(Potential):
     ) -> None:
         if eos_tokens is not None and eos_byte_strings is not None:
             raise ValueError("give eos_tokens or eos_byte_strings, not both")
+        if eos_tokens is not None and _byte_strings(eos_tokens):
+            warnings.warn(
+                "PromptedLLM(eos_tokens=<byte strings>) is deprecated (genlm-control 0.4): "
+                "pass them as eos_byte_strings=; eos_tokens= keeps taking token ids",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         if prompt is not None and prompt_ids is not None:
             raise ValueError("give prompt (text) or prompt_ids, not both")
         temperature = float(temperature)
@@ -100,6 +117,43 @@ class PromptedLLM(Potential):
         super().__init__([llm.byte_vocab[i] for i in self._vocab_ids])
         self._eos_ids_array = np.array(self._eos_token_ids, dtype=np.int64)
         self.prompt_ids = encode_prompt(llm, prompt if prompt is not None else (prompt_ids or []))
+
+    @classmethod
+    def from_name(
+        cls,
+        name: str,
+        backend: str | None = None,
+        eos_byte_strings: Sequence[bytes] | None = None,
+        prompt_ids: Sequence[int] | None = None,
+        temperature: float = 1.0,
+        **kwargs: Any,
+    ) -> PromptedLLM:
+        """Load a model by name (`load_model_by_name`) and prompt it.
+
+        Args:
+            name: `"default"`, `"tiny-random"`, a local HF directory or a cached hub id.
+            backend: `"hf"`, `"vllm"` or `"mock"`; None picks one.
+            eos_byte_strings, prompt_ids, temperature: as for the constructor.
+            **kwargs: `llm_opts` for the backend; `eos_tokens` (deprecated
+                spelling of `eos_byte_strings`).
+
+        Raises:
+            TypeError: for any other keyword.
+        """
+        from genlm_lab.backend import load_model_by_name
+
+        eos_tokens = kwargs.pop("eos_tokens", None)
+        llm_opts = kwargs.pop("llm_opts", None)
+        if kwargs:
+            raise TypeError(f"PromptedLLM.from_name got unexpected keywords {sorted(kwargs)}")
+        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts)
+        return cls(
+            llm,
+            prompt_ids=prompt_ids,
+            eos_tokens=eos_tokens,
+            temperature=temperature,
+            eos_byte_strings=eos_byte_strings,
+        )
 
     @property
     def eos_tokens(self) -> list[Any]:

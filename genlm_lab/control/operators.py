@@ -4,46 +4,89 @@ from __future__ import annotations
 
 import asyncio
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from genlm_lab.control.potential import Potential
-from genlm_lab.control.weights import LazyWeights
+from genlm_lab.control.weights import LazyWeights, WeightsBatch, split_rows
 
-__all__ = ["AutoBatched", "Power", "Product"]
+__all__ = ["AutoBatched", "AutoBatchedPotential", "Power", "Product", "autobatched"]
 
 
-def _same_vocabulary(p: Potential, q: Potential) -> None:
-    """ValueError unless `p` and `q` have the same tokens in the same order and the same EOS."""
-    if p.vocab is q.vocab or (len(p.vocab) == len(q.vocab) and p.vocab == q.vocab):
-        if p.eos != q.eos:
-            raise ValueError(f"{p.name} ends with {p.eos!r} but {q.name} with {q.eos!r}")
+def _token_types(p: Potential, q: Potential) -> None:
+    """ValueError if `p` and `q` have tokens of different types (bytes and ints, say)."""
+    try:
+        tp, tq = p.token_type, q.token_type
+    except ValueError:  # a mixed vocabulary has no single type: compare tokens instead
         return
-    diff = next(
-        (i for i, (a, b) in enumerate(zip(p.vocab, q.vocab, strict=False)) if a != b),
-        min(len(p.vocab), len(q.vocab)),
-    )
-    raise ValueError(
-        f"cannot multiply {p.name} ({len(p.vocab)} tokens) and {q.name} ({len(q.vocab)} "
-        f"tokens): their vocabularies differ (first at index {diff}). Coerce one onto the "
-        "other first, e.g. `regex.coerce(llm, f=b''.join)`"
-    )
+    if tp != tq:
+        raise ValueError(
+            f"Potentials in product must have the same token type: {p.name} has {tp!r}, "
+            f"{q.name} has {tq!r}. Coerce one onto the other first, e.g. "
+            "`regex.coerce(llm, f=b''.join)`"
+        )
+
+
+def _common_vocabulary(p: Potential, q: Potential) -> list | None:
+    """The tokens of `p` that `q` also has, in `p`'s order; None when the vocabularies are equal.
+
+    Raises:
+        ValueError: if the token types or EOS markers differ, or no token is shared.
+    """
+    if p.eos != q.eos:
+        raise ValueError(f"{p.name} ends with {p.eos!r} but {q.name} with {q.eos!r}")
+    if p.vocab is q.vocab or p.vocab == q.vocab:
+        return None
+    _token_types(p, q)
+    n_q = len(q.vocab)
+    common = [t for t in p.vocab if q.lookup.get(t, n_q) < n_q]
+    if not common:
+        raise ValueError(
+            f"Potentials in product must share a common vocabulary: {p.name} "
+            f"({len(p.vocab)} tokens) and {q.name} ({len(q.vocab)} tokens) have no token in common"
+        )
+    for r in (p, q):
+        if len(common) < 0.1 * len(r.vocab):
+            warnings.warn(
+                f"the product keeps {len(common)} of {r.name}'s {len(r.vocab)} tokens "
+                "(those both potentials have): check that this is intended",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return common
 
 
 class Product(Potential):
-    """The product of two potentials over the same vocabulary: log-weights add.
+    """The product of two potentials: log-weights add.
 
+    Over the tokens both potentials have (in `p1`'s order; genlm-control's
+    semantics); usually the vocabularies are equal and nothing is re-indexed.
     The factors' calls run concurrently, so an LM forward and a grammar mask
     of one step overlap.
+
+    Attributes:
+        v1_idxs, v2_idxs: index of each of the product's `vocab_eos` in each
+            factor's `vocab_eos`, or `...` where the vocabularies are equal.
+
+    Raises:
+        ValueError: if the factors' token types or EOS markers differ or they
+            share no token.
     """
 
     def __init__(self, p1: Potential, p2: Potential) -> None:
-        _same_vocabulary(p1, p2)
+        common = _common_vocabulary(p1, p2)
         self.p1 = p1
         self.p2 = p2
-        self._share_vocabulary(p1)
+        if common is None:
+            self._share_vocabulary(p1)
+            self.v1_idxs = self.v2_idxs = ...
+        else:
+            super().__init__(common, eos=p1.eos)
+            self.v1_idxs = np.array([p1.lookup[t] for t in self.vocab_eos])
+            self.v2_idxs = np.array([p2.lookup[t] for t in self.vocab_eos])
         self.is_boolean = p1.is_boolean and p2.is_boolean
 
     def _default_name(self) -> str:
@@ -62,13 +105,16 @@ class Product(Potential):
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
         a, b = await asyncio.gather(self.p1.logw_next(context), self.p2.logw_next(context))
-        return self.make_lazy_weights(a.weights + b.weights)
+        return self.make_lazy_weights(a.weights[self.v1_idxs] + b.weights[self.v2_idxs])
 
     async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
         a, b = await asyncio.gather(
             self.p1.batch_logw_next(contexts), self.p2.batch_logw_next(contexts)
         )
-        return [self.make_lazy_weights(x.weights + y.weights) for x, y in zip(a, b, strict=True)]
+        return WeightsBatch(
+            self.make_lazy_weights(x.weights[self.v1_idxs] + y.weights[self.v2_idxs])
+            for x, y in zip(split_rows(a), split_rows(b), strict=True)
+        )
 
     async def batch_prefix(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         a, b = await asyncio.gather(self.p1.batch_prefix(contexts), self.p2.batch_prefix(contexts))
@@ -91,18 +137,21 @@ class Product(Potential):
 
 
 class Power(Potential):
-    """A potential with every log-weight multiplied by `exponent` (tempering; 0 stays 0).
+    """A potential with every finite log-weight multiplied by `exponent`; zero stays zero.
+
+    `exponent` > 1 sharpens, < 1 flattens (tempering); `p ** 0` is the
+    indicator of `p`'s support and `p ** -1` its inverse there.
 
     Raises:
-        ValueError: unless `exponent` is a finite number > 0.
+        ValueError: unless `exponent` is a finite number.
     """
 
     def __init__(self, potential: Potential, exponent: float) -> None:
-        if isinstance(exponent, bool) or not isinstance(exponent, (int, float, np.floating)):
-            raise ValueError(f"the exponent must be a number > 0, got {exponent!r}")
+        if isinstance(exponent, bool) or not isinstance(exponent, (int, float, np.number)):
+            raise ValueError(f"the exponent must be a finite number, got {exponent!r}")
         exponent = float(exponent)
-        if not math.isfinite(exponent) or exponent <= 0:
-            raise ValueError(f"the exponent must be a finite number > 0, got {exponent}")
+        if not math.isfinite(exponent):
+            raise ValueError(f"the exponent must be a finite number, got {exponent}")
         self.potential = potential
         self.exponent = exponent
         self._share_vocabulary(potential)
@@ -111,21 +160,49 @@ class Power(Potential):
     def _default_name(self) -> str:
         return f"{self.potential.name}**{self.exponent:g}"
 
+    def _scale(self, w: np.ndarray) -> np.ndarray:
+        """`exponent * w` with -inf (weight zero) left as it is (0 * -inf would be NaN)."""
+        out = np.array(w, dtype=float)
+        live = out != -math.inf
+        out[live] *= self.exponent
+        return out
+
+    def _scale_one(self, w: float) -> float:
+        return -math.inf if w == -math.inf else self.exponent * w
+
+    def is_terminal_only(self) -> bool:
+        return self.potential.is_terminal_only()
+
     async def prefix(self, context: Sequence[Any]) -> float:
-        return self.exponent * await self.potential.prefix(context)
+        return self._scale_one(await self.potential.prefix(context))
 
     async def complete(self, context: Sequence[Any]) -> float:
-        return self.exponent * await self.potential.complete(context)
+        return self._scale_one(await self.potential.complete(context))
+
+    async def batch_prefix(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        return self._scale(await self.potential.batch_prefix(contexts))
+
+    async def batch_complete(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
+        return self._scale(await self.potential.batch_complete(contexts))
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
         inner = await self.potential.logw_next(context)
-        return self.make_lazy_weights(self.exponent * inner.weights)
+        return self.make_lazy_weights(self._scale(inner.weights))
+
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
+        inner = await self.potential.batch_logw_next(contexts)
+        return WeightsBatch(
+            self.make_lazy_weights(self._scale(w.weights)) for w in split_rows(inner)
+        )
 
     def spawn(self) -> Power:
         return Power(self.potential.spawn(), self.exponent)
 
     async def cleanup(self) -> None:
         await self.potential.cleanup()
+
+    def __repr__(self) -> str:
+        return f"({self.potential!r} ** {self.exponent:g})"
 
 
 class AutoBatched(Potential):
@@ -170,6 +247,8 @@ class AutoBatched(Potential):
         contexts = [c for c, _ in batch]
         try:
             results = await getattr(self.potential, f"batch_{method}")(contexts)
+            if method == "logw_next":
+                results = split_rows(results)
         except Exception:
             # One bad context must not fail the others: retry each on its own.
             for context, future in batch:
@@ -208,14 +287,41 @@ class AutoBatched(Potential):
     async def batch_complete(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         return await self.potential.batch_complete(contexts)
 
-    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
-        return await self.potential.batch_logw_next(contexts)
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
+        return WeightsBatch(split_rows(await self.potential.batch_logw_next(contexts)))
+
+    def is_terminal_only(self) -> bool:
+        return self.potential.is_terminal_only()
 
     def spawn(self) -> AutoBatched:
         return AutoBatched(self.potential.spawn())
 
     async def cleanup(self) -> None:
+        """Drop calls still queued (their callers get `BatchAbandoned`), then clean the potential."""
+        from genlm_lab.control.helpers import BatchAbandoned
+
+        queued = [future for batch in self._queues.values() for _, future in batch]
+        self._queues.clear()
+        for future in queued:
+            if not future.done():
+                future.set_exception(
+                    BatchAbandoned(f"{self.name} was cleaned up before this call's batch ran")
+                )
         await self.potential.cleanup()
 
     def to_autobatched(self) -> AutoBatched:
         return self
+
+    def __repr__(self) -> str:
+        return f"AutoBatchedPotential({self.potential!r})"
+
+
+#: genlm-control's name for `AutoBatched`.
+AutoBatchedPotential = AutoBatched
+
+
+def autobatched(potential: Potential | None) -> Potential | None:
+    """`potential.to_autobatched()` (one wrapper per potential), passing None and wrappers through."""
+    if potential is None or isinstance(potential, AutoBatched):
+        return potential
+    return potential.to_autobatched()

@@ -21,13 +21,20 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.control.checks import PotentialChecks
 from genlm_lab.control.constant import EOS, EndOfSequence
-from genlm_lab.control.weights import LazyWeights
+from genlm_lab.control.token_types import TokenType, infer_vocabulary_type
+from genlm_lab.control.weights import LazyWeights, WeightsBatch
 
 __all__ = ["Potential", "factor_names"]
 
 
-class Potential(ABC):
+def _nonempty(contexts: Sequence[Any], method: str) -> None:
+    if len(contexts) == 0:
+        raise ValueError(f"{method} got no contexts: Contexts must be non-empty")
+
+
+class Potential(PotentialChecks, ABC):
     """A function from token sequences to log-weights, as prefixes and as complete sequences.
 
     Subclasses implement `prefix` and `complete`; the default `logw_next`
@@ -45,21 +52,37 @@ class Potential(ABC):
 
     is_boolean: bool = False
 
-    def __init__(self, vocabulary: Sequence[Hashable], eos: EndOfSequence = EOS) -> None:
+    def __init__(
+        self,
+        vocabulary: Sequence[Hashable],
+        token_type: TokenType | None = None,
+        eos: EndOfSequence | None = None,
+    ) -> None:
         vocabulary = list(vocabulary)
         if not vocabulary:
-            raise ValueError("the vocabulary is empty: a potential needs at least one token")
+            raise ValueError("the vocabulary cannot be empty: a potential needs at least one token")
+        eos = EOS if eos is None else eos
         if not isinstance(eos, EndOfSequence):
-            raise ValueError(f"eos must be an EndOfSequence marker, got {eos!r}")
+            raise ValueError(f"EOS must be an instance of EndOfSequence, got {eos!r}")
+        if token_type is not None:
+            if not isinstance(token_type, TokenType):
+                raise ValueError(f"token_type must be a TokenType, got {token_type!r}")
+            wrong = next((t for t in vocabulary if not token_type.check(t)), None)
+            if wrong is not None:
+                raise TypeError(
+                    f"Tokens in vocabulary must be of type {token_type!r}; {wrong!r:.40} is not"
+                )
+        self._token_type = token_type
         lookup: dict[Hashable, int] = {}
         for i, token in enumerate(vocabulary):
             if token in lookup and type(token) is type(vocabulary[lookup[token]]):
                 raise ValueError(
-                    f"token {token!r} appears twice in the vocabulary (ids {lookup[token]} and {i})"
+                    f"Duplicate token {token!r} found in vocabulary (ids {lookup[token]} and {i})"
                 )
             lookup.setdefault(token, i)
         lookup[eos] = len(vocabulary)
-        if vocabulary == list(range(256)):
+        self._bytewise = vocabulary == list(range(256))
+        if self._bytewise:
             # Byte-level potentials: b"a" and 97 name the same byte (genlm-control writes bytes).
             for i in range(256):
                 lookup[bytes([i])] = i
@@ -67,6 +90,21 @@ class Potential(ABC):
         self.eos = eos
         self.vocab_eos = [*vocabulary, eos]
         self.lookup = lookup
+
+    @property
+    def token_type(self) -> TokenType:
+        """What one token is (`Atomic(bytes)`, `Atomic(int)`, ...), inferred unless given.
+
+        Raises:
+            ValueError: if it was not given and the tokens differ in type.
+        """
+        if self._token_type is None:
+            self._token_type = infer_vocabulary_type(self.vocab)
+        return self._token_type
+
+    @token_type.setter
+    def token_type(self, value: TokenType) -> None:
+        self._token_type = value
 
     # ------------------------------------------------------------ to implement
     @abstractmethod
@@ -96,6 +134,8 @@ class Potential(ABC):
         self.eos = other.eos
         self.vocab_eos = other.vocab_eos
         self.lookup = other.lookup
+        self._token_type = getattr(other, "_token_type", None)
+        self._bytewise = getattr(other, "_bytewise", False)
 
     def factors(self) -> list[Potential]:
         """The potentials multiplied in this one (itself, for a single potential)."""
@@ -108,6 +148,8 @@ class Potential(ABC):
             ValueError: naming the first token that is not in the vocabulary,
                 or an EOS that is not last.
         """
+        if isinstance(context, (bytes, bytearray)) and getattr(self, "_bytewise", False):
+            return list(context)  # a byte-level potential reads bytes as their values
         if isinstance(context, (str, bytes, bytearray)):
             raise ValueError(
                 f"a context is a list of tokens, got {type(context).__name__} {context!r:.40}"
@@ -159,8 +201,8 @@ class Potential(ABC):
         base = await self.prefix(context)
         if base == -math.inf:
             raise ValueError(
-                f"the context {list(context)!r:.80} has weight zero under {self.name}; "
-                "nothing can follow it"
+                f"Context {list(context)!r:.80} has weight zero under `prefix` of "
+                f"{self.name}: nothing can follow it"
             )
         context = list(context)
         scores = await self.batch_score([[*context, y] for y in self.vocab_eos])
@@ -170,22 +212,49 @@ class Potential(ABC):
         """Wrap one weight per entry of `vocab_eos`."""
         return LazyWeights(weights, self.lookup, self.vocab_eos, log=log)
 
+    def is_terminal_only(self) -> bool:
+        """Whether `prefix` is 0 on every context, so the potential weighs only complete ones.
+
+        SMC applies such a critic only when a particle ends. False unless a
+        subclass knows better.
+        """
+        return False
+
     # ------------------------------------------------------------ batches
     async def batch_prefix(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
-        """`prefix` of several contexts, computed concurrently."""
+        """`prefix` of several contexts, computed concurrently.
+
+        Raises:
+            ValueError: for an empty list of contexts (as every `batch_*` method).
+        """
+        _nonempty(contexts, "batch_prefix")
         return np.array(await asyncio.gather(*(self.prefix(c) for c in contexts)), dtype=float)
 
     async def batch_complete(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         """`complete` of several contexts, computed concurrently."""
+        _nonempty(contexts, "batch_complete")
         return np.array(await asyncio.gather(*(self.complete(c) for c in contexts)), dtype=float)
 
     async def batch_score(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         """`score` of several contexts, computed concurrently."""
-        return np.array(await asyncio.gather(*(self.score(c) for c in contexts)), dtype=float)
+        _nonempty(contexts, "batch_score")
+        if type(self).score is not Potential.score:  # a subclass scores faster itself
+            return np.array(await asyncio.gather(*(self.score(c) for c in contexts)), dtype=float)
+        ends = [self.ends(c) for c in contexts]
+        done = [list(c[:-1]) for c, e in zip(contexts, ends, strict=True) if e]
+        open_ = [c for c, e in zip(contexts, ends, strict=True) if not e]
+        out = np.empty(len(contexts))
+        mask = np.array(ends, dtype=bool)
+        if done:
+            out[mask] = await self.batch_complete(done)
+        if open_:
+            out[~mask] = await self.batch_prefix(open_)
+        return out
 
-    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
-        """`logw_next` of several contexts, computed concurrently."""
-        return list(await asyncio.gather(*(self.logw_next(c) for c in contexts)))
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
+        """`logw_next` of several contexts, computed concurrently (a list with a 2-d `.weights`)."""
+        _nonempty(contexts, "batch_logw_next")
+        return WeightsBatch(await asyncio.gather(*(self.logw_next(c) for c in contexts)))
 
     # ------------------------------------------------------------ life cycle
     def spawn(self) -> Potential:
@@ -206,11 +275,25 @@ class Potential(ABC):
         return Product(self, other)
 
     def __pow__(self, exponent: float) -> Potential:
-        """The tempered potential: every log-weight times `exponent` (> 0)."""
+        """The tempered potential: every finite log-weight times `exponent`; zero stays zero.
+
+        `p ** 0` is the indicator of `p`'s support, `p ** -1` its inverse there.
+        """
         # operator overloading: the subclass lives in a module that imports this one
         from genlm_lab.control.operators import Power
 
         return Power(self, exponent)
+
+    def normalize(self) -> Potential:
+        """This potential with every next-token row renormalised to sum to one.
+
+        `(llm * mask).normalize()` is the locally normalised product: what
+        a sampler that draws token by token from `llm * mask` produces.
+        """
+        # like the operators: a method building a subclass whose module imports this one
+        from genlm_lab.control.normalized import Normalized
+
+        return Normalized(self)
 
     def coerce(
         self,
@@ -230,11 +313,19 @@ class Potential(ABC):
         return coerce(self, other, f=f, prune=prune)
 
     def to_autobatched(self) -> Potential:
-        """A wrapper that sends concurrent calls to the `batch_*` methods together."""
+        """A wrapper that sends concurrent calls to the `batch_*` methods together.
+
+        The wrapper is kept: every call returns the same one, so samplers that
+        share this potential share its batches.
+        """
         # like the operators: a method building a subclass whose module imports this one
         from genlm_lab.control.operators import AutoBatched
 
-        return AutoBatched(self)
+        wrapper = self.__dict__.get("_autobatched")
+        if wrapper is None:
+            wrapper = AutoBatched(self)
+            self.__dict__["_autobatched"] = wrapper
+        return wrapper
 
     def __repr__(self) -> str:
         return f"{self.name}({len(self.vocab)} tokens)"

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control._tokens import join_bytes, token_label
-from genlm_lab.control.constant import EndOfSequence
+from genlm_lab.control.constant import EOS, EndOfSequence
 from genlm_lab.control.potential import Potential, factor_names
 from genlm_lab.control.samplers import TokenSampler
 from genlm_lab.control.sequences import Sequences
@@ -60,11 +60,13 @@ class SequenceModel(Model):
         record_factors: compute each factor's weight of the drawn token for `step_extras`.
     """
 
+    progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
+
     def __init__(
         self,
         unit_sampler: TokenSampler,
-        critic: Potential | None,
-        max_tokens: int,
+        critic: Potential | None = None,
+        max_tokens: float = math.inf,
         twist_with_critic: bool = True,
         record_factors: bool = True,
     ) -> None:
@@ -72,10 +74,12 @@ class SequenceModel(Model):
         self.unit_sampler = unit_sampler
         self.critic = critic
         self.max_tokens = max_tokens
+        self.max_steps = max_tokens  # one token per step: the progress bar's total
         self.twist_with_critic = twist_with_critic
-        self.record_factors = record_factors
-        self.factors = unit_sampler.target.factors()
-        self.names = factor_names(unit_sampler.target)
+        target = getattr(unit_sampler, "target", None)  # None: a duck-typed sampler
+        self.record_factors = record_factors and target is not None
+        self.factors = target.factors() if target is not None else []
+        self.names = factor_names(target) if target is not None else []
         self.context: list[Any] = []
         self.step_extras: dict | None = None
 
@@ -125,9 +129,13 @@ class SequenceModel(Model):
         forced = len(context) >= self.max_tokens - 1
         info: dict = {}
         if forced:
-            token, logw = self.unit_sampler.target.eos, await self.unit_sampler.logw_eos(context)
+            eos = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            token, logw = eos, await self.unit_sampler.logw_eos(context)
         else:
-            token, logw, _, info = await self.unit_sampler.sample_with_info(context)
+            if hasattr(self.unit_sampler, "sample_with_info"):
+                token, logw, _, info = await self.unit_sampler.sample_with_info(context)
+            else:  # a sampler with only genlm-control's `sample`
+                (token, logw, _), info = await self.unit_sampler.sample(context), {}
         logw = float(logw)
         factors: dict[str, float | None] = {}
         if info.get("factors") is not None and len(info["factors"]) == len(self.names):
@@ -152,6 +160,7 @@ class SequenceModel(Model):
                 extras["killed_by"] = await self._no_mass(context)
             else:
                 extras["killed_by"] = self._killer(factors)
+                extras["killed_why"] = self._why(extras["killed_by"], token)
             self.finish()
             return
         ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
@@ -170,6 +179,19 @@ class SequenceModel(Model):
             self.twist(critic)
         if ends:
             self.finish()
+
+    def _why(self, name: str, token: Any) -> str | None:
+        """A constraint's reason for refusing a finished text (JsonSchema's jsonschema error)."""
+        if not isinstance(token, EndOfSequence) or name not in self.names:
+            return None
+        factor = self.factors[self.names.index(name)]
+        explain = getattr(factor, "explain", None) or getattr(
+            getattr(factor, "grammar", None), "explain", None
+        )
+        if explain is None:
+            return None
+        text = b"".join(bytes([t]) if isinstance(t, int) else bytes(t) for t in self.context[:-1])
+        return explain(text)
 
     async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""

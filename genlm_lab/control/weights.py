@@ -10,7 +10,7 @@ import numpy as np
 
 from genlm_lab.util import Chart, logsumexp
 
-__all__ = ["LazyWeights"]
+__all__ = ["LazyWeights", "WeightsBatch", "split_rows"]
 
 
 class LazyWeights:
@@ -34,9 +34,10 @@ class LazyWeights:
         log: bool = True,
     ) -> None:
         weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != (len(decode),):
+        if weights.ndim not in (1, 2) or weights.shape[-1] != len(decode):
             raise ValueError(
-                f"weights has shape {weights.shape}; expected ({len(decode)},), one per token and EOS"
+                f"weights has shape {weights.shape}; expected ({len(decode)},), one per token "
+                f"and EOS (or (n, {len(decode)}) for n contexts)"
             )
         self.weights = weights
         self.encode = encode
@@ -108,5 +109,67 @@ class LazyWeights:
             order = order[:top]
         return Chart(zero, ((self.decode[i], float(self.weights[i])) for i in order))
 
+    def assert_equal(self, other: LazyWeights, **kwargs: Any) -> None:
+        """Assert the same tokens in the same order and weights close (`assert_allclose` kwargs)."""
+        assert list(self.decode) == list(other.decode), "the vocabularies differ"
+        np.testing.assert_allclose(self.weights, other.weights, **kwargs)
+
+    def assert_equal_unordered(self, other: LazyWeights, **kwargs: Any) -> None:
+        """Assert the same tokens (in any order) with close weights (`np.isclose` kwargs)."""
+        assert set(self.decode) == set(other.decode), "the vocabularies differ"
+        for token in self.decode:
+            have, want = self[token], other[token]
+            assert have == want or np.isclose(have, want, **kwargs), f"{token!r}: {have} != {want}"
+
     def __repr__(self) -> str:
         return repr(self.materialize(top=10))
+
+
+def split_rows(batch: Any) -> list[LazyWeights]:
+    """The rows of a `batch_logw_next` result: a list of `LazyWeights`, or one 2-d `LazyWeights`.
+
+    genlm-control's potentials return the second; genlm_lab's return a `WeightsBatch`.
+    """
+    if isinstance(batch, LazyWeights):
+        if batch.weights.ndim == 1:
+            return [batch]
+        return [batch.spawn(row) for row in batch.weights]
+    return list(batch)
+
+
+class WeightsBatch(list):
+    """The `LazyWeights` of several contexts: a list, plus their weights as one 2-d array.
+
+    genlm_lab's samplers iterate the rows; code written for genlm-control reads
+    `batch.weights[i]` and `batch.spawn(row)`.
+    """
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Shape (n_contexts, len(vocab_eos))."""
+        if not self:
+            return np.zeros((0, 0))
+        return np.stack([np.asarray(w.weights) for w in self])
+
+    @property
+    def is_log(self) -> bool:
+        return self[0].is_log
+
+    @property
+    def encode(self) -> dict[Hashable, int]:
+        return self[0].encode
+
+    @property
+    def decode(self) -> Sequence[Any]:
+        return self[0].decode
+
+    def spawn(self, weights: np.ndarray, log: bool | None = None) -> LazyWeights | WeightsBatch:
+        """One `LazyWeights` over the rows' vocabulary (a `WeightsBatch` for a 2-d array)."""
+        weights = np.asarray(weights)
+        if weights.ndim == 2:
+            return WeightsBatch(self[0].spawn(row, log) for row in weights)
+        return self[0].spawn(weights, log)
+
+    def normalize(self) -> WeightsBatch:
+        """Every row normalised."""
+        return WeightsBatch(w.normalize() for w in self)

@@ -246,8 +246,14 @@ class Run:
         self.observers = ObserverSet(observers)
         self.writer = None if json_file is None else RecordWriter(json_file, self.record)
         self.steps = 0
-        # The number of steps is unknown up front: the bar counts them, with a postfix.
-        self.bar = progress_bar(desc=algorithm, enabled=progress, unit="step")
+        # The bar names what runs (a wrapper such as control.SMC names itself) and shows
+        # a total where the model bounds its steps; else it counts them.
+        self.bar = progress_bar(
+            total=getattr(model, "max_steps", None),
+            desc=getattr(model, "progress_label", None) or algorithm,
+            enabled=progress,
+            unit="step",
+        )
 
     async def emit(
         self,
@@ -316,6 +322,9 @@ class Run:
             "ess": float(ess),
             "n_steps": self.steps,
         }
+        total = getattr(self.bar, "total", None)
+        if total is not None and self.steps < total:
+            self.bar.total = self.steps  # ended early (all finished): a full bar, not 12/30
         self.bar.set_postfix(status=status, log_ml=f"{log_ml:.3f}", ess=f"{ess:.1f}")
         self.bar.close()
         if self.writer is not None:

@@ -34,7 +34,12 @@ class Model:
         weight: the particle's log importance weight (0 at the start).
         finished: whether `step` should be called again.
         twist_amount: the part of `weight` added by `twist` since the last step.
+        progress_label: the progress bar's label (None: the algorithm's name).
+        max_steps: a bound on the number of steps, the progress bar's total (None: unknown).
     """
+
+    progress_label: str | None = None
+    max_steps: int | None = None
 
     def __init__(self) -> None:
         Model.reset(self)  # not self.reset(): a subclass override may need its own fields

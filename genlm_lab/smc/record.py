@@ -23,6 +23,7 @@ observers receive (`on_step(entry)`) and views draw:
 "extras" holds what each particle's model put in `step_extras` during the
 step (None for one that did not step). `genlm_lab.control.SMC` puts
 {"token", "logw", "logZ", "factors": {name: logw}, "critic", "killed_by",
+"killed_why"? (a constraint's reason, e.g. jsonschema's error at EOS),
 "awrs"?} there; the floats under the keys "logw", "logZ", "critic" and the
 values of "factors" are read back like log_weights (-inf survives JSON).
 

@@ -165,12 +165,17 @@ class LiveView(anywidget.AnyWidget):
         return self.to_html(self.view_data())
 
     def _repr_mimebundle_(self, **kwargs: Any):
+        """The live widget plus the stored HTML (`_safe.stored_html`): what an untrusted
+        notebook, GitHub or nbviewer shows."""
+        from genlm_lab.widgets._safe import stored_html  # _safe reads assets from here
+
+        html = stored_html(self._repr_html_())
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
-            return {"text/html": self._repr_html_()}
+            return {"text/html": html}
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = dict(data)
-        data["text/html"] = self._repr_html_()
+        data["text/html"] = html
         return data, metadata
 
     def __repr__(self) -> str:

@@ -209,6 +209,18 @@ def mask_html(data: dict) -> str:
     )
     if data.get("awrs"):
         body += awrs_html(data["awrs"])
+    for name, rows in (data.get("coverage") or {}).items():
+        late = [r for r in rows if r["where"] == "completion"]
+        lines = "".join(
+            f"<li>{esc(r['path'])} <b>{esc(r['keyword'])}</b>: {esc(r['where'])}"
+            f"{' (' + esc(r['note']) + ')' if r['note'] else ''}</li>"
+            for r in rows
+        )
+        body += (
+            f"<details class='genlm-coverage'><summary>{esc(name)}: {len(rows) - len(late)} "
+            f"constraints in the mask, {len(late)} checked only at completion</summary>"
+            f"<ul>{lines}</ul></details>"
+        )
     if data.get("trie"):
         body += (
             "<details class='genlm-mask-trie'><summary>vocabulary trie (blocked subtrees "

@@ -107,7 +107,18 @@ async def mask_data_of(
         n_allowed=n_allowed,
         awrs=awrs,
     )
+    coverage = {name: _coverage(f) for name, f in zip(names, factors, strict=True)}
+    if any(coverage.values()):
+        data["coverage"] = {k: v for k, v in coverage.items() if v}
     return data, weights
+
+
+def _coverage(factor: Any) -> list[dict]:
+    """A JSON-schema factor's `coverage` rows (where each constraint is enforced), else []."""
+    rows = getattr(factor, "coverage", None)
+    if rows is None:
+        rows = getattr(getattr(factor, "grammar", None), "coverage", None)
+    return list(rows) if isinstance(rows, list) else []
 
 
 _TRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -93,6 +93,9 @@ def lab(tmp_path_factory):
             f"--LabApp.user_settings_dir={root / '.settings'}",
             # Notebook 7 (when installed) is served by the same server: expose its app too.
             "--JupyterNotebookApp.expose_app_in_browser=True",
+            # No signatures from this user's earlier sessions: notebooks open untrusted,
+            # as on a participant's machine (test_untrusted_notebooks.py relies on it).
+            "--NotebookNotary.db_file=:memory:",
         ],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
     )  # fmt: skip

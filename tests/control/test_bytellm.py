@@ -67,3 +67,11 @@ def test_multiplies_with_a_byte_constraint_and_reads_bytes_or_ints():
 def test_bad_parameters_are_one_value_error():
     with pytest.raises(ValueError, match="BeamParams"):
         ByteLLM(toy(), beam_params={"K": 3})
+
+
+def test_from_name_loads_the_model_and_refuses_unknown_keywords():
+    p = ByteLLM.from_name("tiny-random", BeamParams(K=2), backend="hf", prompt=b"Hi")
+    assert p.beam_params.K == 2 and p.prompt_bytes == b"Hi"
+    assert type(p.llm).__name__ == "AsyncTransformer"
+    with pytest.raises(TypeError, match="bogus"):
+        ByteLLM.from_name("tiny-random", backend="mock", bogus=1)

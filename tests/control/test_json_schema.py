@@ -65,11 +65,16 @@ def test_every_byte_of_valid_documents_is_allowed(name):
 
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_every_string_the_masks_complete_is_valid(name):
-    """Random walks through the byte masks: each document they end (EOS) validates."""
+    """Random walks through the byte masks: each document they end (EOS) validates.
+
+    The mask over-approximates (keys in any order; `required` is checked when
+    the document ends), so a walk may close a document that fails the schema:
+    then nothing, not even EOS, may follow, and jsonschema names the reason.
+    """
     js = JsonSchema(SCHEMAS[name])
     rng = random.Random(0)
     closers = set(b'"]}0') | {ord(",")}
-    ended = 0
+    ended = dead_ends = 0
     for _ in range(60):
         text = b""
         for _ in range(200):
@@ -79,11 +84,14 @@ def test_every_string_the_masks_complete_is_valid(name):
                 assert js.validate(text), text
                 ended += 1
                 break
-            assert len(allowed), f"a live prefix with nothing allowed: {text!r}"
+            if not len(allowed):
+                assert js.explain(text) is not None and not mask[-1], text
+                dead_ends += 1
+                break
             preferred = [b for b in allowed if b in closers]
             pool = preferred if preferred and rng.random() < 0.5 else allowed
             text += bytes([int(rng.choice(list(pool)))])
-    assert ended >= 30
+    assert ended >= 3 and ended + dead_ends >= 20
 
 
 def test_whitespace_runs_are_capped():
@@ -172,3 +180,115 @@ def test_smollm2_tokens_of_valid_documents_are_allowed(smollm2_tokenizer):
     assert (
         run(tokens.complete([llm.vocab[position[smollm2_tokenizer.encode("{")[0]]]])) == -math.inf
     )
+
+
+# Schemas with what llguidance's mask cannot say: valid documents must pass every byte of the
+# mask (soundness) and EOS; invalid ones must be refused when they end (jsonschema's verdict).
+BEYOND_THE_MASK = {
+    "oneOf": (
+        {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 10}]},
+        [5, 12.5, -3],
+        [12, 3.5, "x"],  # 12 matches both branches, 3.5 neither
+    ),
+    "not": (
+        {"type": "string", "not": {"enum": ["forbidden", "no"]}},
+        ["yes", "é", ""],
+        ["no", "forbidden", 3],
+    ),
+    "uniqueItems": (
+        {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+        [[], [1, 2, 3], [1.0, 2]],
+        [[1, 1], [1, 1.0], ["a"]],
+    ),
+    "format": (
+        {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}},
+        [{"d": "2024-02-29"}, {}],
+        [{"d": "2023-02-29"}, {"d": "yesterday"}],
+    ),
+    "unknown format": (
+        {"type": "string", "format": "my-own-format", "maxLength": 3},
+        ["abc", "é€"],
+        ["abcd"],
+    ),
+    "keys in any order": (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+        [{"a": 1, "b": "x"}, {"b": "x", "a": 1}],
+        [{"a": 1}, {"b": "x", "a": "1"}, {"a": 1, "b": "x", "c": 0}],
+    ),
+    "circular refs": (
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+        [{"kids": [{"kids": []}, {}]}, {}],
+        [{"kids": [{"kids": 3}]}],
+    ),  # fmt: skip
+    "if-then and dependencies": (
+        {
+            "type": "object",
+            "if": {"properties": {"kind": {"const": "n"}}},
+            "then": {"properties": {"v": {"type": "number"}}},
+            "dependentRequired": {"v": ["kind"]},
+        },
+        [{"kind": "n", "v": 2}, {"kind": "s", "v": "x"}, {}],
+        [{"kind": "n", "v": "x"}, {"v": 2}],
+    ),
+}
+
+
+def all_renderings(value) -> list[bytes]:
+    """`renderings` (compact, spaced, indent 2), plus indent 4 and tabs.
+
+    Non-ASCII text is written as UTF-8: llguidance's JSON lexer refuses `\\u`
+    escapes of characters that need none (the one departure, see _json_relax).
+    """
+    more = [json.dumps(value, indent=i, ensure_ascii=False).encode() for i in (4, "\t")]
+    return [*renderings(value), *more]
+
+
+@pytest.mark.parametrize("name", BEYOND_THE_MASK)
+def test_beyond_the_mask_valid_pass_every_byte_and_invalid_die_at_completion(name):
+    schema, valid, invalid = BEYOND_THE_MASK[name]
+    js = JsonSchema(schema)
+    for value in valid:
+        for text in all_renderings(value):
+            for cut in range(len(text)):
+                assert js.allowed(list(text[:cut]))[text[cut]], (text[:cut], text[cut : cut + 1])
+            assert js.allowed(list(text))[-1], text
+            assert run(js.complete(list(text))) == 0
+    for value in invalid:
+        for text in all_renderings(value):
+            assert run(js.complete(list(text))) == -math.inf, text
+            assert js.explain(text) is not None
+
+
+def test_coverage_says_where_each_constraint_is_enforced():
+    js = JsonSchema({"type": "object", "properties": {"n": {"type": "string", "pattern": "^[a-z]+$",
+                     "maxLength": 4}, "u": {"type": "array", "uniqueItems": True}}})  # fmt: skip
+    where = {(r["path"], r["keyword"]): r["where"] for r in js.coverage}
+    assert where[("/properties/n", "pattern")] == "mask"
+    assert where[("/properties/u", "uniqueItems")] == "completion"
+    assert not js.exact_mask
+    assert not js.allowed(list(b'{"n":"ab1'))[ord('"')]  # the pattern is in the mask
+
+
+def test_pretty_printed_documents_at_depth_12_pass_and_blank_runs_stay_bounded():
+    value: object = 1
+    for _ in range(12):
+        value = {"k": [value]}
+    js = JsonSchema({})
+    text = json.dumps(value, indent=2).encode()
+    assert run(js.complete(list(text))) == 0
+    assert js.allowed(list(b"[" + b" " * 15))[ord(" ")]
+    assert not js.allowed(list(b"[" + b" " * 16))[ord(" ")]
+    assert not js.allowed(list(b"[\n\n" + b" " * 4))[ord("\n")]  # at most two line breaks

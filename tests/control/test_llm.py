@@ -46,7 +46,8 @@ def test_prefix_is_the_sum_of_lm_log_probs_and_logw_next_their_row():
 def test_eos_as_token_bytes_or_id_means_the_same():
     lm = toy()
     by_token = PromptedLLM(lm, eos_tokens=[Token(4, b"\n"), Token(5, b"$")])
-    by_bytes = PromptedLLM(lm, eos_tokens=[b"\n", b"$"])
+    with pytest.warns(DeprecationWarning, match="eos_byte_strings"):
+        by_bytes = PromptedLLM(lm, eos_tokens=[b"\n", b"$"])
     by_id = PromptedLLM(lm, eos_tokens=[4, 5])
     by_new_name = PromptedLLM(lm, eos_byte_strings=[b"\n", b"$"])
     weights = [run(p.logw_next([])).weights for p in (by_token, by_bytes, by_id, by_new_name)]
@@ -56,7 +57,28 @@ def test_eos_as_token_bytes_or_id_means_the_same():
     assert weights[0][-1] == pytest.approx(float(torch.logsumexp(row[[4, 5]], 0)))
     assert b"\n" not in [bytes(t) for t in by_bytes.vocab]
     with pytest.raises(ValueError, match="no token"):
-        PromptedLLM(lm, eos_tokens=[b"zz"])
+        PromptedLLM(lm, eos_byte_strings=[b"zz"])
+    with pytest.raises(ValueError, match="not both"):
+        PromptedLLM(lm, eos_tokens=[4], eos_byte_strings=[b"$"])
+
+
+def test_eos_tokens_as_ids_is_not_deprecated():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        PromptedLLM(toy(), eos_tokens=[4, 5])
+
+
+def test_from_name_loads_the_model_and_checks_keywords():
+    p = PromptedLLM.from_name("tiny-random", backend="mock", temperature=0.5)
+    assert p.temperature == 0.5 and len(p.vocab) + len(p.eos_tokens) == p.model.vocab_size
+    eos = bytes(p.model.byte_vocab[p.model.eos_token_ids[0]])
+    with pytest.warns(DeprecationWarning):
+        q = PromptedLLM.from_name("tiny-random", backend="mock", eos_tokens=[eos])
+    assert [bytes(t) for t in q.eos_tokens] == [eos]
+    with pytest.raises(TypeError, match="bogus"):
+        PromptedLLM.from_name("tiny-random", backend="mock", bogus=1)
 
 
 def test_temperature_renormalises():

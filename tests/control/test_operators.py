@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from genlm_lab.backend import ToyLM
-from genlm_lab.control import EOS, AutoBatched, BoolFSA, Potential, PromptedLLM
+from genlm_lab.control import (
+    EOS,
+    AutoBatched,
+    AutoBatchedPotential,
+    BoolFSA,
+    Potential,
+    PromptedLLM,
+)
+from genlm_lab.control.operators import autobatched
 
 
 def run(coro):
@@ -40,13 +48,27 @@ def test_product_weights_add_for_every_method():
     np.testing.assert_array_equal(batch[1].weights, run(prod.logw_next([p.vocab[2]])).weights)
 
 
-def test_multiplying_different_vocabularies_is_one_value_error():
+def test_multiplying_different_token_types_is_one_value_error():
     p = llm()
-    with pytest.raises(ValueError, match="vocabularies differ.*index 0"):
+    with pytest.raises(ValueError, match="same token type.*coerce"):
         p * BoolFSA.from_regex("a")
+
+
+def test_product_of_different_vocabularies_is_over_the_shared_tokens():
+    p = llm()
     other = PromptedLLM(ToyLM([b"a", b"b", b"x", b"c", b"$"], eos=b"$"))
-    with pytest.raises(ValueError, match="index 2"):
-        p * other
+    prod = p * other
+    shared = [t for t in p.vocab if t in other.vocab]
+    assert prod.vocab == shared and b"x" not in prod.vocab
+    w1, w2, have = (run(q.logw_next([])) for q in (p, other, prod))
+    for token in [*shared, EOS]:
+        assert have[token] == pytest.approx(w1[token] + w2[token])
+    context = [shared[0], shared[-1]]
+    assert run(prod.prefix(context)) == pytest.approx(
+        run(p.prefix(context)) + run(other.prefix(context))
+    )
+    with pytest.raises(ValueError, match="common vocabulary"):
+        p * PromptedLLM(ToyLM([b"q", b"r", b"$"], eos=b"$"))
 
 
 def test_power_tempers_and_keeps_zeros():
@@ -57,9 +79,23 @@ def test_power_tempers_and_keeps_zeros():
     assert run(hot.prefix([p.vocab[0]])) == pytest.approx(0.5 * run(p.prefix([p.vocab[0]])))
     q = BoolFSA.from_regex("a") ** 3
     assert q.is_boolean and run(q.prefix([98])) == -math.inf
-    for bad in (0, -1, math.inf, "2", True):
+    for bad in (math.inf, math.nan, "2", True):
         with pytest.raises(ValueError, match="exponent"):
             p**bad
+
+
+def test_power_zero_is_the_support_and_minus_one_the_inverse():
+    p = llm()
+    masked = p * BoolFSA.from_regex("a+").coerce(p, f=b"".join)
+    w = run(masked.logw_next([])).weights
+    support = run((masked**0).logw_next([])).weights
+    np.testing.assert_array_equal(support, np.where(np.isinf(w), -math.inf, 0.0))
+    inverse = run((masked**-1).logw_next([])).weights
+    np.testing.assert_array_equal(np.isinf(inverse), np.isinf(w))
+    np.testing.assert_allclose(inverse[~np.isinf(w)], -w[~np.isinf(w)])
+    first = p.vocab[0]
+    assert run((p**-1).prefix([first])) == pytest.approx(-run(p.prefix([first])))
+    assert run((p**0).complete([first])) == 0.0
 
 
 class Counting(Potential):
@@ -105,3 +141,50 @@ def test_score_dispatches_on_eos():
     assert run(p.score(ctx)) == run(p.prefix(ctx))
     with pytest.raises(ValueError, match="EOS at position 0"):
         run(p.prefix([EOS, p.vocab[0]]))
+
+
+def test_to_autobatched_is_one_wrapper_per_potential():
+    inner = Counting()
+    assert inner.to_autobatched() is inner.to_autobatched()
+    assert autobatched(inner) is inner.to_autobatched() and autobatched(None) is None
+    assert repr(inner.to_autobatched()) == f"AutoBatchedPotential({inner!r})"
+    assert AutoBatchedPotential is AutoBatched
+
+
+def test_default_logw_next_and_batch_score_use_the_subclass_batch_methods():
+    inner = Counting()
+    w = run(inner.logw_next([b"a"]))
+    assert inner.batches == [2]  # the two token continuations in one batch_prefix call
+    assert w[b"a"] == -1.0 and w[EOS] == 0.0
+    scores = run(inner.batch_score([[b"a"], [b"a", EOS], [b"a", b"a"]]))
+    np.testing.assert_array_equal(scores, [-1.0, -1.0, -2.0])
+    assert inner.batches == [2, 2]
+    with pytest.raises(ValueError, match="non-empty"):
+        run(inner.batch_prefix([]))
+
+
+class TwoDimBatch(Counting):
+    """A genlm-control style subclass: batch_logw_next returns one 2-d LazyWeights."""
+
+    async def prefix(self, context):
+        return -float(len(context))
+
+    async def batch_logw_next(self, contexts):
+        rows = [(await self.logw_next(c)).weights for c in contexts]
+        return self.make_lazy_weights(np.stack(rows))
+
+
+def test_two_dimensional_batches_are_read_as_rows():
+    p = TwoDimBatch()
+    prod = p * TwoDimBatch()
+    rows = run(prod.batch_logw_next([[], [b"a"]]))
+    assert len(rows) == 2 and rows.weights.shape == (2, 3)
+    np.testing.assert_allclose(rows[1].weights, 2 * run(p.logw_next([b"a"])).weights)
+    batched = p.to_autobatched()
+
+    async def both():
+        return await asyncio.gather(batched.logw_next([]), batched.logw_next([b"a"]))
+
+    first, second = run(both())
+    np.testing.assert_array_equal(second.weights, run(p.logw_next([b"a"])).weights)
+    assert first.weights.shape == (3,)

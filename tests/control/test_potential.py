@@ -56,7 +56,7 @@ def test_batches_equal_single_calls():
 def test_vocabulary_checks():
     with pytest.raises(ValueError, match="empty"):
         Geometric.__bases__[0].__init__(Geometric(), [])
-    with pytest.raises(ValueError, match="appears twice"):
+    with pytest.raises(ValueError, match="Duplicate token"):
         Potential.__init__(Geometric(), [b"a", b"a"])
     with pytest.raises(ValueError, match="EndOfSequence"):
         Potential.__init__(Geometric(), [b"a"], eos="$")
@@ -82,3 +82,36 @@ def test_lazy_weights_helpers():
     dead = p.make_lazy_weights(np.full(3, -math.inf))
     with pytest.raises(ValueError, match="weight zero"):
         dead.normalize()
+
+
+def test_helpers_cache_escape_and_serialise():
+    from genlm_lab.control.helpers import LRUCache, escape, load_trie, string_for_serialization
+
+    cache = LRUCache(2)
+    cache["a"], cache["b"] = 1, 2
+    assert cache.get("a") == 1  # a use: "b" is now the least recent
+    cache["c"] = 3
+    assert list(cache) == ["a", "c"] and cache.get("b") is None
+    with pytest.raises(ValueError, match="maxsize"):
+        LRUCache(0)
+    assert escape(10) == "\\n" and escape(EOS) == "EOS" and escape("é") == "é"
+    assert string_for_serialization([b"a", b"\n", EOS]) == "a|\\n|EOS"
+    trie = load_trie(["a", "ab"], backend="sequential")
+    assert [bytes(t) for t in trie.decode] == [b"a", b"ab"]
+    with pytest.raises(ValueError, match="backend"):
+        load_trie(["a"], backend="gpu")
+
+
+def test_cleanup_abandons_queued_autobatched_calls():
+    from genlm_lab.control.helpers import BatchAbandoned
+
+    batched = Geometric().to_autobatched()
+
+    async def main():
+        call = asyncio.ensure_future(batched.prefix([]))
+        await asyncio.sleep(0)  # queued, not yet flushed
+        await batched.cleanup()
+        return await asyncio.gather(call, return_exceptions=True)
+
+    (result,) = asyncio.run(main())
+    assert isinstance(result, BatchAbandoned)

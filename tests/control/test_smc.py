@@ -322,3 +322,41 @@ async def test_iso_date_run_on_smollm2_with_awrs_gives_only_dates(smollm2):
     assert result.decoded_posterior, "no particle finished"
     for text in result.decoded_posterior:
         assert regex.fullmatch(pattern, text), text
+
+
+def test_a_particle_that_ends_an_invalid_json_document_dies_with_jsonschema_reason():
+    """Forced EOS at the length budget: the schema refuses `[1, 1]`-like arrays (uniqueItems,
+    checked only at completion) and the record keeps jsonschema's reason beside the killer."""
+    from genlm_lab.control import JsonSchema
+
+    llm = toy_llm(vocab=[b"[", b"1", b",", b"]", b"$"])
+    schema = JsonSchema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        seqs = run(SMC(direct_token_sampler(llm * schema.coerce(llm)))(30, 0.0, 6, seed=1))
+    extras = [e for step in seqs.record.steps for e in step.get("extras", []) if e]
+    killed = [e for e in extras if e["killed_by"] == "JsonSchema" and e.get("killed_why")]
+    assert killed, [e["killed_by"] for e in extras]
+    assert any("non-unique" in e["killed_why"] or "not JSON" in e["killed_why"] for e in killed)
+    for context, logw in seqs:  # every document that finished alive is valid
+        if logw > -math.inf:
+            assert schema.validate(b"".join(bytes(t) for t in context[:-1])), context
+
+
+def test_progress_bar_names_control_smc_and_knows_its_total(capsys, monkeypatch):
+    # the bar said "smc_standard: 12/?" for a control.SMC run with max_tokens known
+    import tqdm.auto
+
+    made = []
+    real = tqdm.auto.tqdm
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda **kw: made.append(kw) or real(**kw))
+    llm, condition = _target()
+    max_tokens = 6
+    seqs = run(
+        SMC(direct_token_sampler(llm * condition))(4, 0.5, max_tokens, seed=0, progress=True)
+    )
+    (kwargs,) = made
+    assert kwargs["desc"] == "control.SMC" and kwargs["total"] == max_tokens
+    n = len(seqs.record.steps)
+    err = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "control.SMC" in err and f"{n}/{n}" in err and "100%" in err  # ended full, not n/6

@@ -5,7 +5,8 @@ from unittest.mock import MagicMock
 import pytest
 
 from genlm_lab.tokenization import ByteDecoderError, ByteVocabError, check_byte_decoder
-from genlm_lab.tokenization.vocab import _gpt2_unicode_to_byte, get_byte_vocab
+from genlm_lab.tokenization._pieces import gpt2_unicode_to_byte as _gpt2_unicode_to_byte
+from genlm_lab.tokenization.vocab import get_byte_vocab
 
 
 def test_gpt2_alphabet_passes_on_a_byte_level_tokenizer(smollm2_tokenizer):

@@ -242,3 +242,13 @@ def test_context_outside_the_vocabulary_is_named(llm):
     product = llm * BoolFSA.from_regex("a+").coerce(llm)
     with pytest.raises(ValueError, match="not in the vocabulary"):
         run(mask_data_of(product, [b"zz"]))
+
+
+def test_a_json_schema_factor_shows_where_its_constraints_are_enforced():
+    schema = JsonSchema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    data, _ = asyncio.run(mask_data_of(schema, list(b'["a"')))
+    (rows,) = data["coverage"].values()
+    unique = next(r for r in rows if r["keyword"] == "uniqueItems")
+    assert (unique["path"], unique["where"]) == ("/", "completion")
+    html = mask_html(data)
+    assert "checked only at completion" in html and "uniqueItems" in html

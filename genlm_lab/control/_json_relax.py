@@ -1,0 +1,236 @@
+"""A JSON schema rewritten so that llguidance's mask over-approximates it (never blocks a valid document).
+
+llguidance compiles most of JSON Schema into a fast token mask, but some of
+what it compiles departs from the specification, and some keywords it lacks:
+
+- object properties must come in the schema's order (JSON objects are unordered);
+- strings: llguidance's JSON lexer takes no `\\u` escape of a character that
+  needs none (`"\\u00e9"` is refused where `"é"` is accepted), whatever the
+  schema; documents must write non-ASCII text as UTF-8 (`ensure_ascii=False`),
+  as models do. This is the one departure the rewrite cannot undo. Its `\\d`
+  is ASCII where Python's `re` (which `jsonschema` uses) also reads other
+  scripts' digits;
+- `integer` refuses `1.0`, and `enum` / `const` compare texts, not values;
+- `oneOf`, `not`, `uniqueItems`, `if`, `dependentRequired`, ... are missing,
+  and `format` is stricter than `jsonschema`'s format checker.
+
+`relax` rewrites a schema into one whose language contains the original's
+(object keys in any order, the rest widened or dropped), and records where
+each constraint is enforced: "mask" (while generating) or "completion" (by
+`jsonschema` on the finished document, which `JsonSchema.complete` runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import llguidance
+
+__all__ = ["relax"]
+
+_ANNOTATIONS = {
+    "title", "description", "default", "examples", "$comment", "readOnly", "writeOnly",
+    "deprecated", "contentMediaType", "$schema", "$vocabulary", "$dynamicAnchor", "example",
+}  # fmt: skip
+_COMPLETION_ONLY = {
+    "not": "no negation in the mask",
+    "if": "conditionals are checked at completion",
+    "then": "conditionals are checked at completion",
+    "else": "conditionals are checked at completion",
+    "uniqueItems": "uniqueness is checked at completion",
+    "contains": "checked at completion",
+    "minContains": "checked at completion",
+    "maxContains": "checked at completion",
+    "dependentRequired": "checked at completion",
+    "dependentSchemas": "checked at completion",
+    "dependencies": "checked at completion",
+    "propertyNames": "checked at completion",
+    "unevaluatedProperties": "checked at completion",
+    "unevaluatedItems": "checked at completion",
+    "format": "formats are checked by jsonschema's format checker at completion",
+    "contentEncoding": "checked at completion",
+    "contentSchema": "checked at completion",
+    "required": "object keys come in any order: required keys are checked at completion",
+    "$dynamicRef": "checked at completion",
+    "$recursiveRef": "checked at completion",
+}
+_KEEP = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minItems", "maxItems", "minProperties", "maxProperties", "$ref", "$id", "$anchor",
+    "minLength", "maxLength",
+    "id",
+}  # fmt: skip
+_META = set(r"\.+*?()|[]{}^$#&-~")
+
+
+def _rust_literal(text: str) -> str:
+    """`text` as a regex that matches it exactly (Rust syntax: only metacharacters escaped)."""
+    return "".join("\\" + c if c in _META else c for c in text)
+
+
+def _rust_regex_ok(pattern: str) -> bool:
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_regex(pattern)
+    except (ValueError, TypeError):
+        return False
+    message = llguidance.LLMatcher.validate_grammar(grammar)
+    return not message or message.startswith("WARNING")
+
+
+class Relaxer:
+    """One pass over a schema: the relaxed copy and the coverage rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, str]] = []
+
+    def note(self, path: str, keyword: str, where: str, why: str = "") -> None:
+        self.rows.append({"path": path or "/", "keyword": keyword, "where": where, "note": why})
+
+    # ------------------------------------------------------------ values
+    def values(self, values: list[Any], path: str, keyword: str) -> dict[str, Any]:
+        """`enum`/`const` values as a schema the mask reads by value, not by text."""
+        exact, widened = [], []
+        for v in values:
+            if isinstance(v, bool) or v is None:
+                exact.append(v)
+            elif isinstance(v, (int, float)):
+                widened.append({"type": "number", "minimum": v, "maximum": v})
+            elif isinstance(v, str):
+                exact.append(v)
+            else:
+                widened.append({"type": "object" if isinstance(v, dict) else "array"})
+        if widened:
+            self.note(path, keyword, "completion", "numbers, objects and arrays are widened "
+                      "in the mask (1 and 1.0 are the same value; keys in any order)")  # fmt: skip
+        else:
+            self.note(path, keyword, "mask")
+        branches = ([{"enum": exact}] if exact else []) + widened
+        return branches[0] if len(branches) == 1 else {"anyOf": branches or [False]}
+
+    # ------------------------------------------------------------ schemas
+    def schema(self, node: Any, path: str = "") -> Any:
+        if isinstance(node, bool):
+            return node
+        if not isinstance(node, dict):
+            return True
+        out: dict[str, Any] = {}
+        extra: list[Any] = []
+        for key, value in node.items():
+            where = f"{path}/{key}"
+            if key in _ANNOTATIONS or key.startswith("x-"):
+                continue
+            if key in ("$defs", "definitions") and isinstance(value, dict):
+                out[key] = {k: self.schema(v, f"{where}/{k}") for k, v in value.items()}
+            elif key == "type":
+                types = [value] if isinstance(value, str) else list(value)
+                if "integer" in types:
+                    self.note(path, "type: integer", "completion", "the mask allows any number "
+                              "(1.0 is an integer)")  # fmt: skip
+                    types = ["number" if t == "integer" else t for t in types]
+                    types = list(dict.fromkeys(types))
+                else:
+                    self.note(path, "type", "mask")
+                out["type"] = types[0] if len(types) == 1 else types
+            elif key in ("enum", "const"):
+                extra.append(self.values(value if key == "enum" else [value], path, key))
+            elif key in ("anyOf", "allOf", "oneOf"):
+                branches = [self.schema(v, f"{where}/{i}") for i, v in enumerate(value)]
+                if key == "oneOf":
+                    self.note(path, "oneOf", "completion", "read as anyOf in the mask")
+                else:
+                    self.note(path, key, "mask")
+                if key == "allOf":
+                    extra.extend(branches)
+                else:
+                    extra.append({"anyOf": branches})
+            elif key == "pattern":
+                if _rust_regex_ok(value):
+                    out["pattern"] = value
+                    self.note(path, "pattern", "mask")
+                else:
+                    self.note(path, "pattern", "completion", "llguidance cannot read it "
+                              "(lookarounds, backreferences)")  # fmt: skip
+            elif key in ("items", "additionalItems", "prefixItems"):
+                self.items(node, key, value, out, where)
+            elif key in ("properties", "patternProperties", "additionalProperties"):
+                continue  # read together below
+            elif key in _KEEP:
+                out[key] = value
+                self.note(path, key, "mask")
+            elif key in _COMPLETION_ONLY:
+                self.note(path, key, "completion", _COMPLETION_ONLY[key])
+        if isinstance(node.get("exclusiveMaximum"), bool) or isinstance(
+            node.get("exclusiveMinimum"), bool
+        ):
+            self.draft4_bounds(node, out)
+        if any(k in node for k in ("properties", "patternProperties", "additionalProperties")):
+            self.objects(node, out, path)
+        if extra:
+            out["allOf"] = extra
+        return out
+
+    @staticmethod
+    def draft4_bounds(node: dict, out: dict) -> None:
+        """Draft-4 boolean exclusive bounds as the numeric ones llguidance reads."""
+        for bound, flag in (("maximum", "exclusiveMaximum"), ("minimum", "exclusiveMinimum")):
+            if node.get(flag) is True and bound in node:
+                out.pop(bound, None)
+                out[flag] = node[bound]
+            elif isinstance(node.get(flag), bool):
+                out.pop(flag, None)
+
+    def items(self, node: dict, key: str, value: Any, out: dict, where: str) -> None:
+        if key == "prefixItems":
+            out["prefixItems"] = [self.schema(v, f"{where}/{i}") for i, v in enumerate(value)]
+        elif key == "items" and isinstance(value, list):  # draft 4-7 tuples
+            out["prefixItems"] = [self.schema(v, f"{where}/{i}") for i, v in enumerate(value)]
+            if "additionalItems" in node:
+                out["items"] = self.schema(node["additionalItems"], where + "/additionalItems")
+        elif key == "items":
+            out["items"] = self.schema(value, where)
+        # a lone additionalItems (items not a list) has no effect
+
+    def objects(self, node: dict, out: dict, path: str) -> None:
+        """Properties as exact-name key patterns: keys in any order, each with its value schema."""
+        properties = node.get("properties") or {}
+        additional = node.get("additionalProperties", True)
+        patterns = node.get("patternProperties") or {}
+        if len(properties) <= 1 and additional is False and not patterns:
+            out["properties"] = {
+                k: self.schema(v, f"{path}/properties/{k}") for k, v in properties.items()
+            }
+            out["additionalProperties"] = False
+            if "required" in node:
+                out["required"] = [k for k in node["required"] if k in properties]
+                self.rows = [r for r in self.rows if not (r["path"] == (path or "/")
+                             and r["keyword"] == "required")]  # fmt: skip
+                self.note(path, "required", "mask")
+            self.note(path, "properties", "mask")
+            return
+        by_key: dict[str, Any] = {}
+        loose: list[Any] = []
+        for name, schema in properties.items():
+            relaxed = self.schema(schema, f"{path}/properties/{name}")
+            if not patterns:
+                by_key["^" + _rust_literal(name) + "$"] = relaxed
+            else:
+                loose.append(relaxed)
+        for pattern, schema in patterns.items():
+            loose.append(self.schema(schema, f"{path}/patternProperties/{pattern}"))
+        if patterns:
+            self.note(path, "patternProperties", "completion", "key patterns are checked at "
+                      "completion; the mask allows their value schemas under any key")  # fmt: skip
+        rest = self.schema(additional, f"{path}/additionalProperties")
+        if loose:
+            rest = {"anyOf": [rest, *loose]} if rest is not False else {"anyOf": loose}
+        if by_key:
+            out["patternProperties"] = by_key
+        out["additionalProperties"] = rest
+        self.note(path, "properties", "mask", "keys in any order")
+
+
+def relax(schema: Any) -> tuple[Any, list[dict[str, str]]]:
+    """`(relaxed schema, coverage rows)`; see the module docstring."""
+    relaxer = Relaxer()
+    out = relaxer.schema(schema)
+    return out, relaxer.rows

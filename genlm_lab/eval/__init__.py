@@ -1,0 +1,104 @@
+"""Evaluation: methods x domains, run concurrently, stored in SQLite, viewed live.
+
+genlm-eval's API (`Instance`, `Dataset`, `Evaluator`, `EvaluationResult`,
+`ModelOutput`, `ModelResponse`, `run_evaluation`) with three additions:
+`run_evaluation` runs instances and replicates concurrently on one backend
+(results independent of the schedule) and stores them in a `ResultsStore`
+(one SQLite file: resume after a crash, several writers, `to_pandas()`);
+`Method` configs (base, lcd, sample_rerank, smc, awrs_smc) turn a `Domain`
+(dataset + checker + constraint) into model adaptors; `summarize` gives
+weighted accuracy with bootstrap CIs per method and domain.
+
+Names load on first use (PEP 562), so `genlm-lab` starts without importing
+torch for commands that do not need it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and the API docs
+    from genlm_lab.eval.core import (
+        Dataset,
+        EvaluationResult,
+        Evaluator,
+        Instance,
+        ModelAdaptor,
+        ModelOutput,
+        ModelResponse,
+    )
+    from genlm_lab.eval.domain import Domain
+    from genlm_lab.eval.domains import DOMAINS, load_domain
+    from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
+    from genlm_lab.eval.runner import parse_shard, run_evaluation, task_seed
+    from genlm_lab.eval.stats import bootstrap_ci
+    from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
+    from genlm_lab.eval.summary import summarize
+    from genlm_lab.eval.view import ResultsView, report_html, results_data
+
+_HOME = {
+    "Dataset": "core",
+    "EvaluationResult": "core",
+    "Evaluator": "core",
+    "Instance": "core",
+    "ModelAdaptor": "core",
+    "ModelOutput": "core",
+    "ModelResponse": "core",
+    "Domain": "domain",
+    "DOMAINS": "domains",
+    "load_domain": "domains",
+    "KINDS": "methods",
+    "Method": "methods",
+    "MethodAdaptor": "methods",
+    "parse_shard": "runner",
+    "run_evaluation": "runner",
+    "task_seed": "runner",
+    "bootstrap_ci": "stats",
+    "TABLES": "store",
+    "ResultsStore": "store",
+    "config_hash": "store",
+    "summarize": "summary",
+    "ResultsView": "view",
+    "report_html": "view",
+    "results_data": "view",
+}
+
+__all__ = [
+    "DOMAINS",
+    "KINDS",
+    "TABLES",
+    "Dataset",
+    "Domain",
+    "EvaluationResult",
+    "Evaluator",
+    "Instance",
+    "Method",
+    "MethodAdaptor",
+    "ModelAdaptor",
+    "ModelOutput",
+    "ModelResponse",
+    "ResultsStore",
+    "ResultsView",
+    "bootstrap_ci",
+    "config_hash",
+    "load_domain",
+    "parse_shard",
+    "report_html",
+    "results_data",
+    "run_evaluation",
+    "summarize",
+    "task_seed",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        value = getattr(import_module(f"genlm_lab.eval.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'genlm_lab.eval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,126 @@
+"""`genlm-lab eval run | report | merge`: run methods on a shipped domain, report, join shards.
+
+`run` loads a model, builds each `--method` and evaluates it on the domain's
+first `--limit` instances (or shard `--shard i/n` of them) into `--db`, with a
+tqdm bar per method; an interrupted run resumes where it stopped when started
+again with the same arguments. `report` writes a self-contained HTML page of a
+store (no script, no network). `merge` copies shard stores into one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["add_eval_parser"]
+
+
+def add_eval_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `eval run`, `eval report` and `eval merge` under the main parser's subcommands."""
+    from genlm_lab.eval.domains import DOMAINS
+
+    ev = sub.add_parser("eval", help="evaluate methods on a domain; report; merge shards")
+    esub = ev.add_subparsers(dest="eval_command", required=True)
+
+    run = esub.add_parser("run", help="run methods on a domain into a SQLite store")
+    run.add_argument("domain", choices=sorted(DOMAINS))
+    run.add_argument(
+        "--method",
+        action="append",
+        required=True,
+        help="KIND[:key=value,...], e.g. awrs_smc:n_particles=5 (repeat for several)",
+    )
+    run.add_argument("--limit", type=int, help="the first N instances")
+    run.add_argument("--db", required=True, help="the SQLite results file (created if missing)")
+    run.add_argument("--model", default="default", help="model name (default: SmolLM2-135M)")
+    run.add_argument("--replicates", type=int, default=1)
+    run.add_argument("--concurrency", type=int, default=8, help="instances in flight at once")
+    run.add_argument("--shard", help="i/n: run only shard i of n (Slurm arrays, Ray tasks)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--max-tokens", type=int, help="default max_tokens for every method")
+    run.set_defaults(func=_cmd_run)
+
+    report = esub.add_parser("report", help="write a standalone HTML report of a store")
+    report.add_argument("db")
+    report.add_argument("-o", "--output", help="output HTML (default: DB.html)")
+    report.set_defaults(func=_cmd_report)
+
+    merge = esub.add_parser("merge", help="copy the runs of shard stores into one store")
+    merge.add_argument("output", help="the store to merge into (created if missing)")
+    merge.add_argument("inputs", nargs="+", help="shard stores")
+    merge.set_defaults(func=_cmd_merge)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from genlm_lab.eval.domains import load_domain
+    from genlm_lab.eval.methods import Method
+    from genlm_lab.eval.runner import parse_shard, run_evaluation
+
+    defaults = {"seed": args.seed}
+    if args.max_tokens is not None:
+        defaults["max_tokens"] = args.max_tokens
+    methods = [Method.parse(text, **defaults) for text in args.method]
+    parse_shard(args.shard)  # fail before loading a model
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    domain = load_domain(args.domain)
+    from genlm_lab.backend import load_model_by_name
+
+    llm = load_model_by_name(args.model)
+    # A constraint nothing can satisfy ends a run with log_ml = -inf: the store says so per run.
+    warnings.filterwarnings("ignore", message="every particle has weight zero")
+    for method in methods:
+        results = asyncio.run(
+            run_evaluation(
+                domain.dataset,
+                method.adaptor(domain, llm),
+                domain.evaluator,
+                max_instances=args.limit or float("inf"),
+                n_replicates=args.replicates,
+                max_concurrency=args.concurrency,
+                store=args.db,
+                domain=domain.name,
+                seed=args.seed,
+                shard=args.shard,
+                progress=True,
+            )
+        )
+        lo, hi = results["ci"]
+        print(
+            f"{method.label} on {domain.name}: weighted accuracy "
+            f"{results['average_weighted_accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}), "
+            f"{results['n_instances']} instances, {results['n_errors']} errors -> {args.db}"
+        )
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from genlm_lab.eval.store import ResultsStore
+    from genlm_lab.eval.view import report_html
+
+    db = Path(args.db)
+    if not db.is_file():
+        raise ValueError(f"no results store at {db}")
+    out = Path(args.output) if args.output else db.with_suffix(".html")
+    if out.resolve() == db.resolve():
+        raise ValueError(f"the output {out} is the store itself: pass another path with -o")
+    with ResultsStore(db) as store:
+        out.write_text(report_html(store), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from genlm_lab.eval.store import ResultsStore
+
+    missing = [p for p in args.inputs if not Path(p).is_file()]
+    if missing:
+        raise ValueError(f"no results store at {', '.join(missing)}")
+    with ResultsStore(args.output) as store:
+        for path in args.inputs:
+            n = store.merge(path)
+            print(f"{path}: {n} new runs", file=sys.stdout)
+    return 0

@@ -1,0 +1,81 @@
+"""Methods: weighted accuracy against the exact posterior expectation (ToyLM, enumeration); configs."""
+
+import numpy as np
+import pytest
+from _eval_toys import exact_expectation, toy_domain, toy_lm
+
+from genlm_lab.eval import Method, bootstrap_ci, config_hash, run_evaluation
+
+PATTERN = "[abc]{1,3}"
+MAX_TOKENS = 4
+
+
+def _ends_with_b(text: str) -> float:
+    return float(text.endswith("b"))
+
+
+@pytest.mark.parametrize("kind", ["smc", "awrs_smc"])
+async def test_weighted_accuracy_matches_the_exact_posterior_expectation(kind):
+    lm = toy_lm()
+    exact = await exact_expectation(lm, PATTERN, _ends_with_b, MAX_TOKENS)
+    unconstrained = await exact_expectation(lm, ".*", _ends_with_b, MAX_TOKENS)
+    assert abs(exact - unconstrained) > 0.05  # the constraint matters for this score
+    domain = toy_domain([PATTERN])
+    method = Method(kind=kind, n_particles=60, ess_threshold=0.5, max_tokens=MAX_TOKENS)
+    results = await run_evaluation(
+        domain.dataset,
+        method.adaptor(domain, lm),
+        domain.evaluator,
+        n_replicates=30,
+        max_concurrency=30,
+    )
+    accs = [r["weighted_accuracy"] for r in results["all_instance_results"][0]]
+    mean, lo, hi = bootstrap_ci(accs)
+    # SMC's self-normalised estimate has O(1/N) bias: allow a little beyond the CI.
+    assert lo - 0.02 <= exact <= hi + 0.02, (exact, mean, lo, hi)
+    assert not lo - 0.02 <= unconstrained <= hi + 0.02
+
+
+async def test_base_estimates_the_unconstrained_expectation():
+    lm = toy_lm()
+    unconstrained = await exact_expectation(lm, ".*", _ends_with_b, MAX_TOKENS)
+    domain = toy_domain([PATTERN])
+    method = Method(kind="base", n_particles=60, max_tokens=MAX_TOKENS)
+    results = await run_evaluation(
+        domain.dataset,
+        method.adaptor(domain, lm),
+        domain.evaluator,
+        n_replicates=20,
+        max_concurrency=20,
+    )
+    accs = [r["weighted_accuracy"] for r in results["all_instance_results"][0]]
+    assert abs(np.mean(accs) - unconstrained) < 0.05
+
+
+async def test_lcd_and_constrained_methods_only_answer_inside_the_constraint():
+    import regex
+
+    lm = toy_lm()
+    domain = toy_domain(["(ab)+c?", "c[ab]"])
+    for kind in ("lcd", "smc", "awrs_smc", "sample_rerank"):
+        method = Method(kind=kind, n_particles=6, max_tokens=6)
+        results = await run_evaluation(domain.dataset, method.adaptor(domain, lm), domain.evaluator)
+        for instance, outs in zip(domain.dataset, results["all_instance_outputs"], strict=True):
+            for r in outs[0].responses:
+                assert regex.fullmatch(instance.pattern, r.response), (kind, r.response)
+            assert (
+                sum(r.weight for r in outs[0].responses) == pytest.approx(1.0)
+                or not outs[0].responses
+            )
+
+
+def test_method_parse_and_hash():
+    m = Method.parse("awrs_smc:n_particles=5,max_tokens=40")
+    assert (m.kind, m.n_particles, m.max_tokens, m.ess_threshold) == ("awrs_smc", 5, 40, 0.5)
+    assert Method.parse("lcd").n_particles == 1
+    assert config_hash(m.model_dump(mode="json")) != config_hash(
+        Method.parse("awrs_smc").model_dump(mode="json")
+    )
+    for bad in ("beam", "smc:n_particles=0", "smc:bogus=1", "smc:n_particles"):
+        with pytest.raises(ValueError):
+            Method.parse(bad)

