@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -100,9 +101,10 @@ class TokenByteTrie(_TrieBase):
         eot_token: the end-of-token key (`eot_sentinel`).
         eos_node: the EOS node under the root.
         eos_token_ids: sorted token ids treated as EOS.
-        children, root, node2prefix, word2leaf, leaf2word, leaf2token_id,
-        token_id_to_leaf, parent: as in `TokenCharacterTrie` (the EOS node's
-        prefix is b"").
+        children, root, word2leaf, leaf2word, leaf2token_id, token_id_to_leaf,
+        parent: as in `TokenCharacterTrie`.
+        node2prefix: node -> its prefix as a list of byte values, `[257]` for
+            the EOS node (genlm-bytes' form; `TokenCharacterTrie` gives bytes).
 
     Raises:
         ValueError: on an empty vocabulary, or an atomic or EOS token not in it.
@@ -199,6 +201,16 @@ class TokenByteTrie(_TrieBase):
     def batch_weight_max(self, ws: Any, mode: TrieMode | None = None) -> np.ndarray:
         """`weight_max` for a batch -> (batch, n_nodes)."""
         return self._batch(ws, self._mode(mode), "max")
+
+    @cached_property
+    def node2prefix(self) -> dict[int, list[int]]:
+        """Node -> its prefix as a list of byte values, the EOS node's being `[257]`.
+
+        The form genlm-bytes uses (genlm_lab reads bytes internally).
+        """
+        out = {n: list(p) for n, p in enumerate(self._node_prefix)}
+        out[self.eos_node] = [EOS]
+        return out
 
     def eot_children(self, node: int) -> list[tuple[int, int]]:
         """(token id, leaf) of every token whose bytes end exactly at `node`."""

@@ -103,7 +103,7 @@ class LazyTrieState:
     @property
     def partial(self) -> bytes:
         """The bytes of the token being read (from its start to `node`)."""
-        return bytes(self._t.node2prefix[self.node])
+        return self._t._node_prefix[self.node]
 
     @property
     def materialized(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Hashable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -198,8 +199,7 @@ class _TrieBase:
     ) -> None:
         self.children = structure.children
         self.root = 0
-        # a dict, as in GenLM (code iterates `.items()`); indexing by node is the same
-        self.node2prefix = dict(enumerate(structure.node2prefix))
+        self._node_prefix: list[bytes] = structure.node2prefix  # by node, what genlm_lab reads
         self.parent = structure.parent
         self.depth = structure.depth
         n_tokens = len(structure.token_leaf)
@@ -226,6 +226,11 @@ class _TrieBase:
             self._engine = _SparseEngine(
                 structure.parent, targets, self.device, max_batch_size=max_batch_size
             )
+
+    @cached_property
+    def node2prefix(self) -> dict[int, bytes]:
+        """Node -> the bytes of its prefix (a leaf: its token's bytes); a dict, as in GenLM."""
+        return dict(enumerate(self._node_prefix))
 
     @property
     def idx_to_leaf(self) -> np.ndarray:

@@ -123,7 +123,7 @@ def subtrie_data(
     def node_record(node: int, parent: int | None, level: int, key: Any) -> dict:
         kind = "root" if parent is None else _edge_kind(trie, key, node)
         token_id = trie.leaf2token_id.get(node)
-        node_prefix = trie.node2prefix[node]
+        node_prefix = trie._node_prefix[node]
         if kind == "eos":
             label = "EOS"
         elif token_id is not None:

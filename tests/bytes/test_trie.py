@@ -106,7 +106,9 @@ def test_eot_edges_and_duplicates():
     assert sorted(trie.eot_children(node_ab)) == sorted(
         (t, int(trie.token_id_to_leaf[t, 1])) for t in (0, 2)
     )
-    assert trie.node2prefix[trie.eos_node] == b""
+    # genlm-bytes' form: byte values as a list, the EOS node spelled [257]
+    assert trie.node2prefix[trie.eos_node] == [257]
+    assert trie.node2prefix[node_ab] == [ord("a"), ord("b")]
 
 
 def test_custom_eot_key_and_atomic_edge():
