@@ -151,6 +151,10 @@ class LazyTrieState:
         """
         return self._t.children[self.node].get(self._t.eot_token)
 
+    def get_all_EOT(self) -> list[tuple[int, int]]:  # noqa: N802 - genlm-bytes API name
+        """Every end-of-token edge at this node as (leaf, token id): several for duplicates."""
+        return eot_edges(self._t, self.node)
+
     def with_mode(self, mode: TrieMode) -> LazyTrieState:
         """The same candidate, with tokens started from now on read in `mode`.
 

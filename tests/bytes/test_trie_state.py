@@ -185,3 +185,14 @@ def test_get_eot_is_the_leaf_of_the_token_ending_here():
     assert root.get_EOT() is None  # no empty token
     assert t.leaf2token_id[sa.get_EOT()] == 0 and t.leaf2token_id[sab.get_EOT()] == 1
     assert sa.extend().lm_state.context[-1] == t.leaf2token_id[sa.get_EOT()]
+
+
+def test_get_all_eot_lists_every_duplicate_token_ending_here():
+    lm = ToyLM([b"a", b"b", b"a"], seed=1)
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab)
+    s = asyncio.run(LazyTrieState.initial(lm, trie).materialize()) << ord("a")
+    edges = s.get_all_EOT()
+    assert sorted(t for _, t in edges) == [0, 2]  # both ids spelling "a", not "b"
+    assert all(trie.trie.leaf2token_id[leaf] == t for leaf, t in edges)
+    s_b = asyncio.run(LazyTrieState.initial(lm, trie).materialize()) << ord("b")
+    assert [t for _, t in s_b.get_all_EOT()] == [1]
