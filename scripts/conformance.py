@@ -53,8 +53,8 @@ SUITES: dict[str, tuple[str, str, float, bool]] = {
 #: The score `--check` (and so `make test`) requires: a little under the last measured
 #: one, so a regression fails; the targets above are the goal, not yet all met.
 FLOORS: dict[str, float] = {
-    "genlm-backend": 0.45,
-    "genlm-bytes": 0.65,
+    "genlm-backend": 0.80,
+    "genlm-bytes": 0.87,
     "genlm-control": 0.0,
     "llamppl": 0.95,
 }
