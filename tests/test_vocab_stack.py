@@ -1,0 +1,292 @@
+"""The whole stack on every vocabulary of the tokenizer panel, each checked against brute force.
+
+For each real tokenizer (`tests/tokenizer_panel.py`), a tiny random LLaMA with
+that vocabulary is saved as a local model directory (config, safetensors,
+tokenizer files) and loaded as users load theirs, `load_model_by_name(path)`.
+Then: trie masses equal a sum over tokens by prefix; the byte beam's logZ is
+at least the canonical tokenization's log-prob and, on a short text, equals
+the exact sum over every tokenization; a regex and a JSON-schema mask coerced
+onto the vocabulary equal a walk over every token's bytes; an SMC run ends in
+texts the regex accepts; and the views render that data. The big vocabularies
+(over ~100k tokens) are marked slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+import regex
+import torch
+from tokenizer_panel import load_panel_tokenizer, panel_params
+
+from genlm_lab.backend import load_model_by_name
+from genlm_lab.bytes import BeamParams, ByteBeamState
+from genlm_lab.bytes.lm_state import StatefulTokenizedLM
+from genlm_lab.control import SMC, BoolFSA, Coerced, JsonSchema, PromptedLLM, direct_token_sampler
+from genlm_lab.trie import TokenCharacterTrie
+from genlm_lab.widgets import (
+    ParticleView,
+    beam_data,
+    beam_html,
+    mask_data_of,
+    mask_html,
+    particles_html,
+    trie_data,
+    trie_html,
+)
+
+PROSE = "The cat sat on the mat, then 42 dogs ran."
+SHORT = b"the ca"  # short enough to enumerate every tokenization
+DIGITS = r"[0-9]+( [a-z]+)?"
+SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def save_tiny_llama(tokenizer, directory, seed=0):
+    """A 2-layer LLaMA of hidden size 16 with `tokenizer`'s vocabulary, std-0.3 weights, saved.
+
+    The view checks compare float32 trie masses summed over up to 262k tokens,
+    hence their 1e-5 relative tolerance.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    # ids can run past len(tokenizer) (tiktoken-style vocabularies with holes); a model
+    # without BOS (Qwen) names its <|endoftext|> as bos_token_id in its config, as Qwen3's does
+    n_ids = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        bos = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+    config = LlamaConfig(
+        vocab_size=n_ids,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+        bos_token_id=bos,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() >= 2:
+                    p.normal_(0.0, 0.3)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module", params=panel_params(big_marks=(pytest.mark.slow,)))
+def lm(request, tmp_path_factory):
+    tokenizer = load_panel_tokenizer(request.param)
+    directory = save_tiny_llama(tokenizer, tmp_path_factory.mktemp(request.param))
+    return load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
+
+
+def start_ids(lm) -> list[int]:
+    """The context every layer starts from: [BOS], or nothing for a model without one."""
+    return list(StatefulTokenizedLM.initial(lm).context)
+
+
+def probs_after(lm, text: str) -> np.ndarray:
+    ids = start_ids(lm) + lm.tokenizer.encode(text, add_special_tokens=False)
+    return lm.next_token_logprobs_sync(ids).double().exp().numpy()
+
+
+# ---------------------------------------------------------------- trie
+
+
+def test_trie_masses_equal_sums_over_tokens_by_prefix(lm):
+    p = probs_after(lm, "The")
+    trie = TokenCharacterTrie(lm.byte_vocab)
+    mass = trie.weight_sum(p)
+    by_prefix: dict[bytes, float] = defaultdict(float)
+    for token, w in zip(lm.byte_vocab, p, strict=True):
+        b = bytes(token)
+        for k in range(len(b) + 1):
+            by_prefix[b[:k]] += w
+    leaves = set(trie.leaf2token_id)
+    inner = [n for n in range(trie.n_nodes) if n not in leaves]
+    got = mass[inner]
+    want = np.array([by_prefix[trie.node2prefix[n]] for n in inner])
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    for leaf, token_id in trie.leaf2token_id.items():
+        assert mass[leaf] == pytest.approx(p[token_id], rel=1e-12, abs=1e-15)
+    assert mass[trie.root] == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------- byte beam
+
+
+async def canonical_logprob(lm, text: str) -> tuple[bytes, float]:
+    """The bytes of the tokenizer's own encoding of `text` and that token sequence's log-prob."""
+    ids = lm.tokenizer.encode(text, add_special_tokens=False)
+    ctx, total = start_ids(lm), 0.0
+    for t in ids:
+        total += float((await lm.next_token_logprobs(ctx))[t])
+        ctx = ctx + [t]
+    return b"".join(bytes(lm.byte_vocab[t]) for t in ids), total
+
+
+async def exact_prefix_logprob(lm, text: bytes) -> float:
+    """log P(the byte string starts with `text`), summed over every tokenization.
+
+    Each token sequence is counted at its shortest prefix whose bytes cover
+    `text`: complete tokens spelling text[:j] (j < len), then one token whose
+    bytes start with text[j:].
+    """
+    tokens = [(i, bytes(t)) for i, t in enumerate(lm.byte_vocab) if len(bytes(t)) > 0]
+    exact_at = defaultdict(list)  # byte offset -> ids spelling text[offset:offset + len]
+    covers = defaultdict(list)  # byte offset -> ids whose bytes start with text[offset:]
+    for i, b in tokens:
+        for j in range(len(text)):
+            if b.startswith(text[j:]):
+                covers[j].append(i)
+            elif text.startswith(b, j):
+                exact_at[j].append(i)
+    terms = []
+    stack = [(0, start_ids(lm), 0.0)]
+    while stack:
+        j, ctx, lp = stack.pop()
+        row = (await lm.next_token_logprobs(ctx)).double()
+        if covers[j]:
+            terms.append(lp + float(torch.logsumexp(row[covers[j]], 0)))
+        for i in exact_at[j]:
+            stack.append((j + len(lm.byte_vocab[i]), ctx + [i], lp + float(row[i])))
+    return float(torch.logsumexp(torch.tensor(terms, dtype=torch.float64), 0))
+
+
+async def test_beam_logZ_bounds_the_canonical_tokenization(lm):
+    data, canonical = await canonical_logprob(lm, PROSE)
+    beam = await ByteBeamState.initial(lm, BeamParams(K=5))
+    beam = await beam.prefill(data)
+    assert math.isfinite(beam.logZ)
+    assert beam.logZ >= canonical - 1e-4
+
+
+async def test_wide_beam_is_exact_on_a_short_text(lm):
+    exact = await exact_prefix_logprob(lm, SHORT)
+    beam = await ByteBeamState.initial(lm, BeamParams(K=1000))
+    beam = await beam.prefill(SHORT)
+    assert beam.logZ == pytest.approx(exact, abs=1e-4)
+    html = beam_html(beam_data(beam.history, SHORT))
+    assert html.count("<tr class='genlm-") == len(beam.history[-1].to_dict()["candidates"])
+
+
+# ---------------------------------------------------------------- control
+
+
+def regex_alive(pattern, data: bytes) -> bool:
+    return pattern.fullmatch(data, partial=True) is not None
+
+
+def test_regex_mask_equals_every_tokens_bytes_walked(lm):
+    llm = PromptedLLM(lm)
+    coerced = BoolFSA.from_regex(DIGITS).coerce(llm, f=b"".join)
+    pattern = regex.compile(DIGITS.encode())
+    special = set(llm.special_indices())
+    by_bytes = {}
+    for t in llm.vocab:
+        by_bytes.setdefault(bytes(t), t)
+    four, space = by_bytes[b"4"], by_bytes[b" "]  # every vocabulary spells these
+    for context in ([], [four], [four, four], [four, space]):
+        prefix = b"".join(bytes(t) for t in context)
+        mask = coerced.allowed(context)
+        want = np.array(
+            [
+                i not in special and regex_alive(pattern, prefix + bytes(t))
+                for i, t in enumerate(llm.vocab)
+            ]
+        )
+        assert want.any()
+        np.testing.assert_array_equal(mask[:-1], want)
+        assert mask[-1] == (pattern.fullmatch(prefix) is not None)
+
+
+def test_json_mask_equals_the_byte_level_walk_of_every_token(lm):
+    llm = PromptedLLM(lm)
+    schema = JsonSchema(SCHEMA)
+    fast = schema.coerce(llm, f=b"".join)
+    slow = Coerced(schema, llm.vocab, f=b"".join)  # walks the byte trie, byte by byte
+    special = set(llm.special_indices())
+    by_bytes = {}
+    for t in llm.vocab:
+        by_bytes.setdefault(bytes(t), t)
+    spelled = [by_bytes[b] for b in (b"{", b'"', b"n")]  # every vocabulary spells these
+    for k in range(len(spelled) + 1):
+        context = spelled[:k]
+        got = run(fast.logw_next(context)).weights[:-1] == 0
+        want = run(slow.logw_next(context)).weights[:-1] == 0
+        want[list(special)] = False
+        assert want.any()
+        np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- SMC and views
+
+
+async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
+    llm = PromptedLLM(lm, prompt_ids=start_ids(lm))
+    constraint = BoolFSA.from_regex(DIGITS).coerce(llm, f=b"".join)
+    seqs = await SMC(direct_token_sampler(llm * constraint))(
+        n_particles=4, ess_threshold=0.5, max_tokens=6, seed=0
+    )
+    pattern = regex.compile(DIGITS.encode())
+    alive = [(ctx, w) for ctx, w in seqs if w > -math.inf]
+    assert alive, "every particle died"
+    for ctx, _ in alive:
+        text = b"".join(bytes(t) for t in ctx if isinstance(t, bytes))
+        assert pattern.fullmatch(text) is not None, text
+    data = ParticleView.from_record(seqs.record.to_json()).view_data()
+    assert sorted(p["text"] for p in data["particles"]) == sorted(seqs.texts())
+    html = particles_html(data)
+    assert all(
+        f"<tr class='genlm-{p['state']}' data-index='{p['index']}'>" in html
+        for p in data["particles"]
+    )
+
+    # the mask view of the first step: what the brute force allows, and its mass
+    p = probs_after(lm, "")
+    special = set(llm.special_indices())
+    allowed = [
+        i for i, t in enumerate(llm.vocab) if i not in special and regex_alive(pattern, bytes(t))
+    ]
+    mdata, _ = await mask_data_of(llm * constraint, [], top_k=5)
+    assert mdata["n_allowed"] == len(allowed)
+    want_mass = sum(p[int(llm.vocab[i].token_id)] for i in allowed)
+    assert mdata["allowed_mass"] == pytest.approx(want_mass, rel=1e-4)
+    assert "<table" in mask_html(mdata)
+
+    # the trie view under b"a": its mass, and its heaviest children
+    trie = TokenCharacterTrie(lm.byte_vocab)
+    tdata = trie_data(trie, p, b"a", depth=1, top_k=3, draw=False)
+    root, *children = tdata["nodes"]
+    assert root["prob"] == pytest.approx(
+        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-5
+    )
+    by_byte: dict[bytes, float] = defaultdict(float)
+    for t, w in zip(lm.byte_vocab, p, strict=True):
+        if bytes(t).startswith(b"a") and len(bytes(t)) > 1:
+            by_byte[bytes(t)[:2]] += w
+    heaviest = sorted(by_byte.values(), reverse=True)[: len(children)]
+    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-5)
+    html = trie_html(tdata)
+    assert all(c["label"] in html for c in children)
