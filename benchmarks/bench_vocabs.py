@@ -39,6 +39,8 @@ import numpy as np
 from _row import result_row
 from bench_trie import BATCH, _best, _max_diff, _theirs_index, _weights
 
+from genlm_lab.backend.tiny import save_tiny_llama
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore", category=UserWarning)
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -87,30 +89,8 @@ def _retained(build):
 
 
 def _model_dir(tokenizer, directory: Path) -> Path:
-    """A 2-layer LLaMA (hidden 32, seeded random weights) with `tokenizer`, saved as a model dir."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() >= 2:
-                p.normal_(0.0, 0.3)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    """A 2-layer LLaMA (hidden 32, seeded std-0.3 weights) with `tokenizer`, saved as a model dir."""
+    return save_tiny_llama(tokenizer, directory, hidden_size=32, num_heads=4, num_kv_heads=2)
 
 
 # ---------------------------------------------------------------- trie

@@ -23,7 +23,7 @@ import regex
 import torch
 from tokenizer_panel import load_panel_tokenizer, panel_params
 
-from genlm_lab.backend import load_model_by_name
+from genlm_lab.backend import load_model_by_name, tiny
 from genlm_lab.bytes import BeamParams, ByteBeamState
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.control import SMC, BoolFSA, Coerced, JsonSchema, PromptedLLM, direct_token_sampler
@@ -57,41 +57,12 @@ def run(coro):
 def save_tiny_llama(tokenizer, directory, seed=0):
     """A 2-layer LLaMA of hidden size 16 with `tokenizer`'s vocabulary, std-0.3 weights, saved.
 
-    The view checks compare float32 trie masses summed over up to 262k tokens,
-    hence their 1e-5 relative tolerance.
+    Ids can run past len(tokenizer) (vocabularies with holes) and a BOS-less
+    model (Qwen) names its <|endoftext|> as its config's BOS: `tiny_llama` sizes
+    and names both. The view checks compare float32 trie masses summed over up
+    to 262k tokens, hence their 1e-4 relative tolerance.
     """
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    # ids can run past len(tokenizer) (tiktoken-style vocabularies with holes); a model
-    # without BOS (Qwen) names its <|endoftext|> as bos_token_id in its config, as Qwen3's does
-    n_ids = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
-    bos = tokenizer.bos_token_id
-    if bos is None:
-        bos = (
-            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        )
-    config = LlamaConfig(
-        vocab_size=n_ids,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=512,
-        bos_token_id=bos,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=False,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() >= 2:
-                    p.normal_(0.0, 0.3)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return tiny.save_tiny_llama(tokenizer, directory, seed=seed)
 
 
 @pytest.fixture(scope="module", params=panel_params(big_marks=(pytest.mark.slow,)))
@@ -130,7 +101,9 @@ def test_trie_masses_equal_sums_over_tokens_by_prefix(lm):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     for leaf, token_id in trie.leaf2token_id.items():
         assert mass[leaf] == pytest.approx(p[token_id], rel=1e-12, abs=1e-15)
-    assert mass[trie.root] == pytest.approx(1.0, abs=1e-5)
+    # the root holds every token's mass; a float32 softmax over 100k+ ids sums to 1 within ~2e-5
+    assert mass[trie.root] == pytest.approx(float(np.sum(p, dtype=np.float64)), rel=1e-9)
+    assert mass[trie.root] == pytest.approx(1.0, abs=1e-4)
 
 
 # ---------------------------------------------------------------- byte beam
@@ -280,13 +253,13 @@ async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
     tdata = trie_data(trie, p, b"a", depth=1, top_k=3, draw=False)
     root, *children = tdata["nodes"]
     assert root["prob"] == pytest.approx(
-        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-5
-    )
+        sum(w for t, w in zip(lm.byte_vocab, p, strict=True) if bytes(t).startswith(b"a")), rel=1e-4
+    )  # the view sums float32 masses over up to 262k ids: relative error ~1e-5 on peaked models
     by_byte: dict[bytes, float] = defaultdict(float)
     for t, w in zip(lm.byte_vocab, p, strict=True):
         if bytes(t).startswith(b"a") and len(bytes(t)) > 1:
             by_byte[bytes(t)[:2]] += w
     heaviest = sorted(by_byte.values(), reverse=True)[: len(children)]
-    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-5)
+    assert [c["prob"] for c in children] == pytest.approx(heaviest, rel=1e-4)
     html = trie_html(tdata)
     assert all(c["label"] in html for c in children)

@@ -12,6 +12,7 @@ from genlm_lab.backend.models import (
     load_tokenizer,
 )
 from genlm_lab.backend.registry import load_model_by_name
+from genlm_lab.backend.tiny import save_tiny_llama, tiny_llama
 from genlm_lab.backend.toy import ToyLM
 from genlm_lab.backend.vllm import AsyncVirtualLM
 
@@ -30,4 +31,6 @@ __all__ = [
     "load_model_by_name",
     "load_tokenizer",
     "model_report",
+    "save_tiny_llama",
+    "tiny_llama",
 ]

@@ -22,7 +22,9 @@ each constraint is enforced: "mask" (while generating) or "completion" (by
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+from urllib.parse import unquote
 
 import llguidance
 
@@ -229,8 +231,57 @@ class Relaxer:
         self.note(path, "properties", "mask", "keys in any order")
 
 
+def _pointer(root: Any, ref: str) -> Any:
+    """The subschema a local `$ref` ("#/a/b~1c") names, or None if there is none."""
+    node = root
+    for part in ref[2:].split("/"):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _hoist_deep_refs(schema: Any) -> Any:
+    """A copy in which each `$ref` into the inside of a subschema ("#/definitions/a/properties/b")
+    points to a copy of its target under the definitions instead.
+
+    The rewrite moves properties, items and branches, so such pointers would no
+    longer resolve in the relaxed schema; pointers to whole definitions
+    ("#/definitions/a") and to the root still do and are left alone.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    root = copy.deepcopy(schema)
+    container = "definitions" if "definitions" in root else "$defs"
+    hoisted: dict[str, str] = {}
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/") and ref.count("/") > 2:
+            if ref not in hoisted:
+                target = _pointer(schema, ref)
+                if target is not None:
+                    name = f"_relax_ref_{len(hoisted)}"
+                    root.setdefault(container, {})[name] = copy.deepcopy(target)
+                    hoisted[ref] = f"#/{container}/{name}"
+                    pending.append(root[container][name])
+            node["$ref"] = hoisted.get(ref, ref)
+        pending.extend(v for k, v in node.items() if k not in ("enum", "const"))
+    return root
+
+
 def relax(schema: Any) -> tuple[Any, list[dict[str, str]]]:
     """`(relaxed schema, coverage rows)`; see the module docstring."""
     relaxer = Relaxer()
-    out = relaxer.schema(schema)
+    out = relaxer.schema(_hoist_deep_refs(schema))
     return out, relaxer.rows

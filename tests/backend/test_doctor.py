@@ -13,27 +13,18 @@ import torch
 from tokenizer_panel import load_panel_tokenizer
 
 from genlm_lab.backend.doctor import check_cache_consistency, model_report, register_tiny_builder
+from genlm_lab.backend.tiny import tiny_llama
 
 
 def _tiny_llama(tokenizer, bos_token_id):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=256,
-        initializer_range=0.3,  # peaked distributions: cache errors would show
-        bos_token_id=bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+    """One layer, tied embeddings, std-0.3 weights: peaked distributions, so cache errors show."""
+    return tiny_llama(
+        tokenizer,
+        num_layers=1,
         tie_word_embeddings=True,
+        bos_token_id=bos_token_id,
+        max_position_embeddings=256,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        return LlamaForCausalLM(config).eval()
 
 
 @pytest.fixture(scope="module")

@@ -292,3 +292,20 @@ def test_pretty_printed_documents_at_depth_12_pass_and_blank_runs_stay_bounded()
     assert js.allowed(list(b"[" + b" " * 15))[ord(" ")]
     assert not js.allowed(list(b"[" + b" " * 16))[ord(" ")]
     assert not js.allowed(list(b"[\n\n" + b" " * 4))[ord("\n")]  # at most two line breaks
+
+
+def test_refs_into_a_subschema_survive_the_rewrite():
+    """A `$ref` to a property inside a definition ("#/definitions/a/properties/b") still
+    resolves after the rewrite moves properties, so the mask enforces its target."""
+    schema = {
+        "definitions": {
+            "a": {"type": "object", "properties": {"b": {"type": "string", "maxLength": 2}}}
+        },
+        "type": "object",
+        "properties": {"c": {"$ref": "#/definitions/a/properties/b"}},
+    }
+    js = JsonSchema(schema)
+    assert not [r for r in js.coverage if r["keyword"] == "(all)"]
+    assert js.allowed(list(b'{"c": "x'))[ord("y")]
+    assert not js.allowed(list(b'{"c": "xy'))[ord("z")]  # maxLength 2, from the mask
+    assert js.validate(b'{"c": "xy"}') and not js.validate(b'{"c": 1}')
