@@ -57,7 +57,8 @@ def test_opens_with_one_sentence_of_purpose_and_duration(notebook):
     path, nb = notebook
     first = nb.cells[0]
     assert first.cell_type == "markdown"
-    assert re.search(r"\b\d+\s*min", first.source), f"{path.name}: say how long it takes"
+    duration = r"\b\d+\s*(min|s)\b"  # the measured time, in seconds or minutes
+    assert re.search(duration, first.source), f"{path.name}: say how long it takes"
 
 
 def test_uses_top_level_await_not_nest_asyncio(notebook):
