@@ -64,7 +64,8 @@ class ByteLLM(Potential):
 
         Args:
             name: `"default"`, `"tiny-random"`, a local HF directory or a cached hub id.
-            beam_params, cache_size: as for the constructor.
+            beam_params: as for the constructor.
+            cache_size: as for the constructor.
             backend: `"hf"`, `"vllm"` or `"mock"`; None picks one.
             **kwargs: `llm_opts` for the backend, `prompt`.
 

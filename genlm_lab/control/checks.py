@@ -63,7 +63,8 @@ class PotentialChecks:
 
         Args:
             context: the context to check.
-            rtol, atol: tolerances as in `numpy.isclose`.
+            rtol: relative tolerance, as in `numpy.isclose`.
+            atol: absolute tolerance, as in `numpy.isclose`.
             top: check only the `top` tokens of greatest weight (all by default).
             verbosity: > 0 prints each compared token.
             method_args: extra positional arguments for `logw_next`, `prefix`, `batch_score`.

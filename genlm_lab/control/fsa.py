@@ -55,7 +55,8 @@ class BoolFSA(GrammarPotential):
 
         Args:
             pattern: the regex (the whole string must match).
-            charset, to_bytes: accepted for genlm-control; used only by `.wfsa`.
+            charset: accepted for genlm-control; used only by `.wfsa`.
+            to_bytes: accepted for genlm-control; used only by `.wfsa`.
             semiring: "boolean" (default) or the deprecated "log": which
                 semiring `.wfsa` uses. The mask is the same.
 

@@ -133,7 +133,9 @@ class PromptedLLM(Potential):
         Args:
             name: `"default"`, `"tiny-random"`, a local HF directory or a cached hub id.
             backend: `"hf"`, `"vllm"` or `"mock"`; None picks one.
-            eos_byte_strings, prompt_ids, temperature: as for the constructor.
+            eos_byte_strings: as for the constructor.
+            prompt_ids: as for the constructor.
+            temperature: as for the constructor.
             **kwargs: `llm_opts` for the backend; `eos_tokens` (deprecated
                 spelling of `eos_byte_strings`).
 

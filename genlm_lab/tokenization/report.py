@@ -100,8 +100,13 @@ class TokenizerReport:
         samples: label -> text of the round-trip verdict (default `REPORT_SAMPLES`).
 
     Attributes:
-        name, decoding (a `VocabDecoding`), bos, eos, pad ((text, id) or None),
-        special (id -> text of every special token), round_trips (`RoundTrip`s).
+        name: the tokenizer's class and path.
+        decoding: the `VocabDecoding` that `inspect_vocab` gave.
+        bos: (text, id) of the BOS token, or None.
+        eos: (text, id) of the EOS token, or None.
+        pad: (text, id) of the padding token, or None.
+        special: id -> text of every special token.
+        round_trips: one `RoundTrip` per sample text.
 
     Raises:
         ValueError: where `decode_vocab` cannot read the vocabulary at all.
