@@ -9,13 +9,13 @@ class Token(bytes):
     """The byte string of a token, carrying its token id.
 
     A `Token` behaves like the `bytes` it decodes to (slicing, `len`, `+`,
-    `startswith`, `b"a" in vocab`, `dict` keys), but two tokens are equal
-    exactly when their ids are (as in genlm-backend), and tokens sort by id:
-    duplicate byte strings with distinct ids stay distinct in sets, dicts and
-    sorted lists. A token equals plain `bytes` of the same content, so it
-    hashes like them (Python requires equal objects to hash alike). Within one
-    vocabulary an id has one byte string, so equal tokens hash alike too;
-    tokens of two different vocabularies should not be mixed in one set.
+    `startswith`, `b"a" in vocab`, `dict` keys), but two tokens are equal only
+    when their ids are (and their bytes, which one vocabulary never gives two
+    ids apart: genlm-backend compares ids alone, which within one vocabulary is
+    the same), and tokens sort by id: duplicate byte strings with distinct ids
+    stay distinct in sets, dicts and sorted lists. A token equals plain `bytes`
+    of the same content, so it hashes like them (Python requires equal objects
+    to hash alike; equality by id alone would break that across vocabularies).
 
     `Token(token_id, byte_string)` takes the id of the token in its
     vocabulary and the exact bytes the token decodes to.
@@ -45,12 +45,12 @@ class Token(bytes):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return self.token_id == other.token_id
+            return self.token_id == other.token_id and bytes.__eq__(self, other)
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if isinstance(other, Token):
-            return self.token_id != other.token_id
+            return not self == other
         return NotImplemented
 
     def __lt__(self, other: object) -> bool:
