@@ -182,6 +182,7 @@ class _BatchedLM(AsyncLM):
 
         Raises:
             ValueError: for a bad context, a `past`, or a future of another loop.
+            RuntimeError: if no event loop runs in this thread.
         """
         if past is not None:
             raise ValueError(
@@ -189,11 +190,14 @@ class _BatchedLM(AsyncLM):
                 "cached keys and values itself"
             )
         ids = self.validate_context(query)
+        if future.get_loop() is not asyncio.get_running_loop():
+            raise ValueError("the future belongs to another event loop than the running one")
         self.stats["queries"] += 1
         hit = self._cache.get_logprobs(self._adapter, ids)
         if hit is not None:
             self.stats["cache_hits"] += 1
-            future.set_result(hit)
+            if not future.done():  # a caller may have cancelled it already
+                future.set_result(hit)
             return
         self._batcher.enqueue((self._adapter, ids), ids, future)
 

@@ -44,6 +44,25 @@ async def test_add_query_of_a_cached_context_resolves_at_once(lm):
     assert future.done() and future.result() is want and lm.queries == []
 
 
+async def test_add_query_of_a_cached_context_leaves_a_cancelled_future_alone(lm):
+    ctx = [lm.bos_token_id, 3]
+    await lm.next_token_logprobs(ctx)
+    future = asyncio.get_running_loop().create_future()
+    future.cancel()
+    lm.add_query(ctx, future)  # no InvalidStateError
+    assert future.cancelled()
+
+
+def test_add_query_outside_the_futures_loop_is_refused(lm):
+    other = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError):  # no loop runs here
+            lm.add_query([lm.bos_token_id], other.create_future())
+    finally:
+        other.close()
+    assert lm.queries == [] and lm.stats["queries"] == 0
+
+
 async def test_add_query_runs_after_the_timeout_without_a_flush(lm):
     lm.timeout = 0.05
     future = asyncio.get_running_loop().create_future()
