@@ -530,4 +530,4 @@ if __name__ == "__main__":
         RESULTS.write_text(
             merge_section(RESULTS.read_text(), rows, parts, time.perf_counter() - start)
         )
-        print(f"updated the {_label(parts)} rows of bench_vocabs in {RESULTS}")
+        print(f"updated bench_vocabs in {RESULTS} ({_label(parts)})")

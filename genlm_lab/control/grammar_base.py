@@ -20,7 +20,7 @@ from genlm_lab.control._states import Key
 from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.control.mask_weights import MaskWeights
 from genlm_lab.control.potential import Potential
-from genlm_lab.control.weights import LazyWeights
+from genlm_lab.control.weights import LazyWeights, WeightsBatch
 
 __all__ = ["GrammarPotential", "TokenConstraint"]
 
@@ -62,8 +62,9 @@ class _MaskedPotential(Potential):
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
         return self._weights(self.engine.bits([self._key(context)])[0])
 
-    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
-        return [self._weights(b) for b in self.engine.bits([self._key(c) for c in contexts])]
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
+        bits = self.engine.bits([self._key(c) for c in contexts])
+        return WeightsBatch(self._weights(b) for b in bits)
 
     def allowed(self, context: Sequence[Any]) -> np.ndarray:
         """Bool array over `vocab_eos`: which tokens may follow `context`."""
