@@ -33,16 +33,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import statistics
 import tempfile
 import time
 import tracemalloc
 import warnings
-from functools import partial
 from pathlib import Path
 
 import numpy as np
+from _results_merge import merge_section
 from _row import result_row
+from _vocab_masks import mask_rows
+from _vocab_masks import mb as _mb
 from bench_trie import BATCH, _best, _max_diff, _theirs_index, _weights
 
 from genlm_lab.backend.tiny import save_tiny_llama
@@ -54,32 +55,14 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 REPO = Path(__file__).resolve().parents[1]
 PANEL_DIR = Path(os.environ.get("GENLM_LAB_TOKENIZER_PANEL", REPO / ".cache" / "tokenizers"))
 VOCABS = {"llama3": "Llama 3", "gemma3": "Gemma 3"}
-EMAIL = r"[a-z]+(\.[a-z]+)*@[a-z]+\.(com|org|net)"
-SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-    "required": ["name", "age"],
-    "additionalProperties": False,
-}
-MASK_TEXTS = {
-    "regex (e-mail)": "john.smith@example.com",
-    "JSON schema": '{"name": "Ada", "age": 36}',
-}
 BEAM_TEXT = "The old lighthouse keeper walked."
 BEAM_K = 5
-MASK_REPS = 3
 PARTS = ("trie", "mask", "beam")
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def _row(name, metric, ours, baseline, ratio, target, met, note) -> dict:
     return result_row(f"vocabs: {name}", metric, ours, baseline, ratio, target, met, note)
-
-
-def _mb(n_bytes: float) -> str:
-    if n_bytes < 2**20:
-        return f"{n_bytes / 2**10:.0f} KB"
-    return f"{n_bytes / 2**20:.1f} MB"
 
 
 def _retained(build):
@@ -169,161 +152,6 @@ def _trie_rows(name: str, vocab) -> list[dict]:
     ]
 
 
-# ---------------------------------------------------------------- masks
-
-
-def _best_of(f, reps: int = 200) -> float:
-    """Median seconds of `f()` over `reps` calls."""
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def _mask_diffs(tok, lm, llm, coerced, ctx, ids, matcher, bits) -> list[str]:
-    """Steps where our mask and `matcher`'s differ (EOS is ours only), described."""
-    from llguidance.numpy import fill_next_token_bitmask
-
-    m, bad = matcher.deep_copy(), []
-    for i in range(len(ids) + 1):
-        fill_next_token_bitmask(m, bits, 0)
-        flags = np.unpackbits(bits[0].view(np.uint8), bitorder="little")[: len(tok)]
-        floor_set = set(np.flatnonzero(flags).tolist()) - set(lm.eos_token_ids)
-        ours_set = set(llm._vocab_ids[np.flatnonzero(coerced.allowed(ctx[:i])[:-1])].tolist())
-        if ours_set != floor_set:
-            only_floor = sorted(floor_set - ours_set)
-            only_ours = sorted(ours_set - floor_set)
-            bad.append(
-                f"step {i}: only llguidance {len(only_floor)} "
-                f"{[tok.decode([t]) for t in only_floor[:4]]}, only ours {len(only_ours)} "
-                f"{[tok.decode([t]) for t in only_ours[:4]]}"
-            )
-        if i < len(ids):
-            m.consume_token(ids[i])
-    return bad
-
-
-async def _ours_pass(coerced, ctx, dense: bool) -> list[float]:
-    """Seconds of each `logw_next` along `ctx` from a cleared engine (reading `.weights` if dense)."""
-    coerced.engine.clear()
-    steps = []
-    for i in range(len(ctx) + 1):
-        t0 = time.perf_counter()
-        w = await coerced.logw_next(ctx[:i])
-        if dense:
-            w.weights  # noqa: B018 - the dense 0/-inf vector, built on read
-        steps.append(time.perf_counter() - t0)
-    return steps
-
-
-def _floor_pass(root, ids, bits) -> list[float]:
-    """Seconds of llguidance's bare `fill_next_token_bitmask` at each prefix of `ids`."""
-    from llguidance.numpy import fill_next_token_bitmask
-
-    m, steps = root.deep_copy(), []
-    for i in range(len(ids) + 1):
-        t0 = time.perf_counter()
-        fill_next_token_bitmask(m, bits, 0)
-        steps.append(time.perf_counter() - t0)
-        if i < len(ids):
-            m.consume_token(ids[i])
-    return steps
-
-
-async def _mask_rows(name: str, lm) -> list[dict]:
-    import llguidance
-    import llguidance.hf
-    from llguidance.numpy import allocate_token_bitmask
-
-    from genlm_lab.control import BoolFSA, JsonSchema, PromptedLLM
-    from genlm_lab.control._guidance import exact_grammar
-
-    tok = lm.tokenizer
-    llm = PromptedLLM(lm)
-    index = {int(t): i for i, t in enumerate(llm._vocab_ids)}
-    start = time.perf_counter()
-    ltok = llguidance.hf.from_tokenizer(tok)
-    ltok_s = time.perf_counter() - start
-    rows = []
-    for (case, text), make in zip(
-        MASK_TEXTS.items(),
-        (lambda: BoolFSA.from_regex(EMAIL), lambda: JsonSchema(SCHEMA, max_whitespace=None)),
-        strict=True,
-    ):
-        start = time.perf_counter()
-        coerced = make().coerce(llm, f=b"".join)
-        coerce_s = time.perf_counter() - start
-        ids = tok.encode(text, add_special_tokens=False)
-        ctx = [llm.vocab[index[i]] for i in ids]
-        grammar = coerced.grammar.grammar
-        matcher = llguidance.LLMatcher(ltok, grammar, log_level=0)
-        exact = llguidance.LLMatcher(ltok, exact_grammar(grammar), log_level=0)
-        bits = allocate_token_bitmask(1, ltok.vocab_size)
-
-        passes: dict[str, list] = {"ours": [], "dense": [], "floor": [], "exact": []}
-        for _ in range(MASK_REPS):  # interleaved: all see the same load
-            passes["ours"].append(await _ours_pass(coerced, ctx, False))
-            passes["dense"].append(await _ours_pass(coerced, ctx, True))
-            passes["floor"].append(_floor_pass(matcher, ids, bits))
-            passes["exact"].append(_floor_pass(exact, ids, bits))
-        med = {
-            k: statistics.median(statistics.median(s) for s in zip(*v, strict=True))
-            for k, v in passes.items()
-        }
-        ours_s, floor_s = med["ours"], med["floor"]
-        # the least per-step work past llguidance's call: a dense float64 0/-inf vector
-        n = len(llm.vocab) + 1
-        flags = np.unpackbits(bits[0].view(np.uint8), bitorder="little", count=n)
-        table_ = np.array([-np.inf, 0.0])
-        write_s = _best_of(partial(table_.__getitem__, flags))
-        # memory: one mask, one weight vector, and what one new cached step retains
-        coerced.engine.clear()
-        for i in range(len(ctx)):
-            await coerced.logw_next(ctx[:i])
-        gc.collect()
-        tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
-        weights = await coerced.logw_next(ctx)
-        gc.collect()
-        step_mem = tracemalloc.get_traced_memory()[0] - before
-        tracemalloc.stop()
-        mask = coerced.allowed(ctx[: len(ctx) // 2])
-        bad_exact = _mask_diffs(tok, lm, llm, coerced, ctx, ids, exact, bits)
-        bad_floor = _mask_diffs(tok, lm, llm, coerced, ctx, ids, matcher, bits)
-        rows.append(
-            _row(
-                name,
-                f"{case}: mask per step vs llguidance's bare mask (ms; ratio = ours / floor)",
-                ours_s * 1e3,
-                floor_s * 1e3,
-                ours_s / floor_s,
-                "<= 4x",
-                ours_s <= 4 * floor_s,
-                f"{len(ids)}-token text {text!r}, median over steps of medians of {MASK_REPS} "
-                "cleared passes; ours = `logw_next` (a `MaskWeights` holding llguidance's "
-                f"packed bits); with the dense 0/-inf vector read too {med['dense'] * 1e3:.3f} "
-                f"ms ({med['dense'] / floor_s:.1f}x), of which building that vector alone "
-                f"{write_s * 1e3:.3f} ms; llguidance with forcing off (what ours computes) "
-                f"{med['exact'] * 1e3:.3f} ms. Masks equal llguidance's forcing-off mask on "
-                + ("every step" if not bad_exact else "all steps but " + "; ".join(bad_exact))
-                + "; the default (forcing) mask differs "
-                + (
-                    "nowhere"
-                    if not bad_floor
-                    else "where the grammar forces a key (it allows only the key's canonical "
-                    "tokens, ours every token whose bytes fit, as a byte-level potential "
-                    "coerced through b''.join must): " + "; ".join(bad_floor)
-                )
-                + f"; one mask {_mb(weights.bits.nbytes)} packed ({_mb(mask.nbytes)} as bool, "
-                f"{_mb(weights.weights.nbytes)} as weights), one new cached step retains "
-                f"{_mb(step_mem)}; coerce {coerce_s:.2f} s, llguidance tokenizer {ltok_s:.2f} s",
-            )
-        )
-    return rows
-
-
 # ---------------------------------------------------------------- byte beam
 
 
@@ -406,40 +234,6 @@ def _label(parts: set[str]) -> str:
     return " and ".join(p for p in PARTS if p in parts) + " rows' re-run"
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split(" | ")]
-
-
-def merge_section(text: str, rows: list[dict], parts: set[str], elapsed: float) -> str:
-    """RESULTS.md `text` with the bench_vocabs rows that `rows` re-measured replaced.
-
-    Rows are matched by (benchmark, metric); new ones go after the last row of
-    their benchmark (a new conditions row after the first one). The section
-    header keeps the full run's date and adds this re-run's.
-    """
-    from run_all import table
-
-    head, sep, rest = text.partition("\n## bench_vocabs (")
-    if not sep:
-        raise ValueError("RESULTS.md has no bench_vocabs section to update: run it fully once")
-    stamp_line, _, body = rest.partition("\n")
-    end = body.find("\n## ")
-    section, tail = (body, "") if end < 0 else (body[:end], body[end:])
-    lines = [ln for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
-    old = [_cells(ln) for ln in lines[1:]]  # skip the column names
-    new = [_cells(ln) for ln in table(rows).splitlines()[2:]]
-    by_key = {(r[0], r[1]): r for r in new}
-    merged = [by_key.pop((r[0], r[1]), r) for r in old]
-    for key, row in by_key.items():  # rows the full run did not have
-        same = [i for i, r in enumerate(merged) if r[0] == key[0]]
-        merged.insert((same[0] if key[0] == "vocabs" else same[-1]) + 1 if same else 0, row)
-    when = time.strftime("%Y-%m-%d %H:%M")
-    full = stamp_line.split(";")[0].rstrip(")")
-    header = f"## bench_vocabs ({full}; {_label(parts)} {when}, {elapsed:.0f} s)"
-    lines = table([]).splitlines() + ["| " + " | ".join(r) + " |" for r in merged]
-    return head + "\n" + header + "\n\n" + "\n".join(lines) + "\n" + tail
-
-
 def _vocab_rows(short: str, label: str, parts: set[str]) -> list[dict]:
     from transformers import AutoTokenizer
 
@@ -473,7 +267,7 @@ def _vocab_rows(short: str, label: str, parts: set[str]) -> list[dict]:
         rows += _trie_rows(name, lm.byte_vocab)
         print(f"  vocabs: {name} trie done", flush=True)
     if "mask" in parts:
-        rows += asyncio.run(_mask_rows(name, lm))
+        rows += asyncio.run(mask_rows(name, lm))
         print(f"  vocabs: {name} masks done", flush=True)
     if "beam" in parts:
         rows += _beam_rows(name, lm)
@@ -528,6 +322,6 @@ if __name__ == "__main__":
     parts = _parts()
     if parts != set(PARTS):  # a partial run replaces only its rows in RESULTS.md
         RESULTS.write_text(
-            merge_section(RESULTS.read_text(), rows, parts, time.perf_counter() - start)
+            merge_section(RESULTS.read_text(), rows, _label(parts), time.perf_counter() - start)
         )
         print(f"updated bench_vocabs in {RESULTS} ({_label(parts)})")
