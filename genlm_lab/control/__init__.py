@@ -27,7 +27,15 @@ from genlm_lab.control.predicate import BoolPredicate
 from genlm_lab.control.python_regex import PythonRegex
 from genlm_lab.control.samplers import DirectTokenSampler, TokenSampler, direct_token_sampler
 from genlm_lab.control.sequences import Sequences
-from genlm_lab.control.set_samplers import eager_token_sampler, topk_token_sampler
+from genlm_lab.control.set_samplers import (
+    EagerSetSampler,
+    SetSampler,
+    SetTokenSampler,
+    TopKSetSampler,
+    TrieSetSampler,
+    eager_token_sampler,
+    topk_token_sampler,
+)
 from genlm_lab.control.smc import SMC, SequenceModel
 from genlm_lab.control.sql import sql_grammar
 from genlm_lab.control.weights import LazyWeights
@@ -46,6 +54,7 @@ __all__ = [
     "ByteLLM",
     "Coerced",
     "DirectTokenSampler",
+    "EagerSetSampler",
     "EndOfSequence",
     "GrammarPotential",
     "InvalidGrammar",
@@ -59,8 +68,12 @@ __all__ = [
     "PythonRegex",
     "SequenceModel",
     "Sequences",
+    "SetSampler",
+    "SetTokenSampler",
     "TokenConstraint",
     "TokenSampler",
+    "TopKSetSampler",
+    "TrieSetSampler",
     "coerce",
     "direct_token_sampler",
     "eager_token_sampler",

@@ -212,6 +212,10 @@ class Potential(PotentialChecks, ABC):
         """Wrap one weight per entry of `vocab_eos`."""
         return LazyWeights(weights, self.lookup, self.vocab_eos, log=log)
 
+    def alloc_logws(self, default: Any = -math.inf) -> np.ndarray:
+        """A fresh array with one entry per `vocab_eos` token, all `default` (zero weight)."""
+        return np.full(len(self.vocab_eos), default)
+
     def is_terminal_only(self) -> bool:
         """Whether `prefix` is 0 on every context, so the potential weighs only complete ones.
 
