@@ -293,6 +293,23 @@ class AutoBatched(Potential):
     def is_terminal_only(self) -> bool:
         return self.potential.is_terminal_only()
 
+    # The wrapped potential answers these, so a subclass's override is not lost
+    # behind the wrapper's inherited defaults.
+    def encode(self, context: Sequence[Any]) -> list[int]:
+        return self.potential.encode(context)
+
+    def ends(self, context: Sequence[Any]) -> bool:
+        return self.potential.ends(context)
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        return await self.potential.logw_eos(context)
+
+    def normalize(self) -> Potential:
+        return self.potential.normalize()
+
+    def coerce(self, other: Any, f: Any = None, prune: bool = True) -> Potential:
+        return self.potential.coerce(other, f=f, prune=prune)
+
     def spawn(self) -> AutoBatched:
         return AutoBatched(self.potential.spawn())
 

@@ -173,3 +173,10 @@ class WeightsBatch(list):
     def normalize(self) -> WeightsBatch:
         """Every row normalised."""
         return WeightsBatch(w.normalize() for w in self)
+
+    def assert_equal(self, other: Any, **kwargs: Any) -> None:
+        """Assert the same rows: same tokens, weights close (`assert_allclose` kwargs)."""
+        rows = other if isinstance(other, list) else split_rows(other)
+        assert len(self) == len(rows), f"{len(self)} rows != {len(rows)} rows"
+        for mine, theirs in zip(self, rows, strict=True):
+            mine.assert_equal(theirs, **kwargs)
