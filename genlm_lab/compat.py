@@ -104,7 +104,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
     "genlm.control.sampler.smc": (f"{_C}.smc", _S),
     "genlm.control.sampler.resampling": f"{_S}.resample",
-    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", "genlm_lab.util"),
+    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", f"{_C}.draws", "genlm_lab.util"),
     "genlm.control.sampler.smc_record": f"{_C}.helpers",
     # llamppl 0.2.3
     "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),

@@ -188,3 +188,31 @@ def test_two_dimensional_batches_are_read_as_rows():
     first, second = run(both())
     np.testing.assert_array_equal(second.weights, run(p.logw_next([b"a"])).weights)
     assert first.weights.shape == (3,)
+
+
+def test_autobatched_forwards_what_a_subclass_may_override():
+    """encode / ends / logw_eos / normalize / coerce answer for the wrapped potential."""
+
+    class Ending(Potential):
+        def __init__(self) -> None:
+            super().__init__([b"a", b"b"])
+
+        async def prefix(self, context):
+            return 0.0
+
+        async def complete(self, context):
+            return -1.0
+
+        def ends(self, context):  # a potential whose own end marker is b"b"
+            return bool(context) and context[-1] == b"b"
+
+        async def logw_eos(self, context):
+            return -7.0
+
+    p = Ending()
+    wrapped = p.to_autobatched()
+    assert wrapped.ends([b"a", b"b"]) and not wrapped.ends([b"b", b"a"])
+    assert asyncio.run(wrapped.logw_eos([])) == -7.0
+    assert wrapped.encode([b"b", b"a"]) == [1, 0]
+    assert type(wrapped.normalize()) is type(p.normalize())
+    assert wrapped.coerce([b"ab"], f=b"".join).vocab == [b"ab"]
