@@ -33,7 +33,7 @@ import numpy as np
 
 from genlm_lab.control._tokens import Draw, check_log_weights, draw_index
 from genlm_lab.control.potential import Potential
-from genlm_lab.smc._random import get_rng, make_rng
+from genlm_lab.smc.rng import get_rng, make_rng
 
 __all__ = [
     "DirectTokenSampler",

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from genlm_lab.control import AWRS, SMC, PromptedLLM, direct_token_sampler
 from genlm_lab.eval.core import Instance, ModelOutput, ModelResponse
 from genlm_lab.eval.domain import Domain
-from genlm_lab.smc._random import get_rng
+from genlm_lab.smc import get_rng
 
 __all__ = ["KINDS", "Method", "MethodAdaptor"]
 

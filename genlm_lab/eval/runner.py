@@ -36,7 +36,7 @@ import numpy as np
 from genlm_lab.eval.core import Dataset, Evaluator, ModelOutput
 from genlm_lab.eval.stats import bootstrap_ci
 from genlm_lab.eval.store import ResultsStore
-from genlm_lab.smc._random import using_rng
+from genlm_lab.smc import using_rng
 from genlm_lab.util import progress_bar
 
 __all__ = ["parse_shard", "run_evaluation", "task_seed"]

@@ -24,9 +24,13 @@ from genlm_lab.smc.observers import CollectingObserver, Observer, PrintingObserv
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
+from genlm_lab.smc.rng import get_rng, make_rng, using_rng
 from genlm_lab.smc.steer import smc_steer
 
 __all__ = [
+    "get_rng",
+    "make_rng",
+    "using_rng",
     "RESAMPLING_METHODS",
     "Bernoulli",
     "ByteLMContext",

@@ -19,8 +19,8 @@ import numpy as np
 
 from genlm_lab.bytes import EOS, BeamParams, ByteBeamState
 from genlm_lab.bytes.lookahead import DEFAULT_DEPTH
-from genlm_lab.smc._random import get_rng
 from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_index
+from genlm_lab.smc.rng import get_rng
 
 __all__ = ["ByteLMContext", "ByteMask", "NextByte", "byte_mask"]
 

@@ -2,7 +2,7 @@
 
 Every distribution has `async sample() -> (value, log_prob)` and
 `async log_prob(value) -> float`. Randomness comes from the generator of the
-current inference run (`genlm_lab.smc._random.get_rng`), so seeded runs repeat.
+current inference run (`genlm_lab.smc.rng.get_rng`), so seeded runs repeat.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._random import get_rng
+from genlm_lab.smc.rng import get_rng
 
 __all__ = [
     "Bernoulli",

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._random import get_rng
 from genlm_lab.smc.distributions import (
     Distribution,
     _MaskEvent,
@@ -33,6 +32,7 @@ from genlm_lab.smc.distributions import (
     sample_weighted,
 )
 from genlm_lab.smc.masks import as_mask, token_masks
+from genlm_lab.smc.rng import get_rng
 
 __all__ = ["LMContext", "LMNextToken", "LMTokenMask"]
 

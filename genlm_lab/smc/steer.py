@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._random import make_rng, using_rng
 from genlm_lab.smc._run import (
     Run,
     call_all,
@@ -32,6 +31,7 @@ from genlm_lab.smc._run import (
     weights_of,
 )
 from genlm_lab.smc.result import SMCResult
+from genlm_lab.smc.rng import make_rng, using_rng
 from genlm_lab.util import logsumexp
 from genlm_lab.util.progress import progress_enabled
 

@@ -7,7 +7,7 @@ import pytest
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.smc import Bernoulli, Geometric, LogCategorical, TokenCategorical, Transformer
-from genlm_lab.smc._random import using_rng
+from genlm_lab.smc.rng import using_rng
 
 
 async def _frequencies(dist, n, key=lambda x: x):

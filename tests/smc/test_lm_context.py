@@ -9,7 +9,7 @@ from scipy import stats
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.smc import LMContext, Model, as_mask, smc_standard, token_masks
-from genlm_lab.smc._random import using_rng
+from genlm_lab.smc.rng import using_rng
 
 VOCAB = [b"a", b"b", b"ab", b" c", b"e", b"E!", b"\n", b".", b"<eos>"]
 

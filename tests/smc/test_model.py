@@ -17,7 +17,7 @@ from genlm_lab.smc import (
     smc_standard,
     submodel,
 )
-from genlm_lab.smc._random import using_rng
+from genlm_lab.smc.rng import using_rng
 
 
 class Empty(Model):

@@ -1,4 +1,5 @@
-"""The random generator that distributions draw from, set per inference run.
+"""The random generator that distributions draw from, set per inference run (public:
+samplers and the evaluation runner bind it too).
 
 Inference functions bind a `numpy.random.Generator` (seeded when the caller
 passes `seed`) for the duration of a run; distributions read it with
