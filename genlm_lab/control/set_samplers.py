@@ -47,7 +47,7 @@ from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.control.potential import Potential
 from genlm_lab.control.samplers import TokenSampler
 from genlm_lab.control.weights import LazyWeights
-from genlm_lab.smc._random import get_rng, make_rng
+from genlm_lab.smc.rng import get_rng, make_rng
 
 __all__ = [
     "EagerSetSampler",
