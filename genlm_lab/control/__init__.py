@@ -20,6 +20,7 @@ from genlm_lab.control.fsa import WFSA, BoolFSA
 from genlm_lab.control.grammar_base import GrammarPotential, TokenConstraint
 from genlm_lab.control.json_schema import JsonSchema
 from genlm_lab.control.llm import PromptedLLM
+from genlm_lab.control.multi_proc import MultiProcPotential
 from genlm_lab.control.normalized import Normalized
 from genlm_lab.control.operators import AutoBatched, AutoBatchedPotential, Power, Product
 from genlm_lab.control.potential import Potential
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidGrammar",
     "JsonSchema",
     "LazyWeights",
+    "MultiProcPotential",
     "Normalized",
     "Potential",
     "Power",

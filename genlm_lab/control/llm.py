@@ -152,19 +152,19 @@ class PromptedLLM(Potential):
             eos_byte_strings: as for the constructor.
             prompt_ids: as for the constructor.
             temperature: as for the constructor.
-            **kwargs: `llm_opts` for the backend; `eos_tokens` (deprecated
-                spelling of `eos_byte_strings`).
+            **kwargs: `eos_tokens` (deprecated spelling of `eos_byte_strings`),
+                `llm_opts` for the backend, and any other keyword is one more
+                backend option (genlm-control passes them on the same way), e.g.
+                `hf_opts={"torch_dtype": "float"}`.
 
         Raises:
-            TypeError: for any other keyword.
+            ValueError: for backend options the backend does not take.
         """
         from genlm_lab.backend import load_model_by_name
 
         eos_tokens = kwargs.pop("eos_tokens", None)
-        llm_opts = kwargs.pop("llm_opts", None)
-        if kwargs:
-            raise TypeError(f"PromptedLLM.from_name got unexpected keywords {sorted(kwargs)}")
-        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts)
+        llm_opts = {**(kwargs.pop("llm_opts", None) or {}), **kwargs}
+        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts or None)
         return cls(
             llm,
             prompt_ids=prompt_ids,

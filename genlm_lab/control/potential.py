@@ -316,6 +316,17 @@ class Potential(PotentialChecks, ABC):
 
         return coerce(self, other, f=f, prune=prune)
 
+    def to_multiprocess(self, num_workers: int = 2, spawn_args: tuple | None = None) -> Potential:
+        """A `MultiProcPotential` whose workers each build `self.spawn(*spawn_args)`.
+
+        The potential's `spawn` must be picklable (a bound method of a
+        picklable potential is).
+        """
+        # like the operators: a method building a subclass whose module imports this one
+        from genlm_lab.control.multi_proc import MultiProcPotential
+
+        return MultiProcPotential(self.spawn, tuple(spawn_args or ()), num_workers=num_workers)
+
     def to_autobatched(self) -> Potential:
         """A wrapper that sends concurrent calls to the `batch_*` methods together.
 
