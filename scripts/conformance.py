@@ -53,7 +53,7 @@ SUITES: dict[str, tuple[str, str, float, bool]] = {
 #: The score `--check` (and so `make test`) requires: under the last measured one by a
 #: few tests (timeouts on a loaded machine), so a regression fails; the targets are the goal.
 FLOORS: dict[str, float] = {
-    "genlm-backend": 0.75,
+    "genlm-backend": 0.90,
     "genlm-bytes": 0.87,
     "genlm-control": 0.0,
     "llamppl": 0.95,

@@ -8,6 +8,7 @@ distinct contexts, at most `batch_size` of them) and `_activate(name)`.
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import torch
 
 from genlm_lab.backend._batcher import AutoBatcher
-from genlm_lab.backend._cache import TokenTrieCache
+from genlm_lab.backend._cache import CachedPrefix, KVHandle, TokenTrieCache
 from genlm_lab.backend.base import AsyncLM
 
 
@@ -141,6 +142,84 @@ class _BatchedLM(AsyncLM):
         """Drop queued queries (their callers get `CancelledError`), e.g. after an interrupt."""
         for batcher in self._batchers:
             batcher.reset()
+
+    def walk_cache(
+        self, token_ids: Sequence[int]
+    ) -> tuple[CachedPrefix, int, KVHandle | None, int]:
+        """Look up what the cache holds for a context, as genlm-backend's `walk_cache`.
+
+        Returns:
+            (node, matched, past, base): `node` is the longest prefix of
+            `token_ids` on a cached path (a `CachedPrefix`: its log-probs and
+            keys and values, where stored), `matched` its length; `past` the
+            cached keys and values of the first `base` tokens (at most all
+            but the last, so that the last token's logits are computed), or
+            None with `base` 0. A query for `token_ids` runs the model on
+            `token_ids[base:]` only.
+        """
+        ids = self.validate_context(token_ids)
+        node = self._cache.walk(self._adapter, ids)
+        past = self._cache.longest_kv(self._adapter, ids, len(ids) - 1)
+        if past.length == 0:
+            return node, node.length, None, 0
+        return node, node.length, past, past.length
+
+    # -- the queue ---------------------------------------------------------------
+
+    def add_query(self, query: Sequence[int], future: asyncio.Future, past: Any = None) -> None:
+        """Queue a context for the next batch; its next-token log-probs go to `future`.
+
+        What `next_token_logprobs` does without the await, for code that holds
+        its own future (call it in the event loop the future belongs to). A
+        cached context resolves `future` at once. Unlike genlm-backend, whose
+        future receives the raw logits of the query's positions, the future
+        receives the normalised log-probs, shape (vocab_size,).
+
+        Args:
+            query: the whole context's token ids.
+            future: where the result goes.
+            past: must be None: genlm_lab finds the cached keys and values itself.
+
+        Raises:
+            ValueError: for a bad context, a `past`, or a future of another loop.
+            RuntimeError: if no event loop runs in this thread.
+        """
+        if past is not None:
+            raise ValueError(
+                "add_query takes the whole context and past=None: genlm_lab looks up "
+                "cached keys and values itself"
+            )
+        ids = self.validate_context(query)
+        if future.get_loop() is not asyncio.get_running_loop():
+            raise ValueError("the future belongs to another event loop than the running one")
+        self.stats["queries"] += 1
+        hit = self._cache.get_logprobs(self._adapter, ids)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            if not future.done():  # a caller may have cancelled it already
+                future.set_result(hit)
+            return
+        self._batcher.enqueue((self._adapter, ids), ids, future)
+
+    def batch_evaluate_queries(self) -> None:
+        """Run every queued query now, without waiting for the batch to fill or time out."""
+        for batcher in self._batchers:
+            batcher.flush()
+
+    @property
+    def queries(self) -> list[tuple[int, ...]]:
+        """The distinct contexts queued for the next batch (a snapshot).
+
+        Assigning an empty list drops them, as `reset_async_queries` does
+        (genlm-backend code writes `llm.queries = []`).
+        """
+        return list(self._batcher.queued())
+
+    @queries.setter
+    def queries(self, value: Sequence[Any]) -> None:
+        if len(value) != 0:
+            raise ValueError("only an empty list can be assigned to queries; use add_query")
+        self.reset_async_queries()
 
     # -- LoRA ----------------------------------------------------------------------
 

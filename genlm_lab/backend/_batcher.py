@@ -128,11 +128,25 @@ class AutoBatcher:
             key: identifies the request; equal keys in one batch share a result.
             payload: what `process` receives for this request.
         """
+        future = asyncio.get_running_loop().create_future()
+        self.enqueue(key, payload, future)
+        return await future
+
+    def enqueue(self, key: Hashable, payload: Any, future: asyncio.Future) -> None:
+        """Queue a request whose result goes to `future` (call it in the running loop).
+
+        `submit` without the await: for a caller that holds its own future.
+
+        Raises:
+            ValueError: if `future` belongs to another event loop than the running one.
+            RuntimeError: if no event loop runs in this thread.
+        """
         loop = asyncio.get_running_loop()
+        if future.get_loop() is not loop:
+            raise ValueError("the future belongs to another event loop than the running one")
         q = self._queues.get(loop)
         if q is None:
             q = self._new_queue(loop)
-        future = loop.create_future()
         entry = q.entries.get(key)
         if entry is None:
             q.entries[key] = _Entry(payload, future)
@@ -147,7 +161,10 @@ class AutoBatcher:
                 q.turn = loop.call_soon(self._on_turn, q)
             if q.timer is None:
                 q.timer = loop.call_later(self.timeout, self._flush_queue, q)
-        return await future
+
+    def queued(self) -> list[Any]:
+        """The payloads of the distinct requests waiting, over all event loops."""
+        return [e.payload for q in list(self._queues.values()) for e in list(q.entries.values())]
 
     def _new_queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
         """A queue for a loop new to this batcher; those of closed loops are dropped."""

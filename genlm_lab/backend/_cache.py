@@ -109,6 +109,31 @@ class KVHandle:
         return list(self._pieces)
 
 
+class CachedPrefix:
+    """What the cache holds for one token prefix, read at one moment (see `TokenTrieCache.walk`).
+
+    Attributes:
+        length: number of tokens in the prefix.
+        logprobs: the next-token log-probs after it, or None if not cached.
+        past_key_values: a `KVHandle` over the keys and values of all its
+            tokens when a segment ends at this prefix, else None.
+    """
+
+    __slots__ = ("length", "logprobs", "past_key_values")
+
+    def __init__(
+        self, length: int, logprobs: torch.Tensor | None, past_key_values: KVHandle | None
+    ) -> None:
+        self.length = length
+        self.logprobs = logprobs
+        self.past_key_values = past_key_values
+
+    def __repr__(self) -> str:
+        kv = "" if self.past_key_values is None else ", keys and values"
+        lp = "" if self.logprobs is None else ", log-probs"
+        return f"CachedPrefix(length={self.length}{lp}{kv})"
+
+
 class TokenTrieCache:
     """Prefix-tree cache of log-probs and KV segments for one model (thread-safe).
 
@@ -189,6 +214,18 @@ class TokenTrieCache:
             return KVHandle(None, 0)
         self._touch_chain(best)
         return KVHandle(best, best_len)
+
+    @_locked
+    def walk(self, adapter: Hashable, ids: Sequence[int]) -> CachedPrefix:
+        """The longest prefix of `ids` on a cached path, and what is stored for it.
+
+        Reading does not count as a use: the LRU order stays as it was.
+        """
+        node, depth = self._walk(adapter, ids)
+        if node is None:
+            return CachedPrefix(0, None, None)
+        kv = KVHandle(node, depth) if node.kv is not None else None
+        return CachedPrefix(depth, node.logprobs, kv)
 
     def _kv_below(self, node: _Node) -> _Node | None:
         stack = list(node.children.values())

@@ -216,3 +216,45 @@ def test_event_loops_in_two_threads_each_get_their_own_results():
     assert asyncio.run(first()) == 9
     assert results["other"] == 4
     assert sorted(map(sorted, rec.batches)) == [[2], [3]]
+
+
+async def test_enqueue_resolves_a_callers_own_future_in_the_next_batch():
+    rec = Recorder()
+    b = AutoBatcher(rec, batch_size=100, timeout=NEVER)
+    loop = asyncio.get_running_loop()
+    futures = [loop.create_future() for _ in range(3)]
+    for i, f in enumerate(futures):
+        b.enqueue(i % 2, i % 2 + 3, f)  # keys 0, 1, 0: two distinct requests
+    assert sorted(b.queued()) == [3, 4] and b.pending == 2
+    assert await asyncio.wait_for(asyncio.gather(*futures), timeout=5) == [9, 16, 9]
+    assert rec.batches == [[3, 4]] and b.queued() == []
+
+
+async def test_enqueued_request_goes_after_the_timeout_when_no_turn_flushes_it():
+    rec = Recorder()
+    b = AutoBatcher(rec, batch_size=100, timeout=0.05)
+    future = asyncio.get_running_loop().create_future()
+    b.enqueue("k", 5, future)
+    await asyncio.sleep(0.1)
+    assert future.done() and future.result() == 25
+
+
+async def test_enqueue_refuses_a_future_of_another_loop():
+    b = AutoBatcher(Recorder(), batch_size=100, timeout=NEVER)
+    other = asyncio.new_event_loop()
+    try:
+        with pytest.raises(ValueError, match="another event loop"):
+            b.enqueue("k", 1, other.create_future())
+    finally:
+        other.close()
+    assert b.pending == 0
+
+
+def test_enqueue_outside_a_running_loop_is_an_error():
+    b = AutoBatcher(Recorder(), batch_size=100, timeout=NEVER)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError):
+            b.enqueue("k", 1, loop.create_future())
+    finally:
+        loop.close()
