@@ -216,3 +216,24 @@ def test_autobatched_forwards_what_a_subclass_may_override():
     assert wrapped.encode([b"b", b"a"]) == [1, 0]
     assert type(wrapped.normalize()) is type(p.normalize())
     assert wrapped.coerce([b"ab"], f=b"".join).vocab == [b"ab"]
+
+
+def test_product_of_different_vocabularies_indexes_each_factor_by_list():
+    class Table(Potential):
+        def __init__(self, vocab, values):
+            super().__init__(vocab)
+            self.values = np.log(np.asarray(values, dtype=float))
+
+        async def prefix(self, context):
+            return float(sum(self.values[self.lookup[t]] for t in context))
+
+        async def complete(self, context):
+            return await self.prefix(context) + float(self.values[-1])
+
+    p1 = Table([b"a", b"b", b"c"], [0.1, 0.2, 0.3, 0.4])
+    p2 = Table([b"d", b"b", b"a"], [0.5, 0.6, 0.7, 0.8])
+    product = p1 * p2
+    assert product.vocab == [b"a", b"b"]
+    assert product.v1_idxs == [0, 1, 3] and product.v2_idxs == [2, 1, 3]
+    have = np.exp(asyncio.run(product.logw_next([])).weights)
+    assert np.allclose(have, [0.1 * 0.7, 0.2 * 0.6, 0.4 * 0.8])
