@@ -11,7 +11,9 @@ AWRS-SMC with 5 particles, ess_threshold 0.5, max_tokens BENCH_EVAL_MAX_TOKENS
 - the anchor: genlm-control 0.4.1's `AWRS(llm, condition).smc(...)` over
   genlm-backend's `AsyncTransformer`, awaited one instance after another as
   genlm-eval's runner does, with a `regex` partial-match potential written
-  here (genlm-eval's `PatternPotential` does the same over printable chars).
+  here with the same semantics as ours (strict UTF-8: a prefix may end inside
+  a character, never skip an invalid byte; genlm-eval's `PatternPotential`
+  gets the same effect by allowing printable ASCII only).
 
 Both answers are scored by the same checker; the weighted accuracies come
 with 95% bootstrap intervals over instances. Rows: throughput (instances/s),
@@ -22,6 +24,7 @@ time writing runs / wall time of our run, target <= 5%).
 from __future__ import annotations
 
 import asyncio
+import codecs
 import math
 import os
 import tempfile
@@ -48,11 +51,13 @@ def _their_potential(pattern: str):
     compiled = regex.compile(pattern)
 
     def text(context, final: bool) -> str | None:
-        raw = bytes(context)
+        # Strict UTF-8, as our PythonRegex reads bytes: a prefix may end inside a
+        # character (those bytes are held back), but no invalid byte is skipped over.
+        decoder = codecs.getincrementaldecoder("utf-8")()
         try:
-            return raw.decode("utf-8")
+            return decoder.decode(bytes(context), final=final)
         except UnicodeDecodeError:
-            return None if final else raw.decode("utf-8", errors="ignore")
+            return None
 
     class RegexPotential(gc.Potential):
         async def prefix(self, context):

@@ -20,7 +20,12 @@ process measures:
   vocabulary-sized work dominates, which is what this benchmark is about).
 
 Run: `python benchmarks/bench_vocabs.py` or `python benchmarks/run_all.py vocabs`.
-BENCH_VOCABS=llama3 (comma-separated panel names) narrows the run.
+BENCH_VOCABS=llama3 (comma-separated panel names) narrows the run;
+BENCH_VOCABS_PARTS=mask (comma-separated: trie, mask, beam) measures only those
+rows and, run as a script, replaces only them in RESULTS.md's bench_vocabs
+section (its header then names both runs' dates; a conditions row gives the
+re-run's load average). A full run takes ~40 min (genlm-backend's trie builds);
+the mask rows alone a few minutes.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import statistics
 import tempfile
 import time
 import tracemalloc
@@ -36,7 +40,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _results_merge import merge_section
 from _row import result_row
+from _vocab_masks import mask_rows
+from _vocab_masks import mb as _mb
 from bench_trie import BATCH, _best, _max_diff, _theirs_index, _weights
 
 from genlm_lab.backend.tiny import save_tiny_llama
@@ -48,30 +55,14 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 REPO = Path(__file__).resolve().parents[1]
 PANEL_DIR = Path(os.environ.get("GENLM_LAB_TOKENIZER_PANEL", REPO / ".cache" / "tokenizers"))
 VOCABS = {"llama3": "Llama 3", "gemma3": "Gemma 3"}
-EMAIL = r"[a-z]+(\.[a-z]+)*@[a-z]+\.(com|org|net)"
-SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-    "required": ["name", "age"],
-    "additionalProperties": False,
-}
-MASK_TEXTS = {
-    "regex (e-mail)": "john.smith@example.com",
-    "JSON schema": '{"name": "Ada", "age": 36}',
-}
 BEAM_TEXT = "The old lighthouse keeper walked."
 BEAM_K = 5
-MASK_REPS = 3
+PARTS = ("trie", "mask", "beam")
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def _row(name, metric, ours, baseline, ratio, target, met, note) -> dict:
     return result_row(f"vocabs: {name}", metric, ours, baseline, ratio, target, met, note)
-
-
-def _mb(n_bytes: float) -> str:
-    if n_bytes < 2**20:
-        return f"{n_bytes / 2**10:.0f} KB"
-    return f"{n_bytes / 2**20:.1f} MB"
 
 
 def _retained(build):
@@ -161,103 +152,6 @@ def _trie_rows(name: str, vocab) -> list[dict]:
     ]
 
 
-# ---------------------------------------------------------------- masks
-
-
-async def _mask_rows(name: str, lm) -> list[dict]:
-    import llguidance
-    import llguidance.hf
-    from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
-
-    from genlm_lab.control import BoolFSA, JsonSchema, PromptedLLM
-
-    tok = lm.tokenizer
-    llm = PromptedLLM(lm)
-    index = {int(t): i for i, t in enumerate(llm._vocab_ids)}
-    start = time.perf_counter()
-    ltok = llguidance.hf.from_tokenizer(tok)
-    ltok_s = time.perf_counter() - start
-    rows = []
-    for (case, text), make in zip(
-        MASK_TEXTS.items(),
-        (lambda: BoolFSA.from_regex(EMAIL), lambda: JsonSchema(SCHEMA, max_whitespace=None)),
-        strict=True,
-    ):
-        start = time.perf_counter()
-        coerced = make().coerce(llm, f=b"".join)
-        coerce_s = time.perf_counter() - start
-        ids = tok.encode(text, add_special_tokens=False)
-        ctx = [llm.vocab[index[i]] for i in ids]
-        matcher = llguidance.LLMatcher(ltok, coerced.grammar.grammar, log_level=0)
-        bits = allocate_token_bitmask(1, ltok.vocab_size)
-        ours_passes, floor_passes = [], []
-        for _ in range(MASK_REPS):  # interleaved: both see the same load
-            coerced.engine.clear()
-            steps = []
-            for i in range(len(ctx) + 1):
-                t0 = time.perf_counter()
-                await coerced.logw_next(ctx[:i])
-                steps.append(time.perf_counter() - t0)
-            ours_passes.append(steps)
-            m, steps = matcher.deep_copy(), []
-            for i in range(len(ids) + 1):
-                t0 = time.perf_counter()
-                fill_next_token_bitmask(m, bits, 0)
-                steps.append(time.perf_counter() - t0)
-                if i < len(ids):
-                    m.consume_token(ids[i])
-            floor_passes.append(steps)
-        ours_s = statistics.median(statistics.median(s) for s in zip(*ours_passes, strict=True))
-        floor_s = statistics.median(statistics.median(s) for s in zip(*floor_passes, strict=True))
-        # memory: one mask, one weight vector, and what one new cached step retains
-        coerced.engine.clear()
-        for i in range(len(ctx)):
-            await coerced.logw_next(ctx[:i])
-        gc.collect()
-        tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
-        weights = await coerced.logw_next(ctx)
-        gc.collect()
-        step_mem = tracemalloc.get_traced_memory()[0] - before
-        tracemalloc.stop()
-        mask = coerced.allowed(ctx[: len(ctx) // 2])
-        # our mask equals llguidance's on every step (EOS is ours only)
-        m, bad = matcher.deep_copy(), []
-        for i in range(len(ids) + 1):
-            fill_next_token_bitmask(m, bits, 0)
-            flags = np.unpackbits(bits[0].view(np.uint8), bitorder="little")[: len(tok)]
-            floor_set = set(np.flatnonzero(flags).tolist()) - set(lm.eos_token_ids)
-            ours_set = set(llm._vocab_ids[np.flatnonzero(coerced.allowed(ctx[:i])[:-1])].tolist())
-            if ours_set != floor_set:
-                only_floor = sorted(floor_set - ours_set)
-                only_ours = sorted(ours_set - floor_set)
-                bad.append(
-                    f"step {i}: only llguidance {len(only_floor)} "
-                    f"{[tok.decode([t]) for t in only_floor[:4]]}, only ours {len(only_ours)} "
-                    f"{[tok.decode([t]) for t in only_ours[:4]]}"
-                )
-            if i < len(ids):
-                m.consume_token(ids[i])
-        rows.append(
-            _row(
-                name,
-                f"{case}: mask per step vs llguidance's bare mask (ms; ratio = ours / floor)",
-                ours_s * 1e3,
-                floor_s * 1e3,
-                ours_s / floor_s,
-                "<= 4x",
-                ours_s <= 4 * floor_s,
-                f"{len(ids)}-token text {text!r}, median over steps of medians of {MASK_REPS} "
-                f"cleared passes; masks equal llguidance's on "
-                + ("every step" if not bad else "all steps but " + "; ".join(bad))
-                + f"; one mask {_mb(mask.nbytes)} (bool), weights {_mb(weights.weights.nbytes)}, "
-                f"one new cached step retains {_mb(step_mem)}; llguidance bitmask "
-                f"{_mb(bits.nbytes)}; coerce {coerce_s:.2f} s, llguidance tokenizer {ltok_s:.2f} s",
-            )
-        )
-    return rows
-
-
 # ---------------------------------------------------------------- byte beam
 
 
@@ -327,7 +221,20 @@ def _beam_rows(name: str, lm) -> list[dict]:
 # ---------------------------------------------------------------- driver
 
 
-def _vocab_rows(short: str, label: str) -> list[dict]:
+def _parts() -> set[str]:
+    """The row groups to measure: BENCH_VOCABS_PARTS (comma-separated trie, mask, beam) or all."""
+    wanted = os.environ.get("BENCH_VOCABS_PARTS")
+    parts = set(wanted.split(",")) if wanted else set(PARTS)
+    if not parts or parts - set(PARTS):
+        raise ValueError(f"BENCH_VOCABS_PARTS={wanted!r}: expected some of {', '.join(PARTS)}")
+    return parts
+
+
+def _label(parts: set[str]) -> str:
+    return " and ".join(p for p in PARTS if p in parts) + " rows' re-run"
+
+
+def _vocab_rows(short: str, label: str, parts: set[str]) -> list[dict]:
     from transformers import AutoTokenizer
 
     from genlm_lab.backend import load_model_by_name
@@ -355,11 +262,15 @@ def _vocab_rows(short: str, label: str) -> list[dict]:
         )
         load_s = time.perf_counter() - start
     print(f"  vocabs: {name} loaded in {load_s:.1f} s", flush=True)
-    rows = _trie_rows(name, lm.byte_vocab)
-    print(f"  vocabs: {name} trie done", flush=True)
-    rows += asyncio.run(_mask_rows(name, lm))
-    print(f"  vocabs: {name} masks done", flush=True)
-    rows += _beam_rows(name, lm)
+    rows = []
+    if "trie" in parts:
+        rows += _trie_rows(name, lm.byte_vocab)
+        print(f"  vocabs: {name} trie done", flush=True)
+    if "mask" in parts:
+        rows += asyncio.run(mask_rows(name, lm))
+        print(f"  vocabs: {name} masks done", flush=True)
+    if "beam" in parts:
+        rows += _beam_rows(name, lm)
     return rows
 
 
@@ -373,16 +284,19 @@ def run() -> list[dict]:
     torch.set_num_threads(1)
     wanted = os.environ.get("BENCH_VOCABS")
     names = wanted.split(",") if wanted else list(VOCABS)
+    parts = _parts()
     load_before = os.getloadavg()[0]
     rows = []
     for short in names:
-        rows += _vocab_rows(short, VOCABS.get(short, short))
+        rows += _vocab_rows(short, VOCABS.get(short, short), parts)
     torch.set_num_threads(threads)
     rows.insert(
         0,
         result_row(
             "vocabs",
-            "conditions of this run",
+            "conditions of this run"
+            if parts == set(PARTS)
+            else f"conditions of the {_label(parts)}",
             load_before,
             os.getloadavg()[0],
             None,
@@ -402,4 +316,12 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run_all import table
 
-    print(table(run()))
+    start = time.perf_counter()
+    rows = run()
+    print(table(rows))
+    parts = _parts()
+    if parts != set(PARTS):  # a partial run replaces only its rows in RESULTS.md
+        RESULTS.write_text(
+            merge_section(RESULTS.read_text(), rows, _label(parts), time.perf_counter() - start)
+        )
+        print(f"updated bench_vocabs in {RESULTS} ({_label(parts)})")

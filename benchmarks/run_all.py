@@ -85,7 +85,7 @@ def main(names: list[str]) -> int:
             print(f"unknown benchmark(s) {unknown}; expected some of {known}", file=sys.stderr)
             return 2
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
-    sections, failed = _read_sections(HERE / "RESULTS.md"), 0
+    fresh, failed = {}, 0
     print(f"running {len(scripts)} benchmark(s): {', '.join(s.stem for s in scripts)}", flush=True)
     t0 = time.perf_counter()
     for i, script in enumerate(scripts, 1):
@@ -102,7 +102,7 @@ def main(names: list[str]) -> int:
         print(text, flush=True)
         print(f"== [{i}/{len(scripts)}] {script.stem} took {elapsed:.0f} s", flush=True)
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-        sections[script.stem] = f"## {script.stem} ({stamp}, {elapsed:.0f} s)\n\n{text}\n"
+        fresh[script.stem] = f"## {script.stem} ({stamp}, {elapsed:.0f} s)\n\n{text}\n"
     header = (
         "# Benchmark results\n\n"
         "Written by `make bench` (benchmarks/run_all.py); each section says when it last ran.\n"
@@ -110,6 +110,9 @@ def main(names: list[str]) -> int:
         "Ratios compare implementations measured side by side in the same run.\n\n"
     )
     out = HERE / "RESULTS.md"
+    # Read the other sections now, not at the start: a long run must not undo
+    # what a partial re-run (or a merge) wrote to RESULTS.md meanwhile.
+    sections = {**_read_sections(out), **fresh}
     out.write_text(header + "\n".join(sections[k] for k in sorted(sections)))
     print(f"wrote {out} ({len(scripts)} benchmark(s) in {_clock(t0)}, {failed} failed)")
     return 1 if failed else 0

@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import llguidance
 import numpy as np
-from llguidance.numpy import fill_next_token_bitmask_par
+from llguidance.numpy import fill_next_token_bitmask, fill_next_token_bitmask_par
 
 from genlm_lab.control._states import StateCache, as_key
+from genlm_lab.control.mask_weights import unpack_mask
 
 __all__ = ["Engine", "InvalidGrammar", "check_grammar"]
 
@@ -217,11 +218,17 @@ class Engine:
         self.grammar = grammar
         self._root = _root_matcher(self.tokenizer, grammar)
         self._states = StateCache(self._root, self.n_tokens, cache_size, cache_tokens)
-        self._masks: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()  # packed bits
         self._mask_tokens = 0
         self._cache_size = cache_size
         self._cache_tokens = cache_tokens
         self._words = (self.tokenizer.vocab_size + 31) // 32
+        # `&` with this clears the bits of EOS and of the padding tokens after it
+        keep = np.zeros(self._words * 32, dtype=np.uint8)
+        keep[: self.n_tokens] = 1
+        self._keep = np.packbits(keep, bitorder="little")
+        self._dead = np.zeros(self._words * 4, dtype=np.uint8)
+        self._dead.flags.writeable = False
         self._executor = llguidance.LLExecutor(num_threads=2)
         self._lock = threading.Lock()
         self.stats = {"masks": 0, "checks": 0}
@@ -256,10 +263,10 @@ class Engine:
     def _state(self, context: tuple[int, ...], pinned=()) -> llguidance.LLMatcher | None:
         return self._states.get(context, pinned)
 
-    def _remember_mask(self, context: tuple[int, ...], mask: np.ndarray) -> None:
+    def _remember_mask(self, context: tuple[int, ...], bits: np.ndarray) -> None:
         if context in self._masks:
             return
-        self._masks[context] = mask
+        self._masks[context] = bits
         self._mask_tokens += len(context)
         while len(self._masks) > 1 and (
             len(self._masks) > self._cache_size or self._mask_tokens > self._cache_tokens
@@ -286,9 +293,9 @@ class Engine:
         """
         context = as_key(context)
         with self._lock:
-            mask = self._masks.get(context)
-            if mask is not None:
-                return bool(mask[token])
+            bits = self._masks.get(context)
+            if bits is not None:
+                return bool((bits[token >> 3] >> (token & 7)) & 1)
             state = self._state(context)
             if state is None:
                 return False
@@ -302,7 +309,21 @@ class Engine:
         return self.masks([context])[0]
 
     def masks(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
-        """`mask` of several contexts; the uncached ones computed in one parallel native call."""
+        """`mask` of several contexts (read-only bool arrays), from `bits`."""
+        out = []
+        for bits in self.bits(contexts):
+            mask = unpack_mask(bits, self.n_tokens + 1)
+            mask.flags.writeable = False
+            out.append(mask)
+        return out
+
+    def bits(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+        """The masks of several contexts as packed bits (read-only uint8, bit i = token i).
+
+        Bit `n_tokens` is EOS; every later bit is 0. The uncached masks are
+        computed in one native call (a parallel one for several contexts);
+        they are cached packed: 1 bit per token, no per-token Python.
+        """
         contexts = [as_key(c) for c in contexts]
         with self._lock:
             out: list[np.ndarray | None] = [self._masks.get(c) for c in contexts]
@@ -314,26 +335,29 @@ class Engine:
                 pinned = set(todo)
                 states = [(c, self._state(c, pinned)) for c in todo]
                 live = [(c, s) for c, s in states if s is not None]
-                bits = np.zeros((max(len(live), 1), self._words), dtype=np.int32)
-                if live:
+                words = np.zeros((max(len(live), 1), self._words), dtype=np.int32)
+                if len(live) == 1:  # one state: no thread hand-off
+                    fill_next_token_bitmask(live[0][1], words, 0)
+                elif live:
                     fill_next_token_bitmask_par(
-                        self._executor, [(s, k) for k, (_, s) in enumerate(live)], bits
+                        self._executor, [(s, k) for k, (_, s) in enumerate(live)], words
                     )
-                    self.stats["masks"] += len(live)
+                self.stats["masks"] += len(live)
+                rows = words.view(np.uint8)
+                rows &= self._keep
+                eos_byte, eos_bit = divmod(self.n_tokens, 8)
                 computed: dict[tuple[int, ...], np.ndarray] = {}
                 for k, (c, s) in enumerate(live):
-                    flags = np.unpackbits(bits[k].view(np.uint8), bitorder="little")
-                    mask = flags[: self.n_tokens + 1].view(bool)  # 0/1 bytes: no copy
-                    mask[self.n_tokens] = self._accepts(c, s)
-                    mask.flags.writeable = False
-                    computed[c] = mask
-                dead = np.zeros(self.n_tokens + 1, dtype=bool)
-                dead.flags.writeable = False
+                    row = rows[k]
+                    if self._accepts(c, s):
+                        row[eos_byte] |= 1 << eos_bit
+                    row.flags.writeable = False
+                    computed[c] = row
                 for c, _ in states:
-                    mask = computed.get(c, dead)
-                    self._remember_mask(c, mask)
+                    bits = computed.get(c, self._dead)
+                    self._remember_mask(c, bits)
                     for i in todo[c]:
-                        out[i] = mask
+                        out[i] = bits
             return out  # type: ignore[return-value]
 
     def clear(self) -> None:

@@ -18,8 +18,9 @@ import numpy as np
 from genlm_lab.control._guidance import Engine
 from genlm_lab.control._states import Key
 from genlm_lab.control.constant import EndOfSequence
+from genlm_lab.control.mask_weights import MaskWeights
 from genlm_lab.control.potential import Potential
-from genlm_lab.control.weights import LazyWeights
+from genlm_lab.control.weights import LazyWeights, WeightsBatch
 
 __all__ = ["GrammarPotential", "TokenConstraint"]
 
@@ -54,15 +55,16 @@ class _MaskedPotential(Potential):
             return 0.0 if self.engine.allows(key[:-1], key[-1]) else -math.inf
         return await super().score(context)
 
-    def _weights(self, mask: np.ndarray) -> LazyWeights:
-        return self.make_lazy_weights(np.where(mask, 0.0, -math.inf))
+    def _weights(self, bits: np.ndarray) -> LazyWeights:
+        # packed: the 0 / -inf float vector is only built if someone reads it
+        return MaskWeights(bits, self.lookup, self.vocab_eos)
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
-        return self._weights(self.engine.mask(self._key(context)))
+        return self._weights(self.engine.bits([self._key(context)])[0])
 
-    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
-        masks = self.engine.masks([self._key(c) for c in contexts])
-        return [self._weights(m) for m in masks]
+    async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
+        bits = self.engine.bits([self._key(c) for c in contexts])
+        return WeightsBatch(self._weights(b) for b in bits)
 
     def allowed(self, context: Sequence[Any]) -> np.ndarray:
         """Bool array over `vocab_eos`: which tokens may follow `context`."""

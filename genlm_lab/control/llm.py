@@ -15,6 +15,7 @@ from genlm_lab.control.potential import Potential
 from genlm_lab.control.token_maps import TokenMappings, eos_order
 from genlm_lab.control.weights import LazyWeights
 from genlm_lab.smc.distributions import encode_prompt
+from genlm_lab.tokenization.control_tokens import control_token_ids
 from genlm_lab.util import logsumexp
 
 __all__ = ["PromptedLLM", "TokenMappings"]
@@ -255,11 +256,11 @@ class PromptedLLM(Potential):
         return self.decode_tokens(self.model.tokenizer.encode(text, add_special_tokens=False))
 
     def special_indices(self) -> list[int]:
-        """Vocabulary indices of special tokens (BOS, chat markers): not text, never allowed by grammars."""
-        tok = self.model.tokenizer
-        ids = set(getattr(tok, "all_special_ids", None) or ())
-        added = getattr(tok, "added_tokens_decoder", None) or {}
-        ids.update(i for i, t in added.items() if getattr(t, "special", False))
+        """Vocabulary indices of control tokens (BOS, chat markers, `<unused0>`): never allowed by grammars.
+
+        Which ids are control tokens is the tokenizer's word (`control_token_ids`).
+        """
+        ids = set(control_token_ids(self.model.tokenizer))
         if self.model.bos_token_id is not None:
             ids.add(self.model.bos_token_id)
         position = {int(t): i for i, t in enumerate(self._vocab_ids)}
