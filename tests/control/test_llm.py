@@ -70,14 +70,15 @@ def test_eos_tokens_as_ids_is_not_deprecated():
         PromptedLLM(toy(), eos_tokens=[4, 5])
 
 
-def test_from_name_loads_the_model_and_checks_keywords():
+def test_from_name_loads_the_model_and_passes_other_keywords_to_the_backend():
     p = PromptedLLM.from_name("tiny-random", backend="mock", temperature=0.5)
     assert p.temperature == 0.5 and len(p.vocab) + len(p.eos_tokens) == p.model.vocab_size
     eos = bytes(p.model.byte_vocab[p.model.eos_token_ids[0]])
     with pytest.warns(DeprecationWarning):
         q = PromptedLLM.from_name("tiny-random", backend="mock", eos_tokens=[eos])
     assert [bytes(t) for t in q.eos_tokens] == [eos]
-    with pytest.raises(TypeError, match="bogus"):
+    # other keywords are backend options, as in genlm-control; unknown ones are named
+    with pytest.raises(ValueError, match="bogus"):
         PromptedLLM.from_name("tiny-random", backend="mock", bogus=1)
 
 
