@@ -313,6 +313,9 @@ class AutoBatched(Potential):
     def coerce(self, other: Any, f: Any = None, prune: bool = True) -> Potential:
         return self.potential.coerce(other, f=f, prune=prune)
 
+    def to_multiprocess(self, num_workers: int = 2, spawn_args: tuple | None = None) -> Potential:
+        return self.potential.to_multiprocess(num_workers, spawn_args)
+
     def spawn(self) -> AutoBatched:
         return AutoBatched(self.potential.spawn())
 

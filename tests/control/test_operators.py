@@ -216,6 +216,9 @@ def test_autobatched_forwards_what_a_subclass_may_override():
     assert wrapped.encode([b"b", b"a"]) == [1, 0]
     assert type(wrapped.normalize()) is type(p.normalize())
     assert wrapped.coerce([b"ab"], f=b"".join).vocab == [b"ab"]
+    forwarded = [n for n, m in vars(Potential).items() if callable(m) and not n.startswith("_")]
+    inherited = {"make_lazy_weights", "alloc_logws", "build_tables"}
+    assert [n for n in forwarded if n not in vars(AutoBatched) and n not in inherited] == []
 
 
 def test_product_of_different_vocabularies_indexes_each_factor_by_list():
