@@ -92,6 +92,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.potential.normalized": f"{_C}.normalized",
     "genlm.control.potential.testing": f"{_C}.checks",
     "genlm.control.potential.coerce": f"{_C}.coerce",
+    "genlm.control.potential.multi_proc": f"{_C}.multi_proc",
     "genlm.control.potential.built_in": (_C,),
     "genlm.control.potential.built_in.llm": f"{_C}.llm",
     "genlm.control.potential.built_in.bytellm": f"{_C}.bytellm",
@@ -104,7 +105,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
     "genlm.control.sampler.smc": (f"{_C}.smc", _S),
     "genlm.control.sampler.resampling": f"{_S}.resample",
-    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", "genlm_lab.util"),
+    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", f"{_C}.draws", "genlm_lab.util"),
     "genlm.control.sampler.smc_record": f"{_C}.helpers",
     # llamppl 0.2.3
     "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),
@@ -135,7 +136,6 @@ UNMAPPED: dict[str, str] = {
         "genlm-control's browser visualiser (a local HTTP server); genlm_lab draws SMC runs "
         "with its widgets (ParticleView)"
     ),
-    "genlm.control.potential.multi_proc": "MultiProcPotential is not implemented in genlm_lab",
     "genlm.control.potential.stateful": "stateful potentials are not implemented in genlm_lab",
     "genlm.control.potential.streaming": "streaming potentials are not implemented in genlm_lab",
     "genlm.control.potential.built_in.wcfg": "WCFG is not implemented in genlm_lab (BoolCFG is)",

@@ -20,6 +20,7 @@ from genlm_lab.control.fsa import WFSA, BoolFSA
 from genlm_lab.control.grammar_base import GrammarPotential, TokenConstraint
 from genlm_lab.control.json_schema import JsonSchema
 from genlm_lab.control.llm import PromptedLLM
+from genlm_lab.control.multi_proc import MultiProcPotential
 from genlm_lab.control.normalized import Normalized
 from genlm_lab.control.operators import AutoBatched, AutoBatchedPotential, Power, Product
 from genlm_lab.control.potential import Potential
@@ -27,7 +28,15 @@ from genlm_lab.control.predicate import BoolPredicate
 from genlm_lab.control.python_regex import PythonRegex
 from genlm_lab.control.samplers import DirectTokenSampler, TokenSampler, direct_token_sampler
 from genlm_lab.control.sequences import Sequences
-from genlm_lab.control.set_samplers import eager_token_sampler, topk_token_sampler
+from genlm_lab.control.set_samplers import (
+    EagerSetSampler,
+    SetSampler,
+    SetTokenSampler,
+    TopKSetSampler,
+    TrieSetSampler,
+    eager_token_sampler,
+    topk_token_sampler,
+)
 from genlm_lab.control.smc import SMC, SequenceModel
 from genlm_lab.control.sql import sql_grammar
 from genlm_lab.control.weights import LazyWeights
@@ -46,11 +55,13 @@ __all__ = [
     "ByteLLM",
     "Coerced",
     "DirectTokenSampler",
+    "EagerSetSampler",
     "EndOfSequence",
     "GrammarPotential",
     "InvalidGrammar",
     "JsonSchema",
     "LazyWeights",
+    "MultiProcPotential",
     "Normalized",
     "Potential",
     "Power",
@@ -59,8 +70,12 @@ __all__ = [
     "PythonRegex",
     "SequenceModel",
     "Sequences",
+    "SetSampler",
+    "SetTokenSampler",
     "TokenConstraint",
     "TokenSampler",
+    "TopKSetSampler",
+    "TrieSetSampler",
     "coerce",
     "direct_token_sampler",
     "eager_token_sampler",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from genlm_lab.control.constant import EndOfSequence
-from genlm_lab.util import escape_bytes
+from genlm_lab.util import Chart, escape_bytes
 
 
 def token_bytes(token: Any) -> bytes:
@@ -62,3 +62,34 @@ def sample_linear(weights: np.ndarray, rng: np.random.Generator) -> int:
     if weights[index] <= 0:  # u rounded up to the total: take the last index with weight
         index = int(np.flatnonzero(weights > 0)[-1])
     return index
+
+
+#: A custom draw: takes a `Chart` from the keys still possible to their probabilities
+#: (summing to one) and returns one of its keys. SWOR tracers and tests pass one.
+Draw = Callable[[Chart], Any]
+
+
+def draw_index(
+    log_weights: np.ndarray,
+    keys: Sequence[Any],
+    rng: np.random.Generator,
+    draw: Draw | None = None,
+) -> int:
+    """An index drawn in proportion to exp(log_weights): from `rng`, or by `draw` if given.
+
+    `draw` is offered the normalised probabilities of the keys with positive
+    weight, as a `Chart`, and answers with one of those keys.
+
+    Raises:
+        ValueError: if `draw` answers with a key it was not offered.
+    """
+    if draw is None:
+        return sample_index(log_weights, rng)
+    probs = np.exp(log_weights - float(np.max(log_weights)))
+    probs /= probs.sum()
+    live = [int(i) for i in np.flatnonzero(probs > 0)]
+    choice = draw(Chart(0.0, ((keys[i], float(probs[i])) for i in live)))
+    for i in live:
+        if keys[i] is choice or keys[i] == choice:
+            return i
+    raise ValueError(f"draw returned {choice!r}, which is not one of the keys it was offered")

@@ -146,7 +146,18 @@ class AWRS(TokenSampler):
             f"gave {value!r} for token {token_label(token)!r} after {len(context)} tokens"
         )
 
-    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
+    async def sample(self, context: Sequence[Any], draw: Any = None) -> tuple[Any, float, float]:
+        """See `sample_with_info`.
+
+        Raises:
+            ValueError: if `draw` is given: AWRS draws by rejection, with no
+                categorical choice a custom draw could replace.
+        """
+        if draw is not None:
+            raise ValueError(
+                "AWRS draws by rejection over unnormalised weights; there is no categorical "
+                "choice for draw= to replace"
+            )
         token, logw, logp, _ = await self.sample_with_info(context)
         return token, logw, logp
 

@@ -12,12 +12,13 @@ import numpy as np
 import torch
 
 from genlm_lab.control.potential import Potential
+from genlm_lab.control.token_maps import TokenMappings, eos_order
 from genlm_lab.control.weights import LazyWeights
 from genlm_lab.smc.distributions import encode_prompt
 from genlm_lab.tokenization.control_tokens import control_token_ids
 from genlm_lab.util import logsumexp
 
-__all__ = ["PromptedLLM"]
+__all__ = ["PromptedLLM", "TokenMappings"]
 
 
 def _eos_ids(llm: Any, eos: Sequence[Any] | None) -> list[int]:
@@ -81,7 +82,11 @@ class PromptedLLM(Potential):
             (default: the LM's EOS tokens).
         temperature: divides the log-probs before renormalising (> 0).
         prompt: the prompt as text instead of ids (tokenised with the LM's tokenizer).
-        eos_byte_strings: genlm-control 0.4's name for `eos_tokens`.
+        eos_byte_strings: genlm-control 0.4's name for `eos_tokens`: byte
+            strings (a `Token` counts as its bytes); every token spelling one
+            is EOS. Given twice, or spelled by no token: ValueError.
+        token_maps: the `TokenMappings` of another PromptedLLM over the same
+            LM, whose EOS tokens to take (instead of `eos_*`).
     """
 
     def __init__(
@@ -93,9 +98,12 @@ class PromptedLLM(Potential):
         *,
         prompt: str | None = None,
         eos_byte_strings: Sequence[bytes] | None = None,
+        token_maps: TokenMappings | None = None,
     ) -> None:
         if eos_tokens is not None and eos_byte_strings is not None:
             raise ValueError("give eos_tokens or eos_byte_strings, not both")
+        if token_maps is not None and (eos_tokens is not None or eos_byte_strings is not None):
+            raise ValueError("eos_byte_strings must not be provided when token_maps is provided.")
         if eos_tokens is not None and _byte_strings(eos_tokens):
             warnings.warn(
                 "PromptedLLM(eos_tokens=<byte strings>) is deprecated (genlm-control 0.4): "
@@ -110,7 +118,15 @@ class PromptedLLM(Potential):
             raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
         self.model = llm
         self.temperature = temperature
-        self._eos_token_ids = _eos_ids(llm, eos_byte_strings if eos_tokens is None else eos_tokens)
+        if token_maps is not None:
+            order = list(token_maps.eos_idxs)
+        elif eos_byte_strings is not None:
+            order = eos_order(llm.byte_vocab, eos_byte_strings)
+        else:
+            order = _eos_ids(llm, eos_tokens)
+        self._eos_order = order  # as asked for: `token_maps.eos_idxs`
+        self._token_maps: TokenMappings | None = None
+        self._eos_token_ids = sorted(set(order))
         eos = set(self._eos_token_ids)
         self._vocab_ids = np.array(
             [i for i in range(llm.vocab_size) if i not in eos], dtype=np.int64
@@ -137,19 +153,19 @@ class PromptedLLM(Potential):
             eos_byte_strings: as for the constructor.
             prompt_ids: as for the constructor.
             temperature: as for the constructor.
-            **kwargs: `llm_opts` for the backend; `eos_tokens` (deprecated
-                spelling of `eos_byte_strings`).
+            **kwargs: `eos_tokens` (deprecated spelling of `eos_byte_strings`),
+                `llm_opts` for the backend, and any other keyword is one more
+                backend option (genlm-control passes them on the same way), e.g.
+                `hf_opts={"torch_dtype": "float"}`.
 
         Raises:
-            TypeError: for any other keyword.
+            ValueError: for backend options the backend does not take.
         """
         from genlm_lab.backend import load_model_by_name
 
         eos_tokens = kwargs.pop("eos_tokens", None)
-        llm_opts = kwargs.pop("llm_opts", None)
-        if kwargs:
-            raise TypeError(f"PromptedLLM.from_name got unexpected keywords {sorted(kwargs)}")
-        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts)
+        llm_opts = {**(kwargs.pop("llm_opts", None) or {}), **kwargs}
+        llm = load_model_by_name(name, backend=backend, llm_opts=llm_opts or None)
         return cls(
             llm,
             prompt_ids=prompt_ids,
@@ -171,8 +187,73 @@ class PromptedLLM(Potential):
         )
 
     def set_prompt_from_str(self, text: str) -> None:
-        """Replace the prompt by `text`, tokenised with the LM's tokenizer."""
+        """Replace the prompt by `text`, tokenised with the LM's tokenizer.
+
+        Warns (UserWarning) when the text ends in whitespace: most tokenizers
+        fold a space into the next word's token, so the sequences after such a
+        prompt start with improbable tokens.
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"Prompt must a string, got {type(text).__name__}")
+        if text and text[-1].isspace():
+            warnings.warn(
+                "the prompt ends in whitespace; the tokenizer usually joins a space to the "
+                "next word, so what follows this prompt is scored as improbable",
+                UserWarning,
+                stacklevel=2,
+            )
         self.prompt_ids = encode_prompt(self.model, text)
+
+    @property
+    def token_maps(self) -> TokenMappings:
+        """The LM's token tables: `decode`, `encode`, `eos_idxs`, ... (genlm-control's)."""
+        if self._token_maps is None:
+            self._token_maps = TokenMappings.from_ids(self.model.byte_vocab, self._eos_order)
+        return self._token_maps
+
+    @property
+    def eos_byte_strings(self) -> list[bytes]:
+        """The bytes of the EOS tokens."""
+        return self.token_maps.eos_byte_strings
+
+    @eos_byte_strings.setter
+    def eos_byte_strings(self, value: Any) -> None:
+        raise ValueError(
+            "Cannot reset eos_byte_strings after initialization; use spawn_new_eos(...)"
+        )
+
+    def encode_tokens(self, tokens: Sequence[Any]) -> list[int]:
+        """The LM's token ids of `tokens` (`Token`s; plain bytes are deprecated and warn).
+
+        Raises:
+            ValueError: for bytes that are no token of the LM.
+        """
+        out = []
+        warned = False
+        for token in tokens:
+            token_id = getattr(token, "token_id", None)
+            if token_id is None:
+                if not warned:
+                    warnings.warn(
+                        "Passing bytes to encode_tokens is deprecated; pass Tokens",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
+                    warned = True
+                token_id = dict.get(self.token_maps.encode, token)
+                if token_id is None:
+                    raise ValueError(f"Token {token!r} not in vocabulary")
+            out.append(int(token_id))
+        return out
+
+    def decode_tokens(self, ids: Sequence[int]) -> list[Any]:
+        """The LM's tokens of token ids."""
+        decode = self.token_maps.decode
+        return [decode[int(i)] for i in ids]
+
+    def tokenize(self, text: str) -> list[Any]:
+        """`text` as the LM's tokens (no special tokens added)."""
+        return self.decode_tokens(self.model.tokenizer.encode(text, add_special_tokens=False))
 
     def special_indices(self) -> list[int]:
         """Vocabulary indices of control tokens (BOS, chat markers, `<unused0>`): never allowed by grammars.
@@ -239,18 +320,31 @@ class PromptedLLM(Potential):
         prompt_ids: Sequence[int] | None = None,
         eos_tokens: Sequence[Any] | None = None,
         temperature: float | None = None,
+        *,
+        eos_byte_strings: Sequence[Any] | None = None,
     ) -> PromptedLLM:
-        """A PromptedLLM over the same LM, with any of prompt, EOS tokens or temperature changed."""
+        """A PromptedLLM over the same LM, with any of prompt, EOS tokens or temperature changed.
+
+        Raises:
+            TypeError: if both `eos_tokens` and `eos_byte_strings` are given.
+        """
+        if eos_tokens is not None and eos_byte_strings is not None:
+            raise TypeError("Cannot specify both eos_tokens and eos_byte_strings")
+        same_eos = eos_tokens is None and eos_byte_strings is None
         return PromptedLLM(
             self.model,
-            prompt_ids=self.prompt_ids if prompt_ids is None else prompt_ids,
-            eos_tokens=self._eos_token_ids if eos_tokens is None else eos_tokens,
+            prompt_ids=list(self.prompt_ids if prompt_ids is None else prompt_ids),
+            eos_tokens=eos_tokens,
             temperature=self.temperature if temperature is None else temperature,
+            eos_byte_strings=eos_byte_strings,
+            token_maps=self.token_maps if same_eos else None,
         )
 
-    def spawn_new_eos(self, eos_tokens: Sequence[Any]) -> PromptedLLM:
+    def spawn_new_eos(
+        self, eos_tokens: Sequence[Any] | None = None, *, eos_byte_strings: Any = None
+    ) -> PromptedLLM:
         """The same LM and prompt with other EOS tokens."""
-        return self.spawn(eos_tokens=eos_tokens)
+        return self.spawn(eos_tokens=eos_tokens, eos_byte_strings=eos_byte_strings)
 
     def __repr__(self) -> str:
         return (

@@ -68,8 +68,9 @@ class Product(Potential):
     of one step overlap.
 
     Attributes:
-        v1_idxs, v2_idxs: index of each of the product's `vocab_eos` in each
-            factor's `vocab_eos`, or `...` where the vocabularies are equal.
+        v1_idxs: index of each of the product's `vocab_eos` in `p1.vocab_eos`
+            (a list), or `...` where the vocabularies are equal.
+        v2_idxs: the same for `p2`.
 
     Raises:
         ValueError: if the factors' token types or EOS markers differ or they
@@ -83,10 +84,12 @@ class Product(Potential):
         if common is None:
             self._share_vocabulary(p1)
             self.v1_idxs = self.v2_idxs = ...
+            self._i1 = self._i2 = ...
         else:
             super().__init__(common, eos=p1.eos)
-            self.v1_idxs = np.array([p1.lookup[t] for t in self.vocab_eos])
-            self.v2_idxs = np.array([p2.lookup[t] for t in self.vocab_eos])
+            self.v1_idxs = [p1.lookup[t] for t in self.vocab_eos]
+            self.v2_idxs = [p2.lookup[t] for t in self.vocab_eos]
+            self._i1, self._i2 = np.array(self.v1_idxs), np.array(self.v2_idxs)
         self.is_boolean = p1.is_boolean and p2.is_boolean
 
     def _default_name(self) -> str:
@@ -105,14 +108,14 @@ class Product(Potential):
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
         a, b = await asyncio.gather(self.p1.logw_next(context), self.p2.logw_next(context))
-        return self.make_lazy_weights(a.weights[self.v1_idxs] + b.weights[self.v2_idxs])
+        return self.make_lazy_weights(a.weights[self._i1] + b.weights[self._i2])
 
     async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> list[LazyWeights]:
         a, b = await asyncio.gather(
             self.p1.batch_logw_next(contexts), self.p2.batch_logw_next(contexts)
         )
         return WeightsBatch(
-            self.make_lazy_weights(x.weights[self.v1_idxs] + y.weights[self.v2_idxs])
+            self.make_lazy_weights(x.weights[self._i1] + y.weights[self._i2])
             for x, y in zip(split_rows(a), split_rows(b), strict=True)
         )
 
@@ -292,6 +295,26 @@ class AutoBatched(Potential):
 
     def is_terminal_only(self) -> bool:
         return self.potential.is_terminal_only()
+
+    # The wrapped potential answers these, so a subclass's override is not lost
+    # behind the wrapper's inherited defaults.
+    def encode(self, context: Sequence[Any]) -> list[int]:
+        return self.potential.encode(context)
+
+    def ends(self, context: Sequence[Any]) -> bool:
+        return self.potential.ends(context)
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        return await self.potential.logw_eos(context)
+
+    def normalize(self) -> Potential:
+        return self.potential.normalize()
+
+    def coerce(self, other: Any, f: Any = None, prune: bool = True) -> Potential:
+        return self.potential.coerce(other, f=f, prune=prune)
+
+    def to_multiprocess(self, num_workers: int = 2, spawn_args: tuple | None = None) -> Potential:
+        return self.potential.to_multiprocess(num_workers, spawn_args)
 
     def spawn(self) -> AutoBatched:
         return AutoBatched(self.potential.spawn())

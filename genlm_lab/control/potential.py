@@ -212,6 +212,10 @@ class Potential(PotentialChecks, ABC):
         """Wrap one weight per entry of `vocab_eos`."""
         return LazyWeights(weights, self.lookup, self.vocab_eos, log=log)
 
+    def alloc_logws(self, default: Any = -math.inf) -> np.ndarray:
+        """A fresh array with one entry per `vocab_eos` token, all `default` (zero weight)."""
+        return np.full(len(self.vocab_eos), default)
+
     def is_terminal_only(self) -> bool:
         """Whether `prefix` is 0 on every context, so the potential weighs only complete ones.
 
@@ -311,6 +315,17 @@ class Potential(PotentialChecks, ABC):
         from genlm_lab.control.coerce import coerce
 
         return coerce(self, other, f=f, prune=prune)
+
+    def to_multiprocess(self, num_workers: int = 2, spawn_args: tuple | None = None) -> Potential:
+        """A `MultiProcPotential` whose workers each build `self.spawn(*spawn_args)`.
+
+        The potential's `spawn` must be picklable (a bound method of a
+        picklable potential is).
+        """
+        # like the operators: a method building a subclass whose module imports this one
+        from genlm_lab.control.multi_proc import MultiProcPotential
+
+        return MultiProcPotential(self.spawn, tuple(spawn_args or ()), num_workers=num_workers)
 
     def to_autobatched(self) -> Potential:
         """A wrapper that sends concurrent calls to the `batch_*` methods together.

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control._tokens import check_log_weights, sample_index
+from genlm_lab.control._tokens import Draw, check_log_weights, draw_index
 from genlm_lab.control.potential import Potential
 from genlm_lab.smc.rng import get_rng, make_rng
 
@@ -76,8 +76,15 @@ class TokenSampler:
         """Log-weight of ending after `context`, used when SMC forces EOS at `max_tokens`."""
         return float(await self.target.logw_eos(list(context)))
 
-    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
-        """Draw `(token, logw, logp)` after `context`, properly weighted for the target."""
+    async def sample(
+        self, context: Sequence[Any], draw: Draw | None = None
+    ) -> tuple[Any, float, float]:
+        """Draw `(token, logw, logp)` after `context`, properly weighted for the target.
+
+        `draw`, if given, replaces the random choice: it gets a `Chart` of the
+        normalised probabilities of the possible keys and returns one (an
+        enumeration without replacement passes one; see `_tokens.draw_index`).
+        """
         raise NotImplementedError(f"{type(self).__name__}.sample() is not defined")
 
     async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
@@ -123,6 +130,13 @@ class DirectTokenSampler(TokenSampler):
         seed: see `TokenSampler`.
         autobatch: wrap the potential (each factor of a product) so that
             concurrent particles' calls go out as one batch.
+        proposal: draw tokens from this potential's normalised `logw_next`
+            instead, weighted target / proposal (same vocabulary, in the same
+            order; it must give positive weight wherever the target does).
+
+    Raises:
+        ValueError: if `potential` is not a Potential, or `proposal`'s tokens differ.
+        TypeError: if `proposal` is given and is not a Potential.
     """
 
     def __init__(
@@ -130,48 +144,84 @@ class DirectTokenSampler(TokenSampler):
         potential: Potential,
         seed: int | np.random.Generator | None = None,
         autobatch: bool = True,
+        proposal: Potential | None = None,
     ) -> None:
         if not isinstance(potential, Potential):
             raise ValueError(
                 f"direct_token_sampler needs a Potential, got {type(potential).__name__}"
             )
-        self.potential = potential
+        if proposal is not None:
+            _check_proposal(potential, proposal)
         super().__init__(potential.to_autobatched() if autobatch else potential, seed)
+        self.potential = self.target  # genlm-control's name for the (wrapped) seat
+        self.proposal = proposal.to_autobatched() if autobatch and proposal else proposal
         factors = potential.factors()
         self._parts = (
             [f.to_autobatched() if autobatch else f for f in factors] if len(factors) > 1 else None
         )
 
-    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
-        token, logw, logp, _ = await self.sample_with_info(context)
+    async def sample(
+        self, context: Sequence[Any], draw: Draw | None = None
+    ) -> tuple[Any, float, float]:
+        token, logw, logp, _ = await self.sample_with_info(context, draw)
         return token, logw, logp
 
-    async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+    async def sample_with_info(
+        self, context: Sequence[Any], draw: Draw | None = None
+    ) -> tuple[Any, float, float, dict]:
         """Draw a token from the normalised next-token weights; weight = log of their total.
+
+        With a `proposal`, the token is drawn from the proposal's normalised
+        weights instead and weighted target[token] - log q(token), an
+        importance weight that keeps the pair properly weighted.
 
         info["factors"] holds each factor's log-weight of the token drawn (in
         the order of `target.factors()`); info["no_mass"] is True when nothing
         could be drawn.
         """
         context = list(context)
-        if self._parts is None:
+        if self.proposal is not None:
+            target, proposal = await asyncio.gather(
+                self.target.logw_next(context), self.proposal.logw_next(context)
+            )
+            rows = [np.asarray(target.weights, dtype=float)]
+            drawn_from = np.asarray(proposal.weights, dtype=float)
+            check_log_weights(drawn_from, f"{self.proposal.name}.logw_next")
+        elif self._parts is None:
             rows = [np.asarray((await self.target.logw_next(context)).weights, dtype=float)]
         else:
             parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
             rows = [np.asarray(r.weights, dtype=float) for r in parts]
         weights = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
         check_log_weights(weights, f"{self.target.name}.logw_next")
-        top = float(np.max(weights))
+        if self.proposal is None:
+            drawn_from = weights
+        top = float(np.max(drawn_from))
         if top == -math.inf:
             return self.target.eos, -math.inf, 0.0, {"no_mass": True}
-        index = sample_index(weights, self.rng)
-        log_z = top + math.log(float(np.sum(np.exp(weights - top))))
+        index = draw_index(drawn_from, self.target.vocab_eos, self.rng, draw)
+        log_z = top + math.log(float(np.sum(np.exp(drawn_from - top))))
+        logp = float(drawn_from[index]) - log_z
+        logw = log_z if self.proposal is None else float(weights[index]) - logp
         info = {"factors": [float(r[index]) for r in rows]}
-        return self.target.vocab_eos[index], log_z, float(weights[index]) - log_z, info
+        return self.target.vocab_eos[index], logw, logp, info
+
+
+def _check_proposal(potential: Potential, proposal: Any) -> None:
+    """A proposal must be a Potential over the same tokens (and EOS), in the same order."""
+    if not isinstance(proposal, Potential):
+        raise TypeError(f"proposal must be a Potential, got {type(proposal).__name__}")
+    if list(proposal.vocab_eos) != list(potential.vocab_eos):
+        raise ValueError(
+            f"proposal {proposal.name} and target {potential.name} have different tokenizers "
+            "(vocabularies); a proposal must weigh the target's tokens, in the same order"
+        )
 
 
 def direct_token_sampler(
-    potential: Potential, seed: int | np.random.Generator | None = None
+    potential: Potential,
+    seed: int | np.random.Generator | None = None,
+    proposal: Potential | None = None,
 ) -> DirectTokenSampler:
     """A `DirectTokenSampler` for `potential` (genlm-control's constructor name)."""
-    return DirectTokenSampler(potential, seed=seed)
+    return DirectTokenSampler(potential, seed=seed, proposal=proposal)

@@ -21,13 +21,17 @@ from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.result import effective_sample_size
 from genlm_lab.util import Chart, logmeanexp, logsumexp, normalize_log_weights
 
-__all__ = ["Sequences"]
+__all__ = ["Sequences", "SequencesLengthError"]
 
 _HTML_ROWS = 10
 
 
 def _sorted_chart(pairs: dict) -> Chart:
     return Chart(0.0, sorted(pairs.items(), key=lambda kv: -kv[1]))
+
+
+class SequencesLengthError(ValueError, AssertionError):
+    """`Sequences` got a different number of contexts and log-weights."""
 
 
 class Sequences:
@@ -40,7 +44,9 @@ class Sequences:
         status: how the run ended: "finished", "all_dead", ...
 
     Raises:
-        ValueError: if the lengths differ or a weight is NaN or +inf.
+        SequencesLengthError: if the lengths differ (a ValueError, and an
+            AssertionError as genlm-control raises).
+        ValueError: if a weight is NaN or +inf.
     """
 
     def __init__(
@@ -53,7 +59,7 @@ class Sequences:
         self.contexts = [list(c) for c in contexts]
         self.log_weights = np.asarray(log_weights, dtype=np.float64).reshape(-1)
         if len(self.contexts) != len(self.log_weights):
-            raise ValueError(
+            raise SequencesLengthError(
                 f"{len(self.contexts)} contexts but {len(self.log_weights)} log-weights"
             )
         bad = np.flatnonzero(np.isnan(self.log_weights) | (self.log_weights == math.inf))
@@ -172,6 +178,13 @@ class Sequences:
 
     def __repr__(self) -> str:
         return f"Sequences({self._summary()})"
+
+    def show(self, top: int = _HTML_ROWS) -> None:
+        """Print the summary and the `top` heaviest sequences with their normalised weights."""
+        print(self._summary())
+        weights, texts = self.normalized_weights, self.texts()
+        for i in np.argsort(-weights, kind="stable")[:top]:
+            print(f"{weights[i]:.4f}  {texts[i]!r}")
 
     def _repr_html_(self) -> str:
         """A summary line and the heaviest distinct texts (at most 10 rows)."""

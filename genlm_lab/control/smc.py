@@ -34,7 +34,7 @@ import asyncio
 import copy
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,9 @@ class SequenceModel(Model):
         max_tokens: maximum length, EOS included.
         twist_with_critic: twist by the critic every step (else only score at the end).
         record_factors: compute each factor's weight of the drawn token for `step_extras`.
+        terminate_when: a `context -> bool` stop condition, asked after each
+            drawn token; when it holds, EOS closes the sequence in the same step
+            with no weight correction (the condition becomes part of the target).
     """
 
     progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
@@ -69,8 +72,12 @@ class SequenceModel(Model):
         max_tokens: float = math.inf,
         twist_with_critic: bool = True,
         record_factors: bool = True,
+        terminate_when: Callable[[list[Any]], bool] | None = None,
     ) -> None:
         super().__init__()
+        if terminate_when is not None and not callable(terminate_when):
+            raise ValueError(f"terminate_when must be callable, got {terminate_when!r}")
+        self.terminate_when = terminate_when
         self.unit_sampler = unit_sampler
         self.critic = critic
         self.max_tokens = max_tokens
@@ -91,6 +98,15 @@ class SequenceModel(Model):
         clone = copy.copy(self)
         clone.context = list(self.context)
         return clone
+
+    def clone(self) -> SequenceModel:
+        """A copy sharing the sampler and critic, with its own context and weights."""
+        return self.__deepcopy__({})
+
+    @property
+    def done(self) -> bool:
+        """Whether the particle has finished (genlm-control's name for `done_stepping()`)."""
+        return self.done_stepping()
 
     async def start(self) -> None:
         """Weigh the empty prefix: a start weight of -inf kills the particle."""
@@ -155,6 +171,14 @@ class SequenceModel(Model):
         self.step_extras = extras
         self.score(logw)
         self.context.append(token)
+        if (
+            self.terminate_when is not None
+            and self.weight > -math.inf
+            and not isinstance(token, EndOfSequence)
+            and self.terminate_when(self.context)
+        ):
+            token = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            self.context.append(token)  # no weight: the stop condition is part of the target
         if self.weight == -math.inf:
             if info.get("no_mass"):
                 extras["killed_by"] = await self._no_mass(context)
@@ -230,6 +254,8 @@ class SMC:
         record_factors: record the weight each factor of the target gives the
             drawn token in every step's extras (extra `logw_next` calls, which
             hit the LM's cache).
+        autobatch: wrap the critic so that concurrent particles' calls go out
+            as one batch (the sampler wraps its own potentials).
 
     Raises:
         ValueError: if unit_sampler is no TokenSampler, or the critic is no
@@ -241,6 +267,7 @@ class SMC:
         unit_sampler: TokenSampler,
         critic: Potential | None = None,
         record_factors: bool = True,
+        autobatch: bool = True,
     ) -> None:
         if not isinstance(unit_sampler, TokenSampler):
             raise ValueError(
@@ -258,7 +285,7 @@ class SMC:
                     "coerce it first, e.g. `critic.coerce(llm, f=b''.join)`"
                 )
         self.unit_sampler = unit_sampler
-        self.critic = critic
+        self.critic = critic.to_autobatched() if autobatch and critic is not None else critic
         self.record_factors = record_factors
 
     async def __call__(
@@ -272,6 +299,7 @@ class SMC:
         seed: int | np.random.Generator | None = None,
         resampling_method: str = "multinomial",
         progress: bool | None = None,
+        terminate_when: Callable[[list[Any]], bool] | None = None,
     ) -> Sequences:
         """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
 
@@ -285,6 +313,8 @@ class SMC:
             seed: seeds every draw of the run (samplers without their own seed).
             resampling_method: "multinomial", "stratified", "systematic" or "residual".
             progress: a progress bar (None: in notebooks only).
+            terminate_when: a `context -> bool` stop condition: EOS closes the
+                sequence in the step it holds, with no weight correction.
         """
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -296,6 +326,7 @@ class SMC:
             int(max_tokens),
             twist_with_critic=float(ess_threshold) > 0,
             record_factors=self.record_factors,
+            terminate_when=terminate_when,
         )
         observers = list(observers) if not hasattr(observers, "on_step") else [observers]
         if verbosity > 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -53,6 +54,13 @@ class LazyWeights:
         index = self.encode.get(token)
         if index is None:
             return -math.inf if self.is_log else 0.0
+        if type(token) is bytes and type(self.decode[index]) is not bytes:
+            warnings.warn(
+                "Indexing LazyWeights by bytes is deprecated (genlm-control 0.4); index by "
+                "the Token, since several tokens may share the bytes",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return float(self.weights[index])
 
     def __len__(self) -> int:
@@ -116,7 +124,7 @@ class LazyWeights:
 
     def assert_equal_unordered(self, other: LazyWeights, **kwargs: Any) -> None:
         """Assert the same tokens (in any order) with close weights (`np.isclose` kwargs)."""
-        assert set(self.decode) == set(other.decode), "the vocabularies differ"
+        assert set(self.decode) == set(other.decode), "keys do not match: the vocabularies differ"
         for token in self.decode:
             have, want = self[token], other[token]
             assert have == want or np.isclose(have, want, **kwargs), f"{token!r}: {have} != {want}"
@@ -173,3 +181,10 @@ class WeightsBatch(list):
     def normalize(self) -> WeightsBatch:
         """Every row normalised."""
         return WeightsBatch(w.normalize() for w in self)
+
+    def assert_equal(self, other: Any, **kwargs: Any) -> None:
+        """Assert the same rows: same tokens, weights close (`assert_allclose` kwargs)."""
+        rows = other if isinstance(other, list) else split_rows(other)
+        assert len(self) == len(rows), f"{len(self)} rows != {len(rows)} rows"
+        for mine, theirs in zip(self, rows, strict=True):
+            mine.assert_equal(theirs, **kwargs)

@@ -93,7 +93,8 @@ class Model:
         """
         score = float(score)
         if math.isnan(score) or score == math.inf:
-            raise ValueError(f"score must be a finite number or -inf, got {score}")
+            shown = "+inf" if score == math.inf else score
+            raise ValueError(f"score must be a finite number or -inf, got {shown}")
         self.weight += score
 
     def condition(self, b: Any) -> None:

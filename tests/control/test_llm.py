@@ -70,14 +70,15 @@ def test_eos_tokens_as_ids_is_not_deprecated():
         PromptedLLM(toy(), eos_tokens=[4, 5])
 
 
-def test_from_name_loads_the_model_and_checks_keywords():
+def test_from_name_loads_the_model_and_passes_other_keywords_to_the_backend():
     p = PromptedLLM.from_name("tiny-random", backend="mock", temperature=0.5)
     assert p.temperature == 0.5 and len(p.vocab) + len(p.eos_tokens) == p.model.vocab_size
     eos = bytes(p.model.byte_vocab[p.model.eos_token_ids[0]])
     with pytest.warns(DeprecationWarning):
         q = PromptedLLM.from_name("tiny-random", backend="mock", eos_tokens=[eos])
     assert [bytes(t) for t in q.eos_tokens] == [eos]
-    with pytest.raises(TypeError, match="bogus"):
+    # other keywords are backend options, as in genlm-control; unknown ones are named
+    with pytest.raises(ValueError, match="bogus"):
         PromptedLLM.from_name("tiny-random", backend="mock", bogus=1)
 
 
@@ -118,3 +119,46 @@ def test_a_bad_token_fails_only_its_own_call():
     good, bad = run(main())
     assert isinstance(bad, ValueError) and "position 0" in str(bad)
     assert good == run(p.prefix([p.vocab[1]]))
+
+
+def test_token_maps_list_every_token_and_the_eos_ones_in_the_order_asked():
+    from genlm_lab.control.token_maps import TokenMappings
+
+    lm = toy()
+    p = PromptedLLM(lm, eos_byte_strings=[b"$", b"\n"])
+    maps = p.token_maps
+    assert maps.eos_idxs == [5, 4] and maps.eos_byte_strings == [b"$", b"\n"]
+    assert maps.decode == list(lm.byte_vocab)
+    assert maps.potential_vocab == list(p.vocab)
+    assert all(maps.encode[t] == i for i, t in enumerate(maps.decode))
+    with pytest.warns(DeprecationWarning, match="by bytes"):
+        assert maps.encode[bytes(maps.decode[2])] == 2
+    with pytest.raises(ValueError, match="Cannot reset"):
+        p.eos_byte_strings = [b"$"]
+    with pytest.raises(ValueError, match="Duplicate"):
+        p.spawn_new_eos(eos_byte_strings=[maps.decode[5], b"$"])
+    with pytest.raises(TypeError, match="Cannot specify both"):
+        p.spawn(eos_tokens=[4], eos_byte_strings=[b"$"])
+    assert p.spawn().token_maps == maps and p.spawn_new_eos([4]).token_maps != maps
+    with pytest.raises(ValueError, match="token_maps"):
+        PromptedLLM(lm, eos_tokens=[4], token_maps=maps)
+    # duplicates of an EOS byte string are EOS too, each string's first token first
+    dup = TokenMappings.create([b"a", b"b", b"a"], eos_byte_strings=[b"a"])
+    assert dup.eos_idxs == [0, 2] and dup.potential_vocab == [b"b"]
+    with pytest.warns(DeprecationWarning, match="eos_tokens"):
+        assert TokenMappings.create([b"a", b"b"], eos_tokens=[b"b"]).eos_idxs == [1]
+
+
+def test_encode_decode_and_tokenize_round_trip():
+    lm = toy()
+    p = PromptedLLM(lm)
+    tokens = p.decode_tokens([1, 2, 3])
+    assert p.encode_tokens(tokens) == [1, 2, 3]
+    with pytest.warns(DeprecationWarning, match="Passing bytes"):
+        assert p.encode_tokens([bytes(tokens[0])]) == [1]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="not in vocabulary"):
+        p.encode_tokens([b"\xff\xfe nothing"])
+    with pytest.raises(ValueError, match="Prompt must a string"):
+        p.set_prompt_from_str(3)
+    with pytest.warns(UserWarning, match="whitespace"):
+        p.set_prompt_from_str("a\n")

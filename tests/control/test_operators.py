@@ -188,3 +188,55 @@ def test_two_dimensional_batches_are_read_as_rows():
     first, second = run(both())
     np.testing.assert_array_equal(second.weights, run(p.logw_next([b"a"])).weights)
     assert first.weights.shape == (3,)
+
+
+def test_autobatched_forwards_what_a_subclass_may_override():
+    """encode / ends / logw_eos / normalize / coerce answer for the wrapped potential."""
+
+    class Ending(Potential):
+        def __init__(self) -> None:
+            super().__init__([b"a", b"b"])
+
+        async def prefix(self, context):
+            return 0.0
+
+        async def complete(self, context):
+            return -1.0
+
+        def ends(self, context):  # a potential whose own end marker is b"b"
+            return bool(context) and context[-1] == b"b"
+
+        async def logw_eos(self, context):
+            return -7.0
+
+    p = Ending()
+    wrapped = p.to_autobatched()
+    assert wrapped.ends([b"a", b"b"]) and not wrapped.ends([b"b", b"a"])
+    assert asyncio.run(wrapped.logw_eos([])) == -7.0
+    assert wrapped.encode([b"b", b"a"]) == [1, 0]
+    assert type(wrapped.normalize()) is type(p.normalize())
+    assert wrapped.coerce([b"ab"], f=b"".join).vocab == [b"ab"]
+    forwarded = [n for n, m in vars(Potential).items() if callable(m) and not n.startswith("_")]
+    inherited = {"make_lazy_weights", "alloc_logws", "build_tables"}
+    assert [n for n in forwarded if n not in vars(AutoBatched) and n not in inherited] == []
+
+
+def test_product_of_different_vocabularies_indexes_each_factor_by_list():
+    class Table(Potential):
+        def __init__(self, vocab, values):
+            super().__init__(vocab)
+            self.values = np.log(np.asarray(values, dtype=float))
+
+        async def prefix(self, context):
+            return float(sum(self.values[self.lookup[t]] for t in context))
+
+        async def complete(self, context):
+            return await self.prefix(context) + float(self.values[-1])
+
+    p1 = Table([b"a", b"b", b"c"], [0.1, 0.2, 0.3, 0.4])
+    p2 = Table([b"d", b"b", b"a"], [0.5, 0.6, 0.7, 0.8])
+    product = p1 * p2
+    assert product.vocab == [b"a", b"b"]
+    assert product.v1_idxs == [0, 1, 3] and product.v2_idxs == [2, 1, 3]
+    have = np.exp(asyncio.run(product.logw_next([])).weights)
+    assert np.allclose(have, [0.1 * 0.7, 0.2 * 0.6, 0.4 * 0.8])

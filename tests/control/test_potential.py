@@ -115,3 +115,23 @@ def test_cleanup_abandons_queued_autobatched_calls():
 
     (result,) = asyncio.run(main())
     assert isinstance(result, BatchAbandoned)
+
+
+def test_lazy_weights_by_plain_bytes_warn_where_the_keys_are_tokens():
+    import warnings
+
+    from genlm_lab.control.weights import LazyWeights
+    from genlm_lab.tokenization import Token
+
+    tokens = [Token(0, b"hi"), Token(1, b"yo")]
+    lw = LazyWeights(np.array([-1.0, -2.0]), {t: i for i, t in enumerate(tokens)}, tokens)
+    with pytest.warns(DeprecationWarning, match="by bytes is deprecated"):
+        assert lw[b"yo"] == -2.0
+    assert lw[b"zz"] == -math.inf
+    plain = LazyWeights(np.array([-1.0]), {b"hi": 0}, [b"hi"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plain[b"hi"] == -1.0  # bytes keys: nothing deprecated
+    other = LazyWeights(np.array([-1.0]), {b"ho": 0}, [b"ho"])
+    with pytest.raises(AssertionError, match="keys do not match"):
+        plain.assert_equal_unordered(other)

@@ -187,7 +187,7 @@ def test_topk_enumerates_the_heaviest_tokens_exactly():
     sampler = topk_token_sampler(llm, ByteRegex(PATTERN), 2, seed=0)
     context = [llm.vocab[1]]
     exact = run(sampler.target.logw_next(context)).weights
-    best = run(sampler._best_first(context, run(llm.logw_next(context)).weights))
+    best = run(sampler.set_sampler._best_first(context, run(llm.logw_next(context)).weights))
     order = np.argsort(-exact, kind="stable")[:2]
     assert [t for t, _ in best] == order.tolist()
     assert np.allclose([v for _, v in best], exact[order])

@@ -83,3 +83,15 @@ def test_bad_inputs_are_named():
         Sequences([[A], [B]], [0.0])
     with pytest.raises(ValueError, match="log-weight nan of sequence 1"):
         Sequences([[A], [B]], [0.0, math.nan])
+
+
+def test_length_mismatch_is_a_value_and_assertion_error_and_show_prints_the_heaviest(capsys):
+    from genlm_lab.control.sequences import SequencesLengthError
+
+    with pytest.raises(SequencesLengthError, match="1 contexts but 2"):
+        Sequences([[b"a"]], [0.0, 0.0])
+    assert issubclass(SequencesLengthError, ValueError)
+    assert issubclass(SequencesLengthError, AssertionError)
+    Sequences([[b"a", EOS], [b"b"]], [math.log(1), math.log(9)]).show()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "0.9000  'b'" and lines[2] == "0.1000  'a'"

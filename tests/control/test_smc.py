@@ -360,3 +360,45 @@ def test_progress_bar_names_control_smc_and_knows_its_total(capsys, monkeypatch)
     n = len(seqs.record.steps)
     err = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
     assert "control.SMC" in err and f"{n}/{n}" in err and "100%" in err  # ended full, not n/6
+
+
+def test_terminate_when_closes_in_the_same_step_without_correction():
+    """The weight of a stopped sequence is the product of the sampler's weights alone."""
+    from _toys import TablePotential
+
+    from genlm_lab.control import EOS as END
+    from genlm_lab.control import SequenceModel, direct_token_sampler
+
+    vocab = [b"a", b"b"]
+    rows = {n: np.log(np.array([0.5, 0.3, 0.2]) * (n + 1)) for n in range(6)}
+    target = TablePotential(vocab, lambda ctx: rows[len(ctx)])
+    sampler = direct_token_sampler(target, seed=0)
+
+    async def go():
+        model = SequenceModel(sampler, max_tokens=50, terminate_when=lambda ctx: len(ctx) >= 2)
+        await model.start()
+        while not model.done:
+            await model.step()
+        return model
+
+    model = run(go())
+    assert len(model.context) <= 3 and model.context[-1] is END
+    if len(model.context) == 3:  # stopped by the condition after two drawn tokens
+        # each step's weight is log Z of its row; no logw_eos correction is added
+        expected = sum(math.log(np.exp(rows[n]).sum()) for n in range(2))
+        assert model.weight == pytest.approx(expected)
+    child = model.clone()
+    child.context.append(b"x")
+    assert child.unit_sampler is model.unit_sampler and b"x" not in model.context
+    with pytest.raises(ValueError, match="callable"):
+        SequenceModel(sampler, terminate_when=3)
+
+
+def test_smc_terminate_when_keeps_every_sequence_within_the_condition():
+    llm = toy_llm()
+    smc = SMC(direct_token_sampler(llm, seed=1))
+    seqs = run(smc(8, 0.5, 20, seed=2, terminate_when=lambda ctx: len(ctx) >= 3))
+    assert all(len(c) <= 4 and c[-1] is EOS for c in seqs.contexts)
+    critic = LengthCritic(llm.vocab)
+    assert SMC(direct_token_sampler(llm), critic).critic is critic.to_autobatched()
+    assert SMC(direct_token_sampler(llm), critic, autobatch=False).critic is critic
