@@ -10,10 +10,10 @@ AWRS-SMC with 5 particles, ess_threshold 0.5, max_tokens BENCH_EVAL_MAX_TOKENS
   stored in a SQLite `ResultsStore` (store time is measured per run);
 - the anchor: genlm-control 0.4.1's `AWRS(llm, condition).smc(...)` over
   genlm-backend's `AsyncTransformer`, awaited one instance after another as
-  genlm-eval's runner does, with a `regex` partial-match potential written
-  here with the same semantics as ours (strict UTF-8: a prefix may end inside
-  a character, never skip an invalid byte; genlm-eval's `PatternPotential`
-  gets the same effect by allowing printable ASCII only).
+  genlm-eval's runner does, with a genlm-control `Potential` that calls our
+  `PythonRegex`'s byte-level checks, so both sides enforce the same constraint
+  (genlm-eval's `PatternPotential` allows printable ASCII only; reading raw
+  bytes loosely instead let the anchor's particles wander into invalid UTF-8).
 
 Both answers are scored by the same checker; the weighted accuracies come
 with 95% bootstrap intervals over instances. Rows: throughput (instances/s),
@@ -24,7 +24,6 @@ time writing runs / wall time of our run, target <= 5%).
 from __future__ import annotations
 
 import asyncio
-import codecs
 import math
 import os
 import tempfile
@@ -44,31 +43,25 @@ def _progress(message: str) -> None:
 
 
 def _their_potential(pattern: str):
-    """A byte-level `regex` partial-match constraint as a genlm-control 0.4.1 Potential."""
+    """Our pattern constraint's own byte-level checks, as a genlm-control 0.4.1 Potential.
+
+    Both sides then score every prefix identically (strict UTF-8; a prefix that
+    ends inside a character must be completable into one the pattern allows), so
+    the rows compare the runners and samplers, not two readings of the pattern.
+    """
     import genlm.control as gc
-    import regex
 
-    compiled = regex.compile(pattern)
+    from genlm_lab.control import PythonRegex
+    from genlm_lab.eval.domains.pattern_matching import MATCH_TIMEOUT
 
-    def text(context, final: bool) -> str | None:
-        # Strict UTF-8, as our PythonRegex reads bytes: a prefix may end inside a
-        # character (those bytes are held back), but no invalid byte is skipped over.
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        try:
-            return decoder.decode(bytes(context), final=final)
-        except UnicodeDecodeError:
-            return None
+    ours = PythonRegex(pattern, timeout=MATCH_TIMEOUT)
 
     class RegexPotential(gc.Potential):
         async def prefix(self, context):
-            t = text(context, False)
-            ok = t is not None and compiled.fullmatch(t, partial=True, timeout=2.0) is not None
-            return 0.0 if ok else -math.inf
+            return 0.0 if ours.viable(bytes(context)) else -math.inf
 
         async def complete(self, context):
-            t = text(context, True)
-            ok = t is not None and compiled.fullmatch(t, timeout=2.0) is not None
-            return 0.0 if ok else -math.inf
+            return 0.0 if ours.accepts(bytes(context)) else -math.inf
 
     return RegexPotential(list(range(256)))
 
