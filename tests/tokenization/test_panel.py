@@ -108,6 +108,7 @@ def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(name):
 def test_special_and_unmapped_ids_are_never_allowed_by_a_text_constraint(name):
     from genlm_lab.backend import MockAsyncLM
     from genlm_lab.control import BoolFSA, PromptedLLM, coerce
+    from genlm_lab.tokenization import control_token_ids
 
     tokenizer, found = _panel(name)
     llm = PromptedLLM(MockAsyncLM(tokenizer))
@@ -115,7 +116,9 @@ def test_special_and_unmapped_ids_are_never_allowed_by_a_text_constraint(name):
     anything = coerce(BoolFSA.from_regex(r"[\s\S]*"), llm, f=b"".join)
     allowed = np.asarray(anything.allowed([]), dtype=bool)[: len(llm.vocab)]
     ids = np.array([t.token_id for t in llm.vocab])
-    forbidden = set(found.special_ids) | set(found.unmapped)
+    # Control tokens (special ids and added tokens written as <...> tags, as llguidance
+    # reads them) are never text to a grammar, even where they decode to bytes.
+    forbidden = set(found.special_ids) | set(found.unmapped) | set(control_token_ids(tokenizer))
     assert not allowed[np.isin(ids, sorted(forbidden))].any()
     # ... while ordinary valid-UTF-8 text tokens are all allowed.
     text_ids = [
