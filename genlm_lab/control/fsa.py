@@ -42,6 +42,7 @@ class BoolFSA(GrammarPotential):
     def __new__(cls, *args: Any, **kwargs: Any) -> BoolFSA:
         wfsa = kwargs.get("wfsa", args[0] if args else None)
         if cls is BoolFSA and (_is_grammar_wfsa(wfsa) or isinstance(wfsa, automata.Automaton)):
+            # the subclass's module imports this one: `BoolFSA(wfsa)` must hand back a subclass
             from genlm_lab.control.bool_automaton import AutomatonBoolFSA
 
             return super().__new__(AutomatonBoolFSA)

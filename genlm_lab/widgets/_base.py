@@ -1,4 +1,4 @@
-"""Shared machinery of the live views: assets, JSON-safe data, throttled pushes.
+"""Shared machinery of the live views: JSON-safe data, throttled pushes (assets: `_assets`).
 
 Every view holds one plain-data dict (`view.data`). The static renderer turns
 it into HTML (what nbviewer, GitHub and nbval see); the browser module draws
@@ -9,56 +9,18 @@ trait, which sends one comm message and never waits for the browser.
 from __future__ import annotations
 
 import asyncio
-import importlib.resources
 import math
 import time
-import warnings
 from collections.abc import Callable
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
-_REPO_WIDGETS = Path(__file__).resolve().parents[2] / "widgets"
+from genlm_lab.widgets._assets import asset, esm
+from genlm_lab.widgets._safe import stored_html
 
-
-@cache
-def asset(name: str) -> str:
-    """Text of a browser asset (ESM or CSS), read from the package's `_widgets/`.
-
-    In a checkout `genlm_lab/_widgets` is a symlink to `widgets/`; a wheel
-    holds real copies. Where the packaged file is missing (a wheel built
-    without it, or a checkout whose symlink became a plain file) the repo
-    copy is used with a warning naming both paths, so a broken package does
-    not pass unnoticed; with no repo copy either, the error names the path.
-
-    Raises:
-        FileNotFoundError: if neither the packaged file nor the repo copy exists.
-    """
-    packaged = importlib.resources.files("genlm_lab") / "_widgets" / name
-    try:
-        return packaged.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError) as err:
-        repo = _REPO_WIDGETS / name
-        if not repo.is_file():
-            raise FileNotFoundError(
-                f"browser asset {name!r} is missing from the installed package: {packaged} "
-                "does not exist; reinstall genlm-lab (its wheel ships genlm_lab/_widgets/)"
-            ) from err
-        warnings.warn(
-            f"browser asset {packaged} is missing; using the repo copy {repo}. A wheel "
-            "built from this tree would lack it: restore the genlm_lab/_widgets symlink",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return repo.read_text(encoding="utf-8")
-
-
-def esm(view_file: str) -> str:
-    """An ESM module: the shared helpers followed by one view's code (no build step)."""
-    return asset("_common.js") + "\n" + asset(view_file)
+__all__ = ["LiveView", "Throttle", "asset", "esm", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -167,8 +129,6 @@ class LiveView(anywidget.AnyWidget):
     def _repr_mimebundle_(self, **kwargs: Any):
         """The live widget plus the stored HTML (`_safe.stored_html`): what an untrusted
         notebook, GitHub or nbviewer shows."""
-        from genlm_lab.widgets._safe import stored_html  # _safe reads assets from here
-
         html = stored_html(self._repr_html_())
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:

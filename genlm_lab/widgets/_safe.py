@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import re
 
-from genlm_lab.widgets._base import asset
+from genlm_lab.widgets._assets import asset
 
 #: Height (px) of the box that holds a stored view; taller content scrolls inside it.
 MAX_HEIGHT_PX = 640
