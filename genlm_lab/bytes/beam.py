@@ -27,9 +27,9 @@ import numpy as np
 
 from genlm_lab.bytes._beam_display import BeamDisplay
 from genlm_lab.bytes._beam_ext import WIDEN_FACTOR, ExtensionMixin
+from genlm_lab.bytes._beam_heal import HealingMixin
 from genlm_lab.bytes._tries import trie_for
 from genlm_lab.bytes.base import StatefulByteLM, byte_bar
-from genlm_lab.bytes.heal import TokenHealer
 from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.lookahead import DEFAULT_DEPTH, Lookahead
@@ -52,7 +52,7 @@ def _check_byte(b: Any) -> int:
     return b
 
 
-class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
+class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
     """A beam of candidate tokenizations: a language model over bytes.
 
     Build one with `await ByteBeamState.initial(llm, params)`; then
@@ -322,43 +322,6 @@ class ByteBeamState(ExtensionMixin, BeamDisplay, StatefulByteLM):
             raise self._empty_reason or EmptyBeamError(
                 EOS, self.position, "the beam has no candidates"
             )
-
-    async def _why_unreadable(
-        self, a: int, heals: list[HealEvent]
-    ) -> LazyTrieState | EmptyBeamError:
-        """No candidate reads `a`: the healed candidate, or the error saying why there is none."""
-        if self.terminated:
-            return EmptyBeamError(a, self.position, "the beam has ended (EOS consumed)")
-        if a == EOS and not self.params.eos_byte_strings:
-            return EmptyBeamError(
-                a,
-                self.position,
-                "no EOS tokens are configured (BeamParams(eos_byte_strings=[...]) names them)",
-            )
-        if not self.params.heal:
-            return EmptyBeamError(
-                a, self.position, "healing is off (BeamParams(heal=True) may repair it)"
-            )
-        healed = await self._heal(a, heals)
-        if healed is None:
-            return EmptyBeamError(
-                a,
-                self.position,
-                f"token healing found no other tokenization ({len(heals)} candidates tried)",
-            )
-        return healed
-
-    async def _heal(self, a: int, events: list[HealEvent]) -> LazyTrieState | None:
-        healer = TokenHealer(
-            self.params.heal_max_backoff, self.params.heal_max_splits, self.params.verbose
-        )
-        for i, s in enumerate(self.states):
-            event = HealEvent(byte=a, position=self.position, candidate=i)
-            events.append(event)
-            healed = await healer.try_heal(s, a, event)
-            if healed is not None:
-                return healed
-        return None
 
     # -- pruning, modes, prefill ---------------------------------------------------------
 
