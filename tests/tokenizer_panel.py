@@ -58,6 +58,8 @@ PANEL: dict[str, PanelEntry] = {
         PanelEntry("gpt35turbo", "byte-level BPE", False, "cl100k ranks (100k)"),
         PanelEntry("claude", "byte-level BPE", False, "NFKC normaliser (65k)"),
         PanelEntry("gemini", "SentencePiece", True, "Gemma-1-style, 217 added (256k)"),
+        PanelEntry("gpt2", "byte-level BPE", False, "the original GPT-2 ranks, BOS = EOS (50k)"),
+        PanelEntry("yi", "SentencePiece", False, "byte fallback, dummy-prefix space, 64k"),
     ]
 }
 
