@@ -93,19 +93,31 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.potential.testing": f"{_C}.checks",
     "genlm.control.potential.coerce": f"{_C}.coerce",
     "genlm.control.potential.multi_proc": f"{_C}.multi_proc",
+    "genlm.control.potential.stateful": f"{_C}.stateful",
+    "genlm.control.potential.streaming": f"{_C}.streaming",
     "genlm.control.potential.built_in": (_C,),
     "genlm.control.potential.built_in.llm": f"{_C}.llm",
     "genlm.control.potential.built_in.bytellm": f"{_C}.bytellm",
     "genlm.control.potential.built_in.wfsa": f"{_C}.fsa",
     "genlm.control.potential.built_in.cfg": f"{_C}.cfg",
+    "genlm.control.potential.built_in.wcfg": (f"{_C}.wcfg", f"{_C}.cfg"),
     "genlm.control.potential.built_in.json": f"{_C}.json_schema",
+    "genlm.control.potential.built_in.ensemble": f"{_C}.ensemble",
+    "genlm.control.potential.built_in.canonical": f"{_C}.canonical",
     "genlm.control.sampler": (_C,),
     "genlm.control.sampler.token": (f"{_C}.samplers", f"{_C}.awrs", f"{_C}.set_samplers"),
     "genlm.control.sampler.set": f"{_C}.set_samplers",
     "genlm.control.sampler.sequence": (f"{_C}.smc", f"{_C}.sequences"),
     "genlm.control.sampler.smc": (f"{_C}.smc", _S),
+    "genlm.control.sampler.unit": (f"{_C}.unit_sampler", f"{_C}.boundaries"),
     "genlm.control.sampler.resampling": f"{_S}.resample",
-    "genlm.control.util": (f"{_C}.helpers", f"{_C}.weights", f"{_C}.draws", "genlm_lab.util"),
+    "genlm.control.util": (
+        f"{_C}.helpers",
+        f"{_C}.weights",
+        f"{_C}.draws",
+        "genlm_lab.util",
+        "genlm_lab.tokenization",  # `Token`, which genlm-control's util re-exports
+    ),
     "genlm.control.sampler.smc_record": f"{_C}.helpers",
     # llamppl 0.2.3
     "llamppl": (_S, f"{_S}.cached_lm", "genlm_lab.util.math"),
@@ -136,14 +148,6 @@ UNMAPPED: dict[str, str] = {
         "genlm-control's browser visualiser (a local HTTP server); genlm_lab draws SMC runs "
         "with its widgets (ParticleView)"
     ),
-    "genlm.control.potential.stateful": "stateful potentials are not implemented in genlm_lab",
-    "genlm.control.potential.streaming": "streaming potentials are not implemented in genlm_lab",
-    "genlm.control.potential.built_in.wcfg": "WCFG is not implemented in genlm_lab (BoolCFG is)",
-    "genlm.control.potential.built_in.canonical": (
-        "CanonicalTokenization is not implemented in genlm_lab"
-    ),
-    "genlm.control.potential.built_in.ensemble": "Ensemble is not implemented in genlm_lab",
-    "genlm.control.sampler.unit": "multi-token unit samplers are not implemented in genlm_lab",
     "genlm.control.potential.harmony": (
         "gpt-oss Harmony chat potentials need the gpt-oss model, which is not on this machine"
     ),

@@ -48,41 +48,50 @@ class TokenHealer:
 
         Tries backoff positions from the longest kept prefix to the shortest and
         returns the first that works. `event`, if given, is filled in.
+
+        `state` needs only what genlm-bytes' healer reads: `lm_state`, `trie`,
+        `node`, `weight`, `mass` (log-masses), `mode` and `partial` (bytes or a
+        list of byte values). Prefixes of `partial` that are not trie paths are
+        skipped; a terminated or unmaterialized state cannot be healed.
         """
         event = event if event is not None else HealEvent(byte=next_byte, position=-1)
         event.partial = state.partial
-        if state.terminated or not state.materialized:
+        if getattr(state, "terminated", False):
+            return None
+        try:
+            log_mass = state.mass
+        except ValueError:  # not materialized: no masses to back off with
             return None
         trie = state.trie.trie
-        partial = state.partial
+        partial = list(state.partial)
         n = len(partial)
+        root_mass = float(log_mass[trie.root])
         # Weight of the candidate at the start of its token in progress.
-        start_weight = state.weight - state.log_mass(state.node) + state.log_mass(trie.root)
+        start_weight = state.weight - float(log_mass[state.node]) + root_mass
         lowest = 1 if self.max_backoff is None else max(1, n - self.max_backoff)
-        node = trie.root
-        nodes = [node]
+        nodes = [trie.root]  # nodes[k] spells partial[:k], as far as the trie has it
         for b in partial:
-            node = trie.children[node].get(b)
+            node = trie.children[nodes[-1]].get(b)
             if node is None:
-                return None
+                break
             nodes.append(node)
-        for k in range(n, lowest - 1, -1):
+        for k in range(min(n, len(nodes) - 1), lowest - 1, -1):
             for leaf, token_id in eot_edges(trie, nodes[k]):
-                m = float(state.prob_mass[leaf])
-                if m <= 0:
+                m = float(log_mass[leaf])
+                if m == -math.inf:
                     continue
                 commit = LazyTrieState(
                     state.lm_state << token_id,
                     state.trie,
                     trie.root,
-                    start_weight + math.log(m) - state.log_mass(trie.root),
+                    start_weight + m - root_mass,
                     mode=state.mode,
                 )
                 # A list, not bytes: next_byte may be EOS (257), read after a committed token.
                 healed = await self._replay(commit, [*partial[k:], next_byte], event)
                 if self.verbose:
                     print(
-                        f"[heal] keep {partial[:k]!r} as token {token_id}: "
+                        f"[heal] keep {bytes(partial[:k])!r} as token {token_id}: "
                         + ("ok" if healed else "failed")
                     )
                 if healed is not None:
@@ -104,11 +113,15 @@ class TokenHealer:
                 if self.max_splits is not None and splits >= self.max_splits:
                     return None
                 splits += 1
-                for ext in state.extensions():
+                # `extensions()` holds one candidate per end-of-token edge with mass, in
+                # edge order; the ids come from the edges (the LM state may not list them).
+                mass = state.prob_mass
+                ids = [t for leaf, t in eot_edges(state.trie.trie, state.node) if mass[leaf] > 0]
+                for token_id, ext in zip(ids, state.extensions(), strict=True):
                     event.lm_calls += await ext._materialize_counted()
                     nxt = ext << b
                     if nxt is not None:
-                        committed.append(ext.lm_state.context[-1])
+                        committed.append(token_id)
                         break
                 if nxt is None:
                     return None

@@ -3,9 +3,9 @@
 Like `TokenCharacterTrie`, every node is a byte prefix and every token id has
 its own leaf. Differences that the byte-level beam relies on:
 
-- The end-of-token (EOT) edge of a token is keyed by `eot_token` (default
-  None). When several token ids share the same bytes, the lowest id gets that
-  key and the others get `(eot_token, token_id)`.
+- The end-of-token (EOT) edge of a token is keyed by `(eot_token, token_id)`
+  (`eot_token` defaults to None), as in genlm-bytes 0.2: token ids that share
+  their bytes get one leaf each under the same node.
 - An EOS node hangs under the root by the edge `EOS` (257). In
   `TrieMode.WITH_EOS` the weight of every EOS token goes to that node (and so
   to the root) instead of to its byte prefixes; in `WITHOUT_EOS` EOS tokens
@@ -27,8 +27,6 @@ from genlm_lab.trie._base import _TrieBase
 from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
 from genlm_lab.trie.async_trie import _AsyncTrie, check_request
 from genlm_lab.util.renamed import renamed_argument
-
-_EDGE_KEYS = frozenset([*range(256), EOS])
 
 
 class TrieMode(Enum):
@@ -86,7 +84,8 @@ class TokenByteTrie(_TrieBase):
         decode: one byte string (or `Token`) per token id.
         device: "cpu", "cuda" or None (CUDA when available).
         atomic_byte_strings: tokens kept whole as one edge (bytes, `Token` or ids).
-        eot_sentinel: key of end-of-token edges (default None).
+        eot_sentinel: first item of every end-of-token edge key,
+            `(eot_sentinel, token_id)` (default None).
         eos_byte_strings: tokens that end the sequence (bytes, `Token` or ids).
         max_batch_size: largest batch one sparse product handles at once.
         kernel: "numba", "sparse" or None (numba on CPU, sparse on CUDA).
@@ -98,7 +97,7 @@ class TokenByteTrie(_TrieBase):
     Attributes:
         eos_byte_strings, atomic_byte_strings: the byte strings of the EOS and
             atomic tokens (sets; also readable as `eos_tokens`, `atomic_tokens`).
-        eot_token: the end-of-token key (`eot_sentinel`).
+        eot_token: the same as `eot_sentinel`.
         eos_node: the EOS node under the root.
         eos_token_ids: sorted token ids treated as EOS.
         children, root, word2leaf, leaf2word, leaf2token_id, token_id_to_leaf,
@@ -134,18 +133,11 @@ class TokenByteTrie(_TrieBase):
         eot_token = eot_sentinel if eot_token is None else eot_token
         words = as_byte_vocab(decode)
         try:
-            # `in` a set: anything equal to a byte or EOS (97.0, np.int64(97), True)
-            # would share its dict key, and one edge would overwrite the other.
-            collides = isinstance(eot_token, (bytes, bytearray)) or eot_token in _EDGE_KEYS
+            hash(eot_token)
         except TypeError:
             raise ValueError(
                 f"eot_token {eot_token!r} must be hashable (it keys trie edges)"
             ) from None
-        if collides:
-            raise ValueError(
-                f"eot_token {eot_token!r} would collide with a byte or atomic edge; "
-                "use None (default) or a value such as 256"
-            )
         self.decode = decode
         self.eot_token = self.eot_sentinel = eot_token
         atomic_ids, self.atomic_byte_strings = _resolve_tokens(atomic, words, "atomic")
@@ -154,7 +146,8 @@ class TokenByteTrie(_TrieBase):
         self.eos_token_ids = sorted(eos_ids)
 
         def leaf_key(children: dict, token_id: int) -> Hashable:
-            return eot_token if eot_token not in children else (eot_token, token_id)
+            # A tuple never equals a byte (int) or atomic (bytes) key, whatever eot_token is.
+            return (eot_token, token_id)
 
         structure = build_structure(words, leaf_key, atomic_ids, with_eos_node=True)
         self.eos_node = structure.eos_node

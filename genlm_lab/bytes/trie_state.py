@@ -30,11 +30,30 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
 
 
+class PartialBytes(bytes):
+    """The bytes of a token in progress; also equal to the list of their byte values.
+
+    genlm-bytes gives `LazyTrieState.partial` as a list of ints, genlm_lab as
+    bytes: this subclass equals both (`b"ab"` and `[97, 98]`), so code written
+    for either compares as it expects. It hashes as bytes (lists do not hash).
+    """
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return list(self) == other
+        return bytes.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = bytes.__hash__
+
+
 def eot_edges(trie: Any, node: int) -> list[tuple[int, int]]:
     """The end-of-token edges leaving `node`, as (leaf node, token id) pairs.
 
-    An edge ends a token when it leads to a leaf, whatever its key (the
-    trie's `eot_token`, or `(eot_token, id)` for duplicate byte strings).
+    An edge ends a token when it leads to a leaf, whatever its key (a
+    `TokenByteTrie` keys it `(eot_token, token_id)`).
     """
     leaves = trie.leaf2token_id
     out = []
@@ -101,9 +120,12 @@ class LazyTrieState:
         return self._t.root
 
     @property
-    def partial(self) -> bytes:
-        """The bytes of the token being read (from its start to `node`)."""
-        return self._t._node_prefix[self.node]
+    def partial(self) -> PartialBytes:
+        """The bytes of the token being read (from its start to `node`).
+
+        Equal to those bytes and to the list of their values (genlm-bytes' form).
+        """
+        return PartialBytes(self._t._node_prefix[self.node])
 
     @property
     def materialized(self) -> bool:
@@ -149,7 +171,8 @@ class LazyTrieState:
 
         With duplicate byte strings, the lowest token id's leaf (see `extensions`).
         """
-        return self._t.children[self.node].get(self._t.eot_token)
+        edges = eot_edges(self._t, self.node)
+        return min(edges, key=lambda edge: edge[1])[0] if edges else None
 
     def get_all_EOT(self) -> list[tuple[int, int]]:  # noqa: N802 - genlm-bytes API name
         """Every end-of-token edge at this node as (leaf, token id): several for duplicates."""
@@ -216,6 +239,10 @@ class LazyTrieState:
                     )
             self._extensions = out
         return self._extensions
+
+    def extend_all(self) -> list[LazyTrieState]:
+        """genlm-bytes' name for `extensions`: one candidate per token ending here."""
+        return self.extensions()
 
     def extend(self) -> LazyTrieState | None:
         """The candidate that commits the token ending here, or None (seed API)."""

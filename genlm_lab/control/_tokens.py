@@ -13,9 +13,14 @@ from genlm_lab.util import Chart, escape_bytes
 
 
 def token_bytes(token: Any) -> bytes:
-    """The bytes a token stands for: bytes / `Token` as is, a byte value 0..255 as one byte, EOS empty."""
+    """The bytes a token stands for: bytes / `Token` as is, a byte value 0..255 as one byte, EOS empty.
+
+    A multi-token unit (a list of tokens, from `MultiTokenUnitSampler`) stands for its tokens' bytes.
+    """
     if isinstance(token, EndOfSequence):
         return b""
+    if isinstance(token, list):
+        return join_bytes(token)
     if isinstance(token, (bytes, bytearray)):
         return bytes(token)
     if isinstance(token, (int, np.integer)) and not isinstance(token, bool) and 0 <= token < 256:
@@ -27,6 +32,8 @@ def token_label(token: Any) -> str:
     """A token as readable text for records and views: escaped bytes, "EOS" for the end."""
     if isinstance(token, EndOfSequence):
         return "EOS"
+    if isinstance(token, list):  # a multi-token unit
+        return "".join(token_label(t) for t in token)
     return escape_bytes(token_bytes(token))
 
 

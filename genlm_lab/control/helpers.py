@@ -2,7 +2,8 @@
 
 `LRUCache` (a bounded dict), `escape` and `string_for_serialization` (tokens
 as readable text), `load_trie` (a token-character trie over a vocabulary) and
-`BatchAbandoned` (what an `AutoBatched` caller gets when its batch is dropped).
+`BatchAbandoned` (what an `AutoBatched` caller gets when its batch is dropped)
+and `flatten_units` (a context of multi-token units as one token list).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Any
 from genlm_lab.control.constant import EndOfSequence
 from genlm_lab.util.escape import escape_bytes
 
-__all__ = ["BatchAbandoned", "LRUCache", "escape", "load_trie", "string_for_serialization"]
+__all__ = [
+    "BatchAbandoned",
+    "LRUCache",
+    "escape",
+    "flatten_units",
+    "load_trie",
+    "string_for_serialization",
+]
 
 
 class BatchAbandoned(RuntimeError):
@@ -63,6 +71,26 @@ def escape(token: Any) -> str:
 def string_for_serialization(context: Iterable[Any]) -> str:
     """A context as one string: each token escaped, joined by `|`."""
     return "|".join(escape(t) for t in context)
+
+
+def flatten_units(context: Iterable[Any]) -> list[Any]:
+    """The tokens of a context whose items may be units (lists of tokens, nested), in order.
+
+    `MultiTokenUnitSampler` grows contexts of units; potentials and subunit
+    samplers weigh the flat token list. Only lists nest: bytes, `Token`s,
+    strings and EOS are items. A new list, so the caller may extend it.
+    """
+    flat: list[Any] = []
+    stack = [iter(context)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            flat.append(item)
+        else:
+            stack.pop()
+    return flat
 
 
 def load_trie(vocab: Sequence[Any], backend: str | None = None, **kwargs: Any) -> Any:

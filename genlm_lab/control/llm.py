@@ -207,9 +207,15 @@ class PromptedLLM(Potential):
     @property
     def token_maps(self) -> TokenMappings:
         """The LM's token tables: `decode`, `encode`, `eos_idxs`, ... (genlm-control's)."""
-        if self._token_maps is None:
+        if self.__dict__.get("_token_maps") is None and not self.__dict__.get("_maps_set"):
             self._token_maps = TokenMappings.from_ids(self.model.byte_vocab, self._eos_order)
         return self._token_maps
+
+    @token_maps.setter
+    def token_maps(self, value: TokenMappings | None) -> None:
+        # genlm-control keeps `token_maps` as a plain attribute, which subclasses assign
+        self._token_maps = value
+        self._maps_set = True
 
     @property
     def eos_byte_strings(self) -> list[bytes]:

@@ -115,12 +115,15 @@ class Sequences:
 
     @cached_property
     def posterior(self) -> Chart:
-        """Normalised weight of each distinct sequence of weight > 0 (a tuple of tokens), greatest first."""
+        """Normalised weight of each distinct sequence of weight > 0 (a tuple of tokens), greatest first.
+
+        A multi-token unit in a context becomes a tuple inside the key.
+        """
         out: dict = {}
         for context, w in zip(self.contexts, self.normalized_weights, strict=True):
             if w == 0:
                 continue
-            key = tuple(context)
+            key = tuple(tuple(t) if isinstance(t, list) else t for t in context)  # units: tuples
             out[key] = out.get(key, 0.0) + float(w)
         return _sorted_chart(out)
 

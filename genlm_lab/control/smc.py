@@ -19,6 +19,9 @@ are done.
   becomes real weight when the particle ends. With `ess_threshold == 0` no
   resampling happens, so it is only scored at the end. A critic of -inf
   kills the particle.
+- With a `MultiTokenUnitSampler` each step appends a whole unit (a list of
+  tokens), so `max_tokens` counts units; a unit that ends with EOS is stored
+  as the unit, then EOS. The critic scores the context of units as it is.
 - A step weight of -inf (a constraint that admits no token) ends that
   particle with weight -inf; the others go on. When all are dead the run
   stops with `log_ml == -inf` and status "all_dead".
@@ -41,6 +44,7 @@ import numpy as np
 
 from genlm_lab.control._tokens import join_bytes, token_label
 from genlm_lab.control.constant import EOS, EndOfSequence
+from genlm_lab.control.helpers import flatten_units
 from genlm_lab.control.potential import Potential, factor_names
 from genlm_lab.control.samplers import TokenSampler
 from genlm_lab.control.sequences import Sequences
@@ -156,8 +160,8 @@ class SequenceModel(Model):
         factors: dict[str, float | None] = {}
         if info.get("factors") is not None and len(info["factors"]) == len(self.names):
             factors = dict(zip(self.names, info["factors"], strict=True))
-        elif self.record_factors:
-            factors = await self._factor_weights(context, token, forced)
+        elif self.record_factors and not isinstance(token, list):  # a unit's factors: not known
+            factors = await self._factor_weights(flatten_units(context), token, forced)
         extras: dict[str, Any] = {
             "token": token_label(token),
             "logw": logw,
@@ -170,6 +174,11 @@ class SequenceModel(Model):
             extras["awrs"] = info["awrs"]
         self.step_extras = extras
         self.score(logw)
+        if isinstance(token, list) and token and isinstance(token[-1], EndOfSequence):
+            # a unit that ended early: store the unit, then EOS, so finished contexts end with EOS
+            if len(token) > 1:
+                self.context.append(token[:-1])
+            token = token[-1]
         self.context.append(token)
         if (
             self.terminate_when is not None
@@ -181,7 +190,7 @@ class SequenceModel(Model):
             self.context.append(token)  # no weight: the stop condition is part of the target
         if self.weight == -math.inf:
             if info.get("no_mass"):
-                extras["killed_by"] = await self._no_mass(context)
+                extras["killed_by"] = await self._no_mass(flatten_units(context))
             else:
                 extras["killed_by"] = self._killer(factors)
                 extras["killed_why"] = self._why(extras["killed_by"], token)
@@ -214,7 +223,7 @@ class SequenceModel(Model):
         )
         if explain is None:
             return None
-        text = b"".join(bytes([t]) if isinstance(t, int) else bytes(t) for t in self.context[:-1])
+        text = join_bytes(self.context[:-1])
         return explain(text)
 
     async def _no_mass(self, context: list[Any]) -> str:

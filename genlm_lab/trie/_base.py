@@ -79,6 +79,7 @@ class _NumbaEngine:
     PULL_FROM = 9
 
     def __init__(self, parent: np.ndarray, targets: dict[Hashable, np.ndarray]):
+        _kernels.warm_up()  # once per process: no first query pays numba's compilation
         self.parent = parent
         self.targets = targets
         self.n_nodes = len(parent)

@@ -149,3 +149,37 @@ def pull_max(scratch, own_ptr, child_ptr, child_idx, out):
                 acc[b] = max(acc[b], out[c, b])
         for b in range(n_batch):
             out[i, b] = acc[b]
+
+
+_warm = False
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every kernel for float32 and float64 weights.
+
+    Once per process, on a two-token trie. Numba compiles a kernel on its first
+    call with a new type signature, which costs up to a second (far more than
+    the kernel itself); doing it when the first trie is built keeps that cost
+    out of the first query of each kind, which callers may time.
+    """
+    global _warm
+    if _warm:
+        return
+    parent = np.array([-1, 0, 0], dtype=np.int32)
+    target = np.array([1, 2], dtype=np.int32)
+    own_ptr = np.array([0, 0, 1, 2], dtype=np.int64)
+    slot_of_token = np.array([0, 1], dtype=np.int32)
+    child_ptr = np.array([0, 2, 2, 2], dtype=np.int64)
+    child_idx = np.array([1, 2], dtype=np.int32)
+    for dtype in (np.float64, np.float32):
+        ws = np.ones((2, 2), dtype=dtype)
+        weight_sum_1(ws[0], target, parent, np.empty(3))
+        weight_max_1(ws[0], target, parent, np.empty(3))
+        weight_sum_batch(ws, target, parent, np.empty((3, 2)))
+        weight_max_batch(ws, target, parent, np.empty((3, 2)))
+        slots = np.empty((2, 2), dtype=dtype)
+        for check_negative in (True, False):
+            permute_to_slots(ws, slot_of_token, slots, check_negative)
+        pull_sum(slots, own_ptr, child_ptr, child_idx, np.empty((3, 2)))
+        pull_max(slots, own_ptr, child_ptr, child_idx, np.empty((3, 2)))
+    _warm = True

@@ -227,7 +227,7 @@ class Chart(dict):
         return top, len(rows) - len(top)
 
     def _repr_html_(self) -> str:
-        """A table of the largest entries; past `MAX_ROWS`, a last row says how many are left."""
+        """A monospace table of the largest entries; past `MAX_ROWS`, a last row counts the rest."""
         top, more = self._shown_rows()
         cells = "".join(
             f"<tr><td><code>{html.escape(format_key(k))}</code></td>"
@@ -240,8 +240,8 @@ class Chart(dict):
                 f"({len(top) + more:,} entries; <code>.to_pandas()</code> has all)</td></tr>"
             )
         return (
-            "<table class='genlm-chart'><thead><tr><th>key</th><th>value</th></tr>"
-            f"</thead><tbody>{cells}</tbody></table>"
+            '<div style="font-family: Monospace;"><table><thead><tr><th>key</th><th>value</th>'
+            f"</tr></thead><tbody>{cells}</tbody></table></div>"
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

@@ -153,3 +153,97 @@ def test_empty_beam_error_survives_pickling():
 def test_trie_opts_may_not_set_eos_tokens():
     with pytest.raises(ValueError, match=r"trie_opts may not set eos_tokens.*BeamParams"):
         asyncio.run(ByteBeamState.initial(make_lm(), BeamParams(K=1), {"eos_tokens": [0]}))
+
+
+# -- genlm-bytes' healer interface: states by their public attributes --------------
+
+HEAL_VOCAB = [b"a", b"a", b"ab", b"x", b"xa"]  # token 1 repeats token 0's bytes
+
+
+def heal_setup():
+    from genlm_lab.bytes import AsyncTokenByteTrie
+
+    lm = ToyLM(HEAL_VOCAB, seed=11)
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab)
+    return lm, trie
+
+
+def prefix_logmass(lm, context, prefix: bytes) -> float:
+    """Brute force: log of the probability that the next token starts with `prefix`."""
+    p = [math.exp(float(x)) for x in lm.next_token_logprobs_sync(context)]
+    return math.log(sum(q for tok, q in zip(HEAL_VOCAB, p, strict=True) if tok.startswith(prefix)))
+
+
+def token_logp(lm, context, token_id: int) -> float:
+    return float(lm.next_token_logprobs_sync(context)[token_id])
+
+
+class PublicView:
+    """Only the attributes genlm-bytes' healer reads; `partial` as a list of ints."""
+
+    def __init__(self, state, partial):
+        self.lm_state, self.trie, self.node = state.lm_state, state.trie, state.node
+        self.weight, self.mass, self.mode = state.weight, state.mass, state.mode
+        self.partial = partial
+
+
+@pytest.mark.parametrize("as_view", [False, True])
+def test_healing_commits_the_first_duplicate_token_with_the_exact_weight(as_view):
+    from genlm_lab.bytes import LazyTrieState
+
+    lm, trie = heal_setup()
+
+    async def go():
+        s = await LazyTrieState.initial(lm, trie).materialize()
+        sa = s << ord("a")
+        assert sa << ord("x") is None
+        state = PublicView(sa, list(sa.partial)) if as_view else sa
+        return await TokenHealer().try_heal(state, ord("x"))
+
+    healed = asyncio.run(go())
+    # "a" is tokens 0 and 1: the first end-of-token edge (token 0) is committed
+    assert healed.lm_state.context == (0,)
+    assert healed.partial == b"x" and healed.partial == [ord("x")]
+    want = token_logp(lm, (), 0) + prefix_logmass(lm, (0,), b"x")
+    assert healed.weight == pytest.approx(want, abs=1e-6)
+
+
+def test_healing_a_partial_off_the_trie_backs_off_to_the_part_on_it():
+    # genlm-bytes tries every backoff; prefixes that are not trie paths are skipped.
+    from genlm_lab.bytes import LazyTrieState
+
+    lm, trie = heal_setup()
+
+    async def go():
+        root = await LazyTrieState.initial(lm, trie).materialize()
+        # the view claims partial "abz" while sitting at the root ("abz" is no path):
+        # only k = 2 ("ab") and k = 1 ("a") are candidates; "ab" then reads "z": no
+        bad = PublicView(root, [ord("a"), ord("b"), ord("z")])
+        none = await TokenHealer().try_heal(bad, ord("x"))
+        # "aba" + "x": commit "ab", replay "a", split a|x (tokens 0 then "x"...)
+        ok = await TokenHealer().try_heal(PublicView(root, list(b"aba")), ord("x"))
+        return none, ok
+
+    none, ok = asyncio.run(go())
+    assert none is None
+    # path ab | a | x...: the replayed "a" cannot read "x" (no token "ax"), so it
+    # is committed (token 0, the first duplicate) and "x" starts a new token
+    assert ok.lm_state.context == (2, 0)
+    want = (
+        token_logp(lm, (), 2)  # the view's weight is 0 at the root: start weight 0
+        + token_logp(lm, (2,), 0)
+        + prefix_logmass(lm, (2, 0), b"x")
+    )
+    assert ok.weight == pytest.approx(want, abs=1e-6)
+
+
+def test_healing_a_terminated_or_unmaterialized_state_gives_none():
+    from genlm_lab.bytes import LazyTrieState
+
+    lm, trie = heal_setup()
+    fresh = LazyTrieState.initial(lm, trie)
+    assert asyncio.run(TokenHealer().try_heal(fresh, ord("x"))) is None
+    sa = asyncio.run(fresh.materialize()) << ord("a")
+    assert asyncio.run(TokenHealer().try_heal(sa, ord("x"))) is not None
+    done = LazyTrieState(sa.lm_state, trie, sa.node, sa.weight, sa.prob_mass, terminated=True)
+    assert asyncio.run(TokenHealer().try_heal(done, ord("x"))) is None

@@ -101,8 +101,10 @@ def test_eot_edges_and_duplicates():
     vocab = [Token(0, b"ab"), Token(1, b"a"), Token(2, b"ab")]
     trie = TokenByteTrie(vocab, device="cpu")
     node_ab = trie.find(b"ab")
-    assert trie.leaf2token_id[trie.children[node_ab][None]] == 0  # lowest id gets the EOT key
+    # genlm-bytes 0.2's keys: every end-of-token edge is (eot_sentinel, token id)
+    assert trie.leaf2token_id[trie.children[node_ab][(None, 0)]] == 0
     assert trie.leaf2token_id[trie.children[node_ab][(None, 2)]] == 2
+    assert None not in trie.children[node_ab]
     assert sorted(trie.eot_children(node_ab)) == sorted(
         (t, int(trie.token_id_to_leaf[t, 1])) for t in (0, 2)
     )
@@ -116,7 +118,7 @@ def test_custom_eot_key_and_atomic_edge():
         [b"<s>", b"<", b"s"], atomic_byte_strings=[b"<s>"], eot_token=256, device="cpu"
     )
     atomic_node = trie.children[trie.root][b"<s>"]
-    assert trie.leaf2token_id[trie.children[atomic_node][256]] == 0
+    assert trie.leaf2token_id[trie.children[atomic_node][(256, 0)]] == 0
     assert b"<s>"[0] in trie.children[trie.root]  # the byte '<' edge belongs to token 1 only
     mass = trie.weight_sum(np.array([0.5, 0.25, 0.25]))
     assert mass[trie.find(b"<")] == 0.25 and mass[atomic_node] == 0.5
@@ -139,17 +141,34 @@ def test_weight_max_with_eos_gives_minus_inf_where_no_token_is_below(kernel):
         ({"eos_byte_strings": [Token(0, b"b")]}, "EOS token .* is not in the vocabulary"),
         ({"device": "metal"}, "device 'metal'"),
         ({"kernel": "cuda"}, "kernel 'cuda' is unknown"),
-        ({"eot_token": 65}, "eot_token 65 would collide"),
-        # equal (and hashing alike) to a byte edge: the EOT leaf was overwritten
-        ({"eot_token": np.int64(97)}, r"eot_token .*97\)? would collide"),
-        ({"eot_token": 97.0}, "eot_token 97.0 would collide"),
-        ({"eot_token": True}, "eot_token True would collide"),
         ({"eot_token": ["x"]}, "eot_token .* hashable"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TokenByteTrie([b"a", b"ab"], **kwargs)
+
+
+@pytest.mark.parametrize("eot_token", [65, np.int64(97), 97.0, True, b"a", None])
+def test_any_hashable_eot_token_keeps_every_edge(eot_token):
+    # Keyed (eot_token, id), an end-of-token edge cannot overwrite a byte edge equal to
+    # eot_token (97.0 == 97 == ord("a")): masses are the brute-force prefix sums.
+    vocab = [b"a", b"ab", b"A", b"ab", b"b"]
+    trie = TokenByteTrie(vocab, eot_token=eot_token, device="cpu")
+    ws = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
+    mass = trie.weight_sum(ws)
+    for node, prefix in trie.node2prefix.items():
+        if node == trie.eos_node:
+            continue
+        if node in trie.leaf2token_id:
+            want = ws[trie.leaf2token_id[node]]
+        else:
+            want = sum(w for tok, w in zip(vocab, ws, strict=True) if tok.startswith(bytes(prefix)))
+        assert mass[node] == pytest.approx(want)
+    for children in trie.children:
+        for key, child in children.items():
+            if child in trie.leaf2token_id:
+                assert key == (eot_token, trie.leaf2token_id[child])
 
 
 def test_empty_vocabulary_and_bad_weights_raise_value_error():

@@ -196,3 +196,40 @@ def test_get_all_eot_lists_every_duplicate_token_ending_here():
     assert all(trie.trie.leaf2token_id[leaf] == t for leaf, t in edges)
     s_b = asyncio.run(LazyTrieState.initial(lm, trie).materialize()) << ord("b")
     assert [t for _, t in s_b.get_all_EOT()] == [1]
+
+
+def test_get_eot_with_duplicates_is_the_lowest_id_and_extend_all_is_every_extension():
+    lm = ToyLM([b"b", b"a", b"ab", b"a", b"a"], seed=2)
+    trie = AsyncTokenByteTrie.from_vocab(lm.byte_vocab)
+    s = asyncio.run(LazyTrieState.initial(lm, trie).materialize()) << ord("a")
+    assert trie.trie.leaf2token_id[s.get_EOT()] == 1  # ids 1, 3, 4 spell "a"
+    p = probs(lm, ())
+    want = {t: math.log(p[t]) for t in (1, 3, 4)}  # brute force: each token's own prob
+    got = {e.lm_state.context[-1]: e.weight for e in s.extend_all()}
+    assert got.keys() == want.keys()
+    for t in want:
+        assert got[t] == pytest.approx(want[t], abs=1e-6)
+    assert s.extend_all() == s.extensions()
+
+
+def test_partial_equals_its_bytes_and_the_list_of_their_values():
+    # genlm-bytes gives `partial` as a list of ints; genlm_lab as bytes: both compare equal
+    lm, trie = setup()
+    t = trie.trie
+    # WITHOUT_EOS: the EOS token "$" is read as bytes too, so every internal node is reached
+    root = asyncio.run(LazyTrieState.initial(lm, trie, TrieMode.WITHOUT_EOS).materialize())
+    frontier, seen = [(root, b"")], 0
+    while frontier:
+        state, spelled = frontier.pop()
+        seen += 1
+        p = state.partial
+        assert p == spelled and p == list(spelled) and list(spelled) == p
+        assert not (p != list(spelled)) and p != [*spelled, 0] and p != list(spelled)[:-1] + [256]
+        assert hash(p) == hash(spelled) and {p: 1}[spelled] == 1
+        assert isinstance(p, bytes) and p + b"!" == spelled + b"!"
+        for b in range(256):
+            nxt = state << b
+            if nxt is not None:
+                frontier.append((nxt, spelled + bytes([b])))
+    internal = [n for n in range(t.n_nodes) if n not in t.leaf2token_id and n != t.eos_node]
+    assert seen == len(internal)  # every internal node was reached and checked

@@ -189,3 +189,15 @@ def test_str_formats_values_with_style_value_as_genlm_bytes_chart():
     chart = Chart(0, {"a": 1, "b": 2, "z": 0})
     text = chart.__str__(style_value=lambda k, v: f"<{k}={v}>")
     assert text == "Chart {\n  'b': <b=2>,\n  'a': <a=1>,\n}"
+
+
+def test_html_is_a_monospace_table_of_the_rows_largest_first():
+    import re
+
+    rng = np.random.default_rng(1)
+    chart = Chart(0.0, {f"k{i}": float(v) for i, v in enumerate(rng.random(12))})
+    html = chart._repr_html_()
+    assert html.startswith('<div style="font-family: Monospace;"><table>')
+    assert html.endswith("</table></div>")
+    keys = re.findall(r"<code>(k\d+)</code>", html)
+    assert keys == [k for k, _ in sorted(chart.items(), key=lambda kv: -kv[1])]
