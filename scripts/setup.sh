@@ -52,6 +52,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     # conftest), for the conformance step of `make test`. --no-deps: arsenal.maths needs
     # only numpy and scipy, which we have; its other needs (cython, gprof2dot) it never uses there.
     pip_install --no-deps "arsenal==3.1.3"
+    # genlm-control's suite imports genlm-grammar in its conftest (semirings and CFGs for
+    # its fixtures): a test dependency of that suite, never imported by genlm_lab.
+    # --no-deps: what it imports comes with our extras, but for frozendict.
+    pip_install --no-deps "genlm-grammar==0.2.0"
+    pip_install "frozendict>=2.4"
     echo "$fingerprint" > "$stamp"
 fi
 

