@@ -98,7 +98,7 @@ def _theirs_index(their, vocab_len: int) -> tuple[np.ndarray, dict[bytes, int]]:
 def _max_diff(ours_trie, ours_mass, their_leaf, their_by_prefix, their_mass) -> float:
     ours_nodes, their_nodes = [], []
     leaf_set = set(ours_trie.leaf2token_id)
-    for node, prefix in enumerate(ours_trie.node2prefix):
+    for node, prefix in ours_trie.node2prefix.items():
         if node not in leaf_set:
             ours_nodes.append(node)
             their_nodes.append(their_by_prefix[prefix])
