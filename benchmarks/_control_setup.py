@@ -101,6 +101,21 @@ def _row(
     return result_row("control", metric, ours, baseline, ratio, target, met, note)
 
 
+def weight_mean_se(log_weights: list[float], exact: float) -> tuple[float, float, bool]:
+    """Mean of exp(weight), its standard error, and whether every draw gave the same weight.
+
+    With an allowed mass near 1 all draws of a run may be accepted at once (0.995^300 is
+    about 1/4): their spread is then zero, and the se of a Bernoulli estimate of `exact`
+    stands in, so "within 3 se" still means something.
+    """
+    x = np.exp(np.asarray(log_weights, dtype=float))
+    se = float(x.std(ddof=1) / np.sqrt(len(x)))
+    flat = se == 0
+    if flat:
+        se = float(np.sqrt(exact * (1 - exact) / len(x)))
+    return float(x.mean()), se, flat
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms"
 

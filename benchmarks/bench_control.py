@@ -65,6 +65,7 @@ from _control_setup import (
     _row,
     _Setup,
     _us,
+    weight_mean_se,
 )
 from _control_smc import _smc_rows
 
@@ -340,11 +341,8 @@ async def _awrs_rows(setup: _Setup) -> list[dict]:
         their_w.append(float(w))
     await ours_s.cleanup()
 
-    def mean_se(ws: list[float]) -> tuple[float, float]:
-        x = np.exp(np.asarray(ws))
-        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x)))
-
-    (om, ose), (tm, tse) = mean_se(ours_w), mean_se(their_w)
+    om, ose, flat_ours = weight_mean_se(ours_w, exact)
+    tm, tse, flat_theirs = weight_mean_se(their_w, their_exact)
     ours_med, their_med = statistics.median(ours_t), statistics.median(their_t)
     ours_n, their_n = statistics.mean(ours_checks), counter.calls / AWRS_DRAWS
     ok = abs(om - exact) <= 3 * ose and abs(tm - their_exact) <= 3 * tse
@@ -377,7 +375,12 @@ async def _awrs_rows(setup: _Setup) -> list[dict]:
             f"{where}; exact allowed mass {exact:.4f} ours, {their_exact:.4f} genlm-control (its "
             "LM's probabilities summed over its full mask; genlm-backend's rows differ slightly); "
             f"± one standard error; ours off by {(om - exact) / ose:+.1f} se, genlm-control by "
-            f"{(tm - their_exact) / tse:+.1f} se",
+            f"{(tm - their_exact) / tse:+.1f} se"
+            + "".join(
+                f"; every {side} draw gave the same weight (se of a Bernoulli estimate used)"
+                for side, f in zip(("our", "genlm-control"), (flat_ours, flat_theirs), strict=True)
+                if f
+            ),
         ),
     ]
 
