@@ -71,21 +71,30 @@ class Coerced(Potential):
 
     Args:
         potential: the potential to read through `f`.
-        vocabulary: the new tokens.
+        target_vocab: the new tokens (genlm-control's name; `vocabulary=`
+            is accepted too).
         f: maps a list of new tokens to a list (or bytes) of `potential`'s
             tokens; default `b"".join`.
         prune: drop (weight zero) tokens whose image leaves `potential`'s
             vocabulary instead of raising.
+
+    Raises:
+        TypeError: if the new tokens are given under both names, or not at all.
     """
 
     def __init__(
         self,
         potential: Potential,
-        vocabulary: Sequence[Hashable],
+        target_vocab: Sequence[Hashable] | None = None,
         f: Callable[[Sequence[Any]], Any] | None = None,
         prune: bool = True,
         eos: EndOfSequence | None = None,
+        *,
+        vocabulary: Sequence[Hashable] | None = None,
     ) -> None:
+        if (target_vocab is None) == (vocabulary is None):
+            raise TypeError("Coerced takes the new tokens once: target_vocab= (or vocabulary=)")
+        vocabulary = target_vocab if vocabulary is None else vocabulary
         super().__init__(vocabulary, **({} if eos is None else {"eos": eos}))
         self.potential = potential
         self.f = _join if f is None else f

@@ -91,6 +91,23 @@ def test_custom_f_and_pruning():
         WFSA([97, 98]).coerce([b"ac"], prune=False)
 
 
+def test_the_new_tokens_go_by_either_name_once():
+    fsa = BoolFSA.from_regex("a(b|c)")
+    first_byte = lambda ctx: [t[0] for t in ctx]  # noqa: E731 - genlm-control's example
+    by_name = Coerced(fsa, target_vocab=[b"ax", b"bx", b"cx"], f=first_byte)
+    by_old = Coerced(fsa, vocabulary=[b"ax", b"bx", b"cx"], f=first_byte)
+    for c in (by_name, by_old):
+        assert c.vocab == [b"ax", b"bx", b"cx"]
+        # each weight is the regex's on the first bytes, read independently
+        for ctx, text in (([b"ax"], b"a"), ([b"ax", b"cx"], b"ac"), ([b"bx"], b"b")):
+            assert run(c.prefix(ctx)) == run(fsa.prefix(text))
+            assert run(c.complete(ctx)) == run(fsa.complete(text))
+    with pytest.raises(TypeError, match="once"):
+        Coerced(fsa, [b"ax"], vocabulary=[b"ax"])
+    with pytest.raises(TypeError, match="once"):
+        Coerced(fsa)
+
+
 def test_a_token_outside_the_vocabulary_is_one_value_error():
     coerced = BoolFSA.from_regex("a*").coerce([b"a", b"aa"])
     with pytest.raises(ValueError, match="position 1"):
