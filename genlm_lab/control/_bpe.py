@@ -193,18 +193,17 @@ class Derivations:
         `node` is the last token of the left part while BPE builds `token`,
         until the merge of rank `until` (`INF` for `token` itself) absorbs it.
         """
-        out, until = [], self.INF
-        while token >= 0:
-            out.append((token, until))
-            until = int(self.made_at[token])
-            token = int(self.right[token])
-        return out
+        return self._spine(token, self.right)
 
     def left_spine(self, token: int) -> list[tuple[int, int]]:
         """`(node, until)` down the left edge of `token`'s derivation (see `right_spine`)."""
+        return self._spine(token, self.left)
+
+    def _spine(self, token: int, child: Any) -> list[tuple[int, int]]:
+        """`(node, until)` from `token` down one side (`child`: `left` or `right`) of its derivation."""
         out, until = [], self.INF
         while token >= 0:
             out.append((token, until))
             until = int(self.made_at[token])
-            token = int(self.left[token])
+            token = int(child[token])
         return out
