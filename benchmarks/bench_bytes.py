@@ -315,8 +315,8 @@ def run() -> list[dict]:
     from genlm.backend.llm import AsyncTransformer as TheirTransformer
 
     from genlm_lab.backend import load_model_by_name
-    from genlm_lab.bytes._tries import trie_for
     from genlm_lab.bytes.lookahead import DEFAULT_DEPTH
+    from genlm_lab.bytes.tries import trie_for
 
     torch.manual_seed(0)
     lm = load_model_by_name("smollm2-135m")

@@ -99,7 +99,7 @@ _PROBE = textwrap.dedent(
     import genlm_lab
     from genlm_lab.smc import SMCRecord
     from genlm_lab.widgets import ParticleView
-    from genlm_lab.widgets._base import asset
+    from genlm_lab.widgets.base import asset
 
     folder = importlib.resources.files("genlm_lab") / "_widgets"
     view = ParticleView.from_record(SMCRecord(n_particles=2))

@@ -28,7 +28,6 @@ import numpy as np
 from genlm_lab.bytes._beam_display import BeamDisplay
 from genlm_lab.bytes._beam_ext import WIDEN_FACTOR, ExtensionMixin
 from genlm_lab.bytes._beam_heal import HealingMixin
-from genlm_lab.bytes._tries import trie_for
 from genlm_lab.bytes.base import StatefulByteLM, byte_bar
 from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
@@ -38,6 +37,7 @@ from genlm_lab.bytes.probs import EOS, LazyByteProbs
 from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
 from genlm_lab.bytes.trie import TrieMode
 from genlm_lab.bytes.trie_state import LazyTrieState
+from genlm_lab.bytes.tries import trie_for
 from genlm_lab.util import logsumexp
 
 __all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]

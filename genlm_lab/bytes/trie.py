@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from genlm_lab.trie._base import _TrieBase
-from genlm_lab.trie._structure import EOS, as_byte_vocab, build_structure
-from genlm_lab.trie.async_trie import _AsyncTrie, check_request
+from genlm_lab.trie.async_trie import AsyncTrieBase, check_request
+from genlm_lab.trie.base import TrieBase
+from genlm_lab.trie.structure import EOS, as_byte_vocab, build_structure
 from genlm_lab.util.renamed import renamed_argument
 
 
@@ -77,7 +77,7 @@ def _resolve_tokens(
     return frozenset(ids), names
 
 
-class TokenByteTrie(_TrieBase):
+class TokenByteTrie(TrieBase):
     """Byte trie of a vocabulary with per-node mass, for byte-level beams.
 
     Args:
@@ -220,7 +220,7 @@ class TokenByteTrie(_TrieBase):
         )
 
 
-class AsyncTokenByteTrie(_AsyncTrie):
+class AsyncTokenByteTrie(AsyncTrieBase):
     """Batches concurrent `weight_sum` / `weight_max` awaits by (operation, mode).
 
     Args:

@@ -11,34 +11,47 @@ next tokens from a potential; `SMC` runs them as particles on
 genlm-control.
 """
 
-from genlm_lab.control._guidance import InvalidGrammar
-from genlm_lab.control.awrs import AWRS
-from genlm_lab.control.boundaries import (
+from genlm_lab.control.constraint.cfg import BoolCFG
+from genlm_lab.control.constraint.fsa import WFSA, BoolFSA
+from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
+from genlm_lab.control.constraint.guidance import InvalidGrammar
+from genlm_lab.control.constraint.json_schema import JsonSchema
+from genlm_lab.control.constraint.predicate import BoolPredicate
+from genlm_lab.control.constraint.python_regex import PythonRegex
+from genlm_lab.control.constraint.sql import sql_grammar
+from genlm_lab.control.core.constant import EOS, EOT, EndOfSequence
+from genlm_lab.control.core.util import flatten_units
+from genlm_lab.control.core.weights import LazyWeights
+from genlm_lab.control.inference.sequences import Sequences
+from genlm_lab.control.inference.smc import SMC, SequenceModel
+from genlm_lab.control.lm.bytellm import ByteLLM
+from genlm_lab.control.lm.canonical import CanonicalTokenization
+from genlm_lab.control.lm.llm import PromptedLLM
+from genlm_lab.control.potential.base import Potential
+from genlm_lab.control.potential.coerce import Coerced, coerce
+from genlm_lab.control.potential.ensemble import Ensemble, convert_to_weighted_logop
+from genlm_lab.control.potential.multi_proc import MultiProcPotential
+from genlm_lab.control.potential.normalized import Normalized
+from genlm_lab.control.potential.operators import AutoBatched, AutoBatchedPotential, Power, Product
+from genlm_lab.control.potential.stateful import (
+    ParticleState,
+    PriorityMap,
+    StatefulPotential,
+    make_immutable,
+)
+from genlm_lab.control.potential.streaming import (
+    AsyncSource,
+    AsyncStreamingPotential,
+    AsyncStreamingState,
+)
+from genlm_lab.control.sampler.awrs import AWRS
+from genlm_lab.control.sampler.boundaries import (
     BoundaryPredicate,
     CFGBoundary,
     FixedLengthBoundary,
     TokenSetBoundary,
 )
-from genlm_lab.control.bytellm import ByteLLM
-from genlm_lab.control.canonical import CanonicalTokenization
-from genlm_lab.control.cfg import BoolCFG
-from genlm_lab.control.coerce import Coerced, coerce
-from genlm_lab.control.constant import EOS, EOT, EndOfSequence
-from genlm_lab.control.ensemble import Ensemble, convert_to_weighted_logop
-from genlm_lab.control.fsa import WFSA, BoolFSA
-from genlm_lab.control.grammar_base import GrammarPotential, TokenConstraint
-from genlm_lab.control.helpers import flatten_units
-from genlm_lab.control.json_schema import JsonSchema
-from genlm_lab.control.llm import PromptedLLM
-from genlm_lab.control.multi_proc import MultiProcPotential
-from genlm_lab.control.normalized import Normalized
-from genlm_lab.control.operators import AutoBatched, AutoBatchedPotential, Power, Product
-from genlm_lab.control.potential import Potential
-from genlm_lab.control.predicate import BoolPredicate
-from genlm_lab.control.python_regex import PythonRegex
-from genlm_lab.control.samplers import DirectTokenSampler, TokenSampler, direct_token_sampler
-from genlm_lab.control.sequences import Sequences
-from genlm_lab.control.set_samplers import (
+from genlm_lab.control.sampler.set import (
     EagerSetSampler,
     SetSampler,
     SetTokenSampler,
@@ -47,18 +60,9 @@ from genlm_lab.control.set_samplers import (
     eager_token_sampler,
     topk_token_sampler,
 )
-from genlm_lab.control.smc import SMC, SequenceModel
-from genlm_lab.control.sql import sql_grammar
-from genlm_lab.control.stateful import (
-    ParticleState,
-    PriorityMap,
-    StatefulPotential,
-    make_immutable,
-)
-from genlm_lab.control.streaming import AsyncSource, AsyncStreamingPotential, AsyncStreamingState
-from genlm_lab.control.unit_sampler import MultiTokenUnitSampler
-from genlm_lab.control.wcfg import WCFG, WeightedGrammar
-from genlm_lab.control.weights import LazyWeights
+from genlm_lab.control.sampler.token import DirectTokenSampler, TokenSampler, direct_token_sampler
+from genlm_lab.control.sampler.unit import MultiTokenUnitSampler
+from genlm_lab.control.wcfg.potential import WCFG, WeightedGrammar
 
 __all__ = [
     "AWRS",

@@ -21,8 +21,7 @@ import traitlets
 
 from genlm_lab.eval.store import ResultsStore
 from genlm_lab.eval.summary import summarize
-from genlm_lab.widgets._base import LiveView, asset, esm
-from genlm_lab.widgets._smc_data import as_record, step_entries
+from genlm_lab.widgets.base import LiveView, asset, esm
 from genlm_lab.widgets.particle_view import (
     ParticleView,
     final_status,
@@ -30,6 +29,7 @@ from genlm_lab.widgets.particle_view import (
     particles_html,
 )
 from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
+from genlm_lab.widgets.smc_data import as_record, step_entries
 
 __all__ = ["ResultsView", "report_html", "results_data", "results_html", "scatter_svg"]
 

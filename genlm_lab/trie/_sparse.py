@@ -1,6 +1,6 @@
 """The sparse engine of `ParallelTokenCharacterTrie` (see `parallel.py`): masses as R @ W.
 
-Also the engine `_TrieBase` picks for `kernel="sparse"` (byte tries included).
+Also the engine `TrieBase` picks for `kernel="sparse"` (byte tries included).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from genlm_lab.trie._base import resolve_device
 from genlm_lab.trie._weights import as_numpy_weights, check_shape
+from genlm_lab.trie.base import resolve_device
 from genlm_lab.trie.char_trie import TokenCharacterTrie
 from genlm_lab.trie.parallel import ParallelTokenCharacterTrie
 
@@ -190,7 +190,7 @@ class RequestBatcher:
                 pass
 
 
-class _AsyncTrie:
+class AsyncTrieBase:
     """Lifecycle of an async trie: a `RequestBatcher` over the subclass's `_run_batch`."""
 
     def __init__(self, trie: Any) -> None:
@@ -219,7 +219,7 @@ class _AsyncTrie:
             pass
 
 
-class AsyncTokenCharacterTrie(_AsyncTrie):
+class AsyncTokenCharacterTrie(AsyncTrieBase):
     """Batches concurrent `weight_sum` / `weight_max` awaits into batched trie calls.
 
     Args:

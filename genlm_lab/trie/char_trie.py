@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from genlm_lab.trie._base import _TrieBase
-from genlm_lab.trie._structure import as_byte_vocab, build_structure
+from genlm_lab.trie.base import TrieBase
+from genlm_lab.trie.structure import as_byte_vocab, build_structure
 
 
 def _char_leaf_key(_children: dict, token_id: int) -> tuple[None, int]:
     return (None, token_id)
 
 
-class TokenCharacterTrie(_TrieBase):
+class TokenCharacterTrie(TrieBase):
     """A trie over the byte strings of a vocabulary, with one leaf per token id.
 
     Every node stands for a byte prefix; below it hang the tokens that start

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.trie._structure import EOS
+from genlm_lab.trie.structure import EOS
 from genlm_lab.util import escape_bytes
 
 

@@ -1,6 +1,6 @@
 """AWRS traces: the tokens one adaptive-weighted-rejection-sampling step drew, in order.
 
-AWRS (`genlm_lab.control.awrs`) draws tokens from the LM, checks each against
+AWRS (`genlm_lab.control.sampler.awrs`) draws tokens from the LM, checks each against
 the constraint, and stops at an accepted one; its log-weight estimates the
 allowed mass that a full mask would give exactly. Its `info["awrs"]` dict
 ({"drawn", "accepted", "rejected", "n_draws", "n_checks", "logw"}) is read here

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from genlm_lab.util import byte_label, escape_bytes
-from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets.base import LiveView, esm
 from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
 
 _STATUSES = ("new", "kept", "extended", "healed", "pruned")

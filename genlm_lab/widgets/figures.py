@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.util import normalize_log_weights
-from genlm_lab.widgets._smc_data import run_summary, step_entries
+from genlm_lab.widgets.smc_data import run_summary, step_entries
 
 
 def ess_log_ml_figure(record: Any) -> Any:

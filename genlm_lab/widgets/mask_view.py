@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.potential import factor_names
+from genlm_lab.control.potential.base import factor_names
 from genlm_lab.trie import TokenCharacterTrie
 from genlm_lab.util import escape_bytes
-from genlm_lab.widgets._base import LiveView, esm
 from genlm_lab.widgets._mask_data import mask_data, mask_html, normalized_logprobs
+from genlm_lab.widgets.base import LiveView, esm
 from genlm_lab.widgets.trie_view import _parse_prefix, trie_data
 
 __all__ = ["MaskView", "mask_data", "mask_data_of", "mask_html"]

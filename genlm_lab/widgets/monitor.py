@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets.base import LiveView, esm
 from genlm_lab.widgets.render import esc, fmt, table, wrap
 
 _COUNTERS = ("queries", "batches", "cache_hits", "tokens_computed")

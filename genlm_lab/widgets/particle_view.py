@@ -7,9 +7,10 @@ from typing import Any
 
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.util import normalize_log_weights
-from genlm_lab.widgets._base import LiveView, esm
 from genlm_lab.widgets._factor_data import FactorTally, tally_of
-from genlm_lab.widgets._smc_data import (
+from genlm_lab.widgets.base import LiveView, esm
+from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
+from genlm_lab.widgets.smc_data import (
     as_record,
     genealogy,
     normalize_entry,
@@ -17,7 +18,6 @@ from genlm_lab.widgets._smc_data import (
     step_entries,
     summary_point,
 )
-from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
 
 
 def particle_data(
@@ -32,7 +32,7 @@ def particle_data(
     """View data of SMC history entries (the last one gives the rows).
 
     Args:
-        entries: step entries as `_smc_data.step_entries` normalises them.
+        entries: step entries as `smc_data.step_entries` normalises them.
         run_id: the run these entries belong to.
         done: whether the run has ended (then the genealogy is included).
         summary: `run_summary` of the entries if already known (live views

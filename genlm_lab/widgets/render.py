@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from genlm_lab.util import escape_bytes
-from genlm_lab.widgets._base import asset
+from genlm_lab.widgets.base import asset
 
 __all__ = [
     "badge",

@@ -7,8 +7,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from genlm_lab.widgets._smc_data import as_record, step_entries
 from genlm_lab.widgets.particle_view import final_status, particle_data, particles_html
+from genlm_lab.widgets.smc_data import as_record, step_entries
 
 
 def report_html(record: Any) -> str:

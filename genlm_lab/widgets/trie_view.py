@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.trie import TokenCharacterTrie, dot_available, render_digraph, subtrie_data
-from genlm_lab.widgets._base import LiveView, esm
+from genlm_lab.widgets.base import LiveView, esm
 from genlm_lab.widgets.render import bar, esc, fmt, wrap
 
 NO_DOT = "graphviz `dot` was not found: showing an HTML tree (install graphviz to draw the trie)"

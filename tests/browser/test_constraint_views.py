@@ -23,7 +23,7 @@ from IPython.display import display
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.control import SMC, BoolFSA, BoolPredicate, PromptedLLM
-from genlm_lab.control.samplers import DirectTokenSampler
+from genlm_lab.control.sampler.token import DirectTokenSampler
 from genlm_lab.widgets import MaskView, ParticleView
 
 VOCAB = [b"a", b"b", b"ab", b"<script>", b"\\n", b"\\xff", b"abc", b" the", b"<eos>"]

@@ -1,7 +1,7 @@
 import json
 import math
 
-from genlm_lab.widgets._base import Throttle, jsonable
+from genlm_lab.widgets.base import Throttle, jsonable
 
 
 def test_jsonable_makes_strict_json_of_non_finite_floats():

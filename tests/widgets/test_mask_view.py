@@ -192,7 +192,7 @@ def test_large_vocabulary_is_bounded_and_fast():
 
 
 def test_mask_view_of_an_awrs_sampler_traces_one_step(llm):
-    from genlm_lab.control.awrs import AWRS
+    from genlm_lab.control.sampler.awrs import AWRS
 
     fsa = BoolFSA.from_regex(r"(a|b)+").coerce(llm)
     view = run(MaskView.of(AWRS(llm, fsa, seed=0), [llm.vocab[0]]))

@@ -8,9 +8,9 @@ import pytest
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.control import BoolFSA, BoolPredicate, PromptedLLM
-from genlm_lab.control.awrs import AWRS
-from genlm_lab.control.samplers import direct_token_sampler
-from genlm_lab.control.smc import SMC
+from genlm_lab.control.inference.smc import SMC
+from genlm_lab.control.sampler.awrs import AWRS
+from genlm_lab.control.sampler.token import direct_token_sampler
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.widgets import ParticleView, particles_html
 from genlm_lab.widgets._factor_data import FactorTally

@@ -156,7 +156,7 @@ def test_live_updates_are_throttled_and_the_final_state_always_arrives():
 @given(st.text())
 def test_display_text_matches_the_byte_escaper(text):
     from genlm_lab.util import escape_bytes
-    from genlm_lab.widgets._smc_data import display_text
+    from genlm_lab.widgets.smc_data import display_text
 
     try:
         data = text.encode("utf-8", "surrogateescape")
@@ -166,8 +166,8 @@ def test_display_text_matches_the_byte_escaper(text):
 
 
 def test_live_data_equals_the_data_of_the_entries_so_far():
-    from genlm_lab.widgets._smc_data import normalize_entry
     from genlm_lab.widgets.particle_view import particle_data
+    from genlm_lab.widgets.smc_data import normalize_entry
 
     view = ParticleView()
     view._throttle.interval = 0.0
@@ -220,6 +220,6 @@ async def test_a_record_file_of_a_run_still_going_is_shown_as_unfinished(odd_llm
 
 @pytest.mark.parametrize(("text", "other"), [("a\\nb", "a\nb"), (b"a\\nb", b"a\nb")])
 def test_particle_text_with_a_backslash_never_looks_like_an_escape(text, other):
-    from genlm_lab.widgets._smc_data import display_text
+    from genlm_lab.widgets.smc_data import display_text
 
     assert display_text(text) == "a\\\\nb" != display_text(other)

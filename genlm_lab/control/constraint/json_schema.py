@@ -1,0 +1,156 @@
+"""`JsonSchema`: JSON documents valid under a schema, as a constraint over bytes.
+
+Two checks work together. The mask (llguidance, compiled from the schema as
+`_json_relax.relax` rewrites it) never blocks a byte that some valid document
+could continue with, and enforces as much of the schema as it can. The
+completion check (`jsonschema` with its format checker, on the parsed
+document) is exact. `coverage` lists which constraint is enforced where.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import llguidance
+
+from genlm_lab.control.constraint._json_relax import relax
+from genlm_lab.control.constraint.grammar import GrammarPotential
+from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
+
+__all__ = ["JsonSchema"]
+
+_BLANK = "[\\x20\\x09]"
+
+
+def _load(schema: dict | str) -> dict:
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as error:
+            raise InvalidGrammar(
+                f"invalid JSON schema at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    if not isinstance(schema, (dict, bool)):
+        raise InvalidGrammar(f"a JSON schema is an object, got {type(schema).__name__}")
+    return schema
+
+
+def _validator(schema: Any):
+    """jsonschema's validator for the schema's draft, with its format checker.
+
+    Raises:
+        InvalidGrammar: naming the JSON path of the first keyword the metaschema rejects.
+    """
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(schema))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
+        raise InvalidGrammar(f"invalid JSON schema at {where}: {error.message}")
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _whitespace(max_whitespace: int | None, max_indent: int) -> dict[str, Any]:
+    """llguidance's whitespace options: blank runs bounded on a line, indentation after a break."""
+    if max_whitespace is None:
+        return {"whitespace_flexible": True}
+    if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int):
+        raise ValueError(f"max_whitespace must be an int >= 0 or None, got {max_whitespace!r}")
+    if max_whitespace < 0:
+        raise ValueError(f"max_whitespace must be >= 0, got {max_whitespace}")
+    if max_whitespace == 0:
+        return {"whitespace_flexible": False}
+    pattern = f"{_BLANK}{{0,{max_whitespace}}}(\\r?\\n{_BLANK}{{0,{max_indent}}}){{0,2}}"
+    return {"whitespace_flexible": True, "whitespace_pattern": pattern}
+
+
+def _compile(schema: Any, options: dict[str, Any]) -> tuple[str, str | None]:
+    """llguidance's grammar for the relaxed schema; `(grammar, fallback reason or None)`.
+
+    If llguidance still refuses it, the mask falls back to any JSON value
+    (sound: the completion check is exact whatever the mask).
+    """
+    for candidate, reason in ((schema, None), ({}, "llguidance refused the schema")):
+        try:
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(
+                candidate, overrides={**options, "lenient": True}
+            )
+            check_grammar(grammar, "JSON schema", json.dumps(candidate)[:200])
+        except (ValueError, TypeError) as error:
+            if reason is not None:
+                raise
+            last = str(error).splitlines()[0][:200]
+            continue
+        return grammar, None if reason is None else f"{reason}: {last}"
+    raise AssertionError("unreachable")
+
+
+class JsonSchema(GrammarPotential):
+    """JSON text valid under `schema`, as a constraint over bytes.
+
+    Every schema `jsonschema` accepts works: the mask enforces what llguidance
+    can (object keys in any order), the rest is checked when the document
+    ends (`coverage` says which is which), so `complete` and the EOS weight
+    are exactly `jsonschema`'s verdict with its format checker.
+
+    Args:
+        schema: the JSON schema (a dict, or its JSON text).
+        max_whitespace: the longest run of blanks (spaces, tabs) on one line between
+            JSON tokens; a run may also hold up to two line breaks, each followed by up
+            to `max_indent` blanks, so pretty-printed documents of any nesting depth
+            pass. None: unbounded, as the spec allows; 0: compact JSON only. The cap
+            stops a model from padding forever, a known failure mode.
+        max_indent: the most blanks after a line break (indentation).
+
+    Raises:
+        InvalidGrammar (a ValueError): for invalid JSON, or a schema the
+            JSON-Schema metaschema rejects (naming the path).
+    """
+
+    def __init__(
+        self, schema: dict | str, max_whitespace: int | None = 16, max_indent: int = 1024
+    ) -> None:
+        self.schema = _load(schema)
+        self._validator = _validator(self.schema)
+        options = _whitespace(max_whitespace, max_indent)
+        self.max_whitespace = max_whitespace
+        self.relaxed, rows = relax(self.schema)
+        grammar, fallback = _compile(self.relaxed, options)
+        if fallback is not None:
+            rows.append({"path": "/", "keyword": "(all)", "where": "completion", "note": fallback})
+        self._coverage = rows
+        self.exact_mask = all(r["where"] == "mask" for r in rows)
+        text = json.dumps(self.schema)
+        super().__init__(grammar, text, "JSON schema", final=self._final_check)
+
+    @property
+    def coverage(self) -> list[dict[str, str]]:
+        """One row per constraint: its JSON path, keyword, where it is enforced
+        ("mask" while generating, "completion" on the finished document) and why."""
+        return [dict(r) for r in self._coverage]
+
+    def _final_check(self, text: bytes) -> bool:
+        return self.explain(text) is None
+
+    def explain(self, text: str | bytes) -> str | None:
+        """Why `text` is not a valid document (None if it is): the JSON error or jsonschema's."""
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return f"not JSON: {error}"
+        try:
+            import jsonschema
+
+            error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
+        except Exception as error:  # noqa: BLE001 - e.g. a $ref nobody can resolve offline
+            return f"jsonschema could not check it: {type(error).__name__}: {error}"
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
+        return f"at {where}: {error.message}"
+
+    def validate(self, text: str | bytes) -> bool:
+        """Whether `text` parses as JSON and `jsonschema` finds it valid (the reference check)."""
+        return self.explain(text) is None

@@ -1,0 +1,392 @@
+"""`SMC`: sequential Monte Carlo over a token sampler, run on `genlm_lab.smc`'s machinery.
+
+Each particle is a `SequenceModel`: a token list grown by one properly
+weighted draw of the unit sampler per step. Its weight starts at
+`sampler.start_weight()` (the target's weight of the empty prefix) and gains
+each draw's log-weight, so the final weight of a sequence y ending in EOS is
+an unbiased estimate of the target's `complete(y)`. `genlm_lab.smc.smc_standard`
+resamples the particles when the ESS drops, records every step
+(`SMCRecord`, observers, `ParticleView` work unchanged) and stops when all
+are done.
+
+- `max_tokens` counts the EOS: a particle that has `max_tokens - 1` tokens
+  gets EOS appended with weight `sampler.logw_eos(context)`, the importance
+  correction that makes it properly weighted for the target restricted to
+  sequences of that length (genlm-control #145); without it the posterior
+  would favour whatever happens to fit.
+- A critic multiplies the target by `critic.score(context)`: it twists each
+  step (a heuristic that steers resampling and is divided out again) and
+  becomes real weight when the particle ends. With `ess_threshold == 0` no
+  resampling happens, so it is only scored at the end. A critic of -inf
+  kills the particle.
+- With a `MultiTokenUnitSampler` each step appends a whole unit (a list of
+  tokens), so `max_tokens` counts units; a unit that ends with EOS is stored
+  as the unit, then EOS. The critic scores the context of units as it is.
+- A step weight of -inf (a constraint that admits no token) ends that
+  particle with weight -inf; the others go on. When all are dead the run
+  stops with `log_ml == -inf` and status "all_dead".
+
+Every step the particle also sets `step_extras` (what the draw was, the
+weight each factor of the target gave it, which factor killed it, AWRS's
+trace), which `Run.emit` puts into the record entry's "extras" for the views.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from genlm_lab.control.core.constant import EOS, EndOfSequence
+from genlm_lab.control.core.tokens import join_bytes, token_label
+from genlm_lab.control.core.util import flatten_units
+from genlm_lab.control.inference.sequences import Sequences
+from genlm_lab.control.potential.base import Potential, factor_names
+from genlm_lab.smc import Model, PrintingObserver, smc_standard
+
+__all__ = ["SMC", "SequenceModel", "UnitSampler", "factor_names"]
+
+
+@runtime_checkable
+class UnitSampler(Protocol):
+    """What `SMC` needs of a token sampler; every `TokenSampler` has it.
+
+    SMC owns this small contract instead of importing the samplers, so the
+    samplers may offer `.smc(...)` without an import circle.
+    """
+
+    target: Potential
+
+    async def start_weight(self) -> float:
+        """Log-weight of the empty sequence under the target."""
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        """Log-weight of ending after `context` (EOS forced at `max_tokens`)."""
+
+    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
+        """A properly weighted `(token, logw, logp)` after `context`."""
+
+    async def cleanup(self) -> None:
+        """Release caches and background work."""
+
+
+class SequenceModel(Model):
+    """One particle: a token sequence extended by the unit sampler, with forced EOS at max_tokens.
+
+    Args:
+        unit_sampler: draws each token with its weight.
+        critic: an optional potential that reweights (and twists) the sequences.
+        max_tokens: maximum length, EOS included.
+        twist_with_critic: twist by the critic every step (else only score at the end).
+        record_factors: compute each factor's weight of the drawn token for `step_extras`.
+        terminate_when: a `context -> bool` stop condition, asked after each
+            drawn token; when it holds, EOS closes the sequence in the same step
+            with no weight correction (the condition becomes part of the target).
+    """
+
+    progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
+
+    def __init__(
+        self,
+        unit_sampler: UnitSampler,
+        critic: Potential | None = None,
+        max_tokens: float = math.inf,
+        twist_with_critic: bool = True,
+        record_factors: bool = True,
+        terminate_when: Callable[[list[Any]], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        if terminate_when is not None and not callable(terminate_when):
+            raise ValueError(f"terminate_when must be callable, got {terminate_when!r}")
+        self.terminate_when = terminate_when
+        self.unit_sampler = unit_sampler
+        self.critic = critic
+        self.max_tokens = max_tokens
+        self.max_steps = max_tokens  # one token per step: the progress bar's total
+        self.twist_with_critic = twist_with_critic
+        target = getattr(unit_sampler, "target", None)  # None: a duck-typed sampler
+        self.record_factors = record_factors and target is not None
+        self.factors = target.factors() if target is not None else []
+        self.names = factor_names(target) if target is not None else []
+        self.context: list[Any] = []
+        self.step_extras: dict | None = None
+
+    def immutable_properties(self) -> set[str]:
+        return {"unit_sampler", "critic", "factors", "names"}
+
+    def __deepcopy__(self, memo: dict) -> SequenceModel:
+        # Tokens and extras are never mutated: a new context list is all a copy needs.
+        clone = copy.copy(self)
+        clone.context = list(self.context)
+        return clone
+
+    def clone(self) -> SequenceModel:
+        """A copy sharing the sampler and critic, with its own context and weights."""
+        return self.__deepcopy__({})
+
+    @property
+    def done(self) -> bool:
+        """Whether the particle has finished (genlm-control's name for `done_stepping()`)."""
+        return self.done_stepping()
+
+    async def start(self) -> None:
+        """Weigh the empty prefix: a start weight of -inf kills the particle."""
+        self.score(await self.unit_sampler.start_weight())
+
+    async def _factor_weights(
+        self, context: list[Any], token: Any, forced: bool
+    ) -> dict[str, float | None]:
+        """The log-weight each factor gives `token` after `context` (None where it fails).
+
+        A forced EOS asks boolean factors one `score` (their prefix weight of a
+        live context is 0) rather than a whole mask.
+        """
+
+        async def one(f: Potential) -> float:
+            if forced and f.is_boolean:
+                return float(await f.score([*context, token]))
+            return float((await f.logw_next(context))[token])
+
+        values = await asyncio.gather(*(one(f) for f in self.factors), return_exceptions=True)
+        return {
+            name: None if isinstance(v, BaseException) else v
+            for name, v in zip(self.names, values, strict=True)
+        }
+
+    def _killer(self, factors: dict[str, float | None]) -> str:
+        """The first factor that gave the drawn token weight zero ("sampler" if none did)."""
+        for name, value in factors.items():
+            if value == -math.inf:
+                return name
+        return "sampler"
+
+    async def step(self) -> None:
+        """Draw one token (EOS when the length budget is spent), weigh it, apply the critic."""
+        context = list(self.context)
+        forced = len(context) >= self.max_tokens - 1
+        info: dict = {}
+        if forced:
+            eos = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            token, logw = eos, await self.unit_sampler.logw_eos(context)
+        else:
+            if hasattr(self.unit_sampler, "sample_with_info"):
+                token, logw, _, info = await self.unit_sampler.sample_with_info(context)
+            else:  # a sampler with only genlm-control's `sample`
+                (token, logw, _), info = await self.unit_sampler.sample(context), {}
+        logw = float(logw)
+        factors: dict[str, float | None] = {}
+        if info.get("factors") is not None and len(info["factors"]) == len(self.names):
+            factors = dict(zip(self.names, info["factors"], strict=True))
+        elif self.record_factors and not isinstance(token, list):  # a unit's factors: not known
+            factors = await self._factor_weights(flatten_units(context), token, forced)
+        extras: dict[str, Any] = {
+            "token": token_label(token),
+            "logw": logw,
+            "logZ": None if forced else logw,
+            "factors": factors,
+            "critic": None,
+            "killed_by": None,
+        }
+        if "awrs" in info:
+            extras["awrs"] = info["awrs"]
+        self.step_extras = extras
+        self.score(logw)
+        if isinstance(token, list) and token and isinstance(token[-1], EndOfSequence):
+            # a unit that ended early: store the unit, then EOS, so finished contexts end with EOS
+            if len(token) > 1:
+                self.context.append(token[:-1])
+            token = token[-1]
+        self.context.append(token)
+        if (
+            self.terminate_when is not None
+            and self.weight > -math.inf
+            and not isinstance(token, EndOfSequence)
+            and self.terminate_when(self.context)
+        ):
+            token = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            self.context.append(token)  # no weight: the stop condition is part of the target
+        if self.weight == -math.inf:
+            if info.get("no_mass"):
+                extras["killed_by"] = await self._no_mass(flatten_units(context))
+            else:
+                extras["killed_by"] = self._killer(factors)
+                extras["killed_why"] = self._why(extras["killed_by"], token)
+            self.finish()
+            return
+        ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
+        if self.critic is not None and (self.twist_with_critic or ends):
+            critic = float(await self.critic.score(self.context))
+            extras["critic"] = critic
+            if critic == -math.inf:
+                extras["killed_by"] = "critic"
+                self.score(critic)
+                self.finish()
+                return
+            if ends:
+                self.finish()  # removes the twist of earlier steps (none is left here)
+                self.score(critic)  # at the end the critic's weight becomes real
+                return
+            self.twist(critic)
+        if ends:
+            self.finish()
+
+    def _why(self, name: str, token: Any) -> str | None:
+        """A constraint's reason for refusing a finished text (JsonSchema's jsonschema error)."""
+        if not isinstance(token, EndOfSequence) or name not in self.names:
+            return None
+        factor = self.factors[self.names.index(name)]
+        explain = getattr(factor, "explain", None) or getattr(
+            getattr(factor, "grammar", None), "explain", None
+        )
+        if explain is None:
+            return None
+        text = join_bytes(self.context[:-1])
+        return explain(text)
+
+    async def _no_mass(self, context: list[Any]) -> str:
+        """The first factor after which the product of the factors so far has no mass left."""
+        if not self.record_factors:
+            return self.names[0] if len(self.factors) == 1 else "sampler"
+        rows = await asyncio.gather(
+            *(f.logw_next(context) for f in self.factors), return_exceptions=True
+        )
+        total = None
+        for name, row in zip(self.names, rows, strict=True):
+            if isinstance(row, BaseException):
+                return name
+            weights = np.asarray(row.weights, dtype=float)
+            total = weights if total is None else total + weights
+            if not np.any(total > -math.inf):
+                return name
+        return "sampler"
+
+    def string_for_serialization(self) -> str:
+        """The text so far (token bytes joined, invalid UTF-8 replaced)."""
+        return join_bytes(self.context).decode("utf-8", errors="replace")
+
+    def __str__(self) -> str:
+        return self.string_for_serialization()
+
+
+class SMC:
+    """Sequential Monte Carlo with a token sampler and an optional critic (genlm-control's `SMC`).
+
+    The sequences are properly weighted for `unit_sampler.target * critic`,
+    restricted to sequences of at most `max_tokens` tokens (EOS included).
+
+    Args:
+        unit_sampler: a `TokenSampler` (direct, AWRS, eager, top-k).
+        critic: a potential over the same vocabulary, or None.
+        record_factors: record the weight each factor of the target gives the
+            drawn token in every step's extras (extra `logw_next` calls, which
+            hit the LM's cache).
+        autobatch: wrap the critic so that concurrent particles' calls go out
+            as one batch (the sampler wraps its own potentials).
+
+    Raises:
+        ValueError: if unit_sampler is no TokenSampler, or the critic is no
+            Potential or has another vocabulary.
+    """
+
+    def __init__(
+        self,
+        unit_sampler: UnitSampler,
+        critic: Potential | None = None,
+        record_factors: bool = True,
+        autobatch: bool = True,
+    ) -> None:
+        if not isinstance(unit_sampler, UnitSampler):
+            raise ValueError(
+                f"unit_sampler must be a TokenSampler (e.g. direct_token_sampler(potential)), "
+                f"got {type(unit_sampler).__name__}"
+            )
+        if critic is not None:
+            if not isinstance(critic, Potential):
+                raise ValueError(f"critic must be a Potential, got {type(critic).__name__}")
+            target = unit_sampler.target
+            if critic.vocab != target.vocab:
+                raise ValueError(
+                    f"the critic {critic.name} ({len(critic.vocab)} tokens) has another vocabulary "
+                    f"than the sampler's target {target.name} ({len(target.vocab)} tokens); "
+                    "coerce it first, e.g. `critic.coerce(llm, f=b''.join)`"
+                )
+        self.unit_sampler = unit_sampler
+        self.critic = critic.to_autobatched() if autobatch and critic is not None else critic
+        self.record_factors = record_factors
+
+    async def __call__(
+        self,
+        n_particles: int,
+        ess_threshold: float,
+        max_tokens: int,
+        verbosity: int = 0,
+        json_path: str | os.PathLike | None = None,
+        observers: Sequence[Any] = (),
+        seed: int | np.random.Generator | None = None,
+        resampling_method: str = "multinomial",
+        progress: bool | None = None,
+        terminate_when: Callable[[list[Any]], bool] | None = None,
+    ) -> Sequences:
+        """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
+
+        Args:
+            n_particles: number of particles.
+            ess_threshold: resample when the ESS falls below this fraction of n_particles.
+            max_tokens: maximum sequence length, EOS included (forced at the boundary).
+            verbosity: 1 prints a line per step.
+            json_path: write the `SMCRecord` there as the run goes (JSON lines).
+            observers: objects with `on_step(entry)` / `on_finish(record)`.
+            seed: seeds every draw of the run (samplers without their own seed).
+            resampling_method: "multinomial", "stratified", "systematic" or "residual".
+            progress: a progress bar (None: in notebooks only).
+            terminate_when: a `context -> bool` stop condition: EOS closes the
+                sequence in the step it holds, with no weight correction.
+        """
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
+            raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive int, got {max_tokens}")
+        model = SequenceModel(
+            self.unit_sampler,
+            self.critic,
+            int(max_tokens),
+            twist_with_critic=float(ess_threshold) > 0,
+            record_factors=self.record_factors,
+            terminate_when=terminate_when,
+        )
+        observers = list(observers) if not hasattr(observers, "on_step") else [observers]
+        if verbosity > 0:
+            observers.append(PrintingObserver())
+        result = await smc_standard(
+            model,
+            n_particles,
+            ess_threshold=ess_threshold,
+            resampling_method=resampling_method,
+            json_file=json_path,
+            observers=observers,
+            seed=seed,
+            progress=progress,
+        )
+        record = result.record
+        status = record.final["status"] if record is not None and record.final else "finished"
+        return Sequences(
+            [p.context for p in result],
+            [p.weight for p in result],
+            record=record,
+            status=status,
+        )
+
+    async def cleanup(self) -> None:
+        """Release the sampler's and the critic's caches."""
+        await self.unit_sampler.cleanup()
+        if self.critic is not None:
+            await self.critic.cleanup()
+
+    def __repr__(self) -> str:
+        critic = "" if self.critic is None else f", critic={self.critic.name}"
+        return f"SMC({self.unit_sampler!r}{critic})"

@@ -1,0 +1,1 @@
+"""Language models as potentials: `PromptedLLM`, `ByteLLM`, token maps, canonical tokenization."""

@@ -1,0 +1,395 @@
+"""`AWRS`: adaptive weighted rejection sampling (Lipkin et al. 2025).
+
+The target is `potential * condition`, where `condition` is boolean and
+costly to evaluate (a grammar, a Python check) and `potential` (an LM) gives
+its whole next-token vector cheaply. Computing the target's `logw_next` would
+evaluate the condition on every token; AWRS evaluates it only on the tokens
+it draws and still returns a properly weighted sample.
+
+Let W be the potential's total next-token mass and q its normalised weights.
+AWRS draws tokens i.i.d. from q and asks the condition about each one, until
+the `max_accepts`-th accepted draw, after N draws in all. It returns the first
+accepted token x with log-weight
+
+    log W + log((max_accepts - 1) / (N - 1)).
+
+N follows a negative binomial law with success probability p = the share of
+q's mass that the condition accepts, and (r - 1) / (N - 1) is the classical
+unbiased estimator of p for r = max_accepts successes. For i.i.d. draws the
+identity of the first success is independent of N and distributed as
+q(y) c(y) / p, so E[w 1{x = y}] = W q(y) c(y): the pair is properly weighted
+for the target, and E[w] is its next-token mass.
+
+Adaptivity makes the i.i.d. draws cheap. A rejected token is never asked
+about again. A run of draws that would land in the rejected set R (of mass
+m_R) is skipped in O(1): its length is Geometric(1 - m_R), and the next draw
+is from q restricted to everything outside R: a repeat of an accepted token
+(no check), or the next unseen token of a without-replacement order (Gumbel
+keys, sorted lazily in growing chunks), so a draw costs O(1), not O(|V|).
+1 - m_R is computed as the sum of the remaining mass, not as one minus a
+running sum, so it stays exact when nearly all mass is rejected. Each
+iteration is either the first look at a token or a repeat of an accepted
+one: at most |V| + max_accepts iterations.
+
+Termination: if every token with q > 0 is rejected, the target's mass is
+exactly zero and the weight is -inf (also when q itself is all zero). With a
+finite `max_rejects`, a call that rejects that many draws (skipped ones
+included) stops with weight -inf: faster, but biased towards zero; the
+weight is otherwise never -inf (genlm-control #95, #102). One skipped run is
+capped at e^700 draws, which only matters when the allowed share of the
+mass is below ~1e-300 (the weight then stays finite, slightly too large).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.control.core.tokens import check_log_weights, sample_linear, token_label
+from genlm_lab.control.potential.base import Potential
+from genlm_lab.control.sampler.token import TokenSampler
+
+__all__ = ["AWRS"]
+
+
+class AWRS(TokenSampler):
+    """Properly weighted samples from `potential * condition`, checking `condition` only on draws.
+
+    Args:
+        potential: the proposal's weights (e.g. a `PromptedLLM`); its
+            `logw_next` is computed whole.
+        condition: a boolean potential (log-weights 0 or -inf) over the same
+            vocabulary, asked one token at a time: `score(context + [y])`, that
+            is `prefix(context + [y])`, and `complete(context)` for EOS.
+        seed: see `TokenSampler`.
+        max_accepts: accepted draws to wait for (>= 2 for proper weights);
+            more lowers the weight's variance and costs more draws.
+        max_rejects: stop with weight -inf after this many rejected draws
+            (biased; infinite by default).
+        prune_logws: kept for genlm-control compatibility. The potential and
+            the condition share one vocabulary here (`*` checks it), so there
+            is nothing outside the target's vocabulary to prune.
+        proper_weights: False draws without replacement until the first
+            accepted token and returns weight 0 (-inf if none): an exact draw
+            from the normalised target but *not* properly weighted
+            (locally constrained decoding).
+        autobatch: wrap the potential so that concurrent particles' calls go
+            out together. The condition is used as given: its checks are single
+            tokens (wrap it with `to_autobatched()` if it has a batched path
+            worth the wait, e.g. a model-based judge).
+
+    Raises:
+        ValueError: for vocabularies that differ, max_accepts < 2 with proper
+            weights, or max_rejects < 1.
+    """
+
+    def __init__(
+        self,
+        potential: Potential,
+        condition: Potential,
+        seed: int | np.random.Generator | None = None,
+        max_accepts: int = 2,
+        max_rejects: float = math.inf,
+        prune_logws: bool = True,
+        proper_weights: bool = True,
+        autobatch: bool = True,
+    ) -> None:
+        for name, value in (("potential", potential), ("condition", condition)):
+            if not isinstance(value, Potential):
+                raise ValueError(f"AWRS: {name} must be a Potential, got {type(value).__name__}")
+        if isinstance(max_accepts, bool) or not isinstance(max_accepts, (int, np.integer)):
+            raise ValueError(f"max_accepts must be an int, got {max_accepts!r}")
+        if max_accepts < (2 if proper_weights else 1):
+            raise ValueError(
+                f"max_accepts must be at least 2 for properly weighted samples, got {max_accepts}"
+            )
+        if not max_rejects >= 1:
+            raise ValueError(f"max_rejects must be >= 1 (or math.inf), got {max_rejects!r}")
+        if potential.vocab is not condition.vocab and potential.vocab != condition.vocab:
+            raise ValueError(
+                f"AWRS: the potential ({len(potential.vocab)} tokens) and the condition "
+                f"({len(condition.vocab)} tokens) must have the same vocabulary; coerce the "
+                "condition onto the potential first, e.g. `regex.coerce(llm, f=b''.join)`"
+            )
+        self.potential = potential.to_autobatched() if autobatch else potential
+        self.condition = condition
+        super().__init__(self.potential * self.condition, seed)
+        parts = potential.factors()
+        # A product's factors are computed apart (and added, as Product does), so
+        # that each one's weight of the drawn token is known for SMC's record.
+        self._parts = (
+            [f.to_autobatched() if autobatch else f for f in parts] if len(parts) > 1 else None
+        )
+        self._checks = condition.factors()
+        self._labels: dict[int, str] = {}
+        self.max_accepts = int(max_accepts)
+        self.max_rejects = max_rejects
+        self.prune_logws = prune_logws
+        self.proper_weights = proper_weights
+
+    async def _accepts(self, context: list[Any], token: Any) -> bool:
+        """Whether the condition allows `token` after `context` (one condition call)."""
+        # score = prefix(context + [token]), or complete(context) for EOS; grammar
+        # potentials answer it from the context's cached state (~7 us vs ~500 us
+        # for a prefix from scratch on SmolLM2's vocabulary).
+        value = await self.condition.score([*context, token])
+        if value == 0:
+            return True
+        if value == -math.inf:
+            return False
+        raise ValueError(
+            f"AWRS needs a boolean condition (log-weights 0 or -inf), but {self.condition.name} "
+            f"gave {value!r} for token {token_label(token)!r} after {len(context)} tokens"
+        )
+
+    async def sample(self, context: Sequence[Any], draw: Any = None) -> tuple[Any, float, float]:
+        """See `sample_with_info`.
+
+        Raises:
+            ValueError: if `draw` is given: AWRS draws by rejection, with no
+                categorical choice a custom draw could replace.
+        """
+        if draw is not None:
+            raise ValueError(
+                "AWRS draws by rejection over unnormalised weights; there is no categorical "
+                "choice for draw= to replace"
+            )
+        token, logw, logp, _ = await self.sample_with_info(context)
+        return token, logw, logp
+
+    async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+        """Draw a token by adaptive rejection; info["awrs"] traces the draws and checks.
+
+        Returns:
+            (token, logw, logp, info): logp is NaN (the draw's probability is
+            not tracked, as in genlm-control); info = {"awrs": {"drawn",
+            "accepted", "rejected", "n_draws", "n_checks", "logw"}} with tokens
+            as escaped strings and EOS as "EOS".
+        """
+        context = list(context)
+        if self._parts is None:
+            rows = [np.asarray((await self.potential.logw_next(context)).weights, dtype=float)]
+        else:
+            parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
+            rows = [np.asarray(r.weights, dtype=float) for r in parts]
+        logws = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
+        check_log_weights(logws, f"{self.potential.name}.logw_next")
+        trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
+        top = float(np.max(logws))
+        if top == -math.inf:
+            token, logw, draws, checks = self.target.eos, -math.inf, 0, 0
+        else:
+            q = np.exp(logws - top)
+            log_w = top + math.log(float(q.sum()))
+            run = self._proper if self.proper_weights else self._improper
+            token, log_ratio, draws, checks = await run(context, q, trace)
+            logw = log_w + log_ratio if self.proper_weights else log_ratio
+        trace.update(n_draws=draws, n_checks=checks, logw=float(logw))
+        info: dict[str, Any] = {"awrs": trace}
+        if top == -math.inf:
+            info["no_mass"] = True
+        else:
+            info["factors"] = await self._factor_values(context, token, rows, logw > -math.inf)
+        return token, float(logw), math.nan, info
+
+    async def _factor_values(
+        self, context: list[Any], token: Any, rows: list[np.ndarray], allowed: bool
+    ) -> list[float]:
+        """Each factor's log-weight of the token returned, without a full mask of the condition.
+
+        The potential's factors from their rows; the condition's from its
+        verdict (a token returned with weight zero is one it rejected), asking
+        each factor of a product condition only when one of them rejected it.
+        """
+        index = self.target.lookup[token]
+        values = [float(r[index]) for r in rows]
+        if allowed:
+            return values + [0.0] * len(self._checks)
+        if len(self._checks) == 1:
+            return [*values, -math.inf]
+        scores = await asyncio.gather(*(f.score([*context, token]) for f in self._checks))
+        return values + [float(x) for x in scores]
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        """The target's EOS weight from the potential's row and one check of the condition.
+
+        (The target's `logw_next` would mask the whole vocabulary with the
+        condition.) The condition's prefix weight of a live context is 0.
+        """
+        context = list(context)
+        eos = self.target.eos
+        lm = float((await self.potential.logw_next(context))[eos])
+        if lm == -math.inf:
+            return lm
+        return lm + float(await self.condition.score([*context, eos]))
+
+    def _label(self, index: int) -> str:
+        """The escaped text of token `index` for the trace (cached: the vocabulary is fixed)."""
+        label = self._labels.get(index)
+        if label is None:
+            label = self._labels[index] = token_label(self.target.vocab_eos[index])
+        return label
+
+    def _skipped(self, p_out: float) -> int:
+        """How many draws land in the rejected set before one lands outside: Geometric(p_out) - 1."""
+        u = 1.0 - self.rng.random()  # in (0, 1]
+        if p_out >= 1 or u >= 1:
+            return 0
+        # floor(log u / log(1 - p_out)), in logs so that a tiny p_out cannot
+        # overflow; counts beyond e^700 are capped (see the module docstring).
+        log_skip = math.log(-math.log(u)) - math.log(-math.log1p(-p_out))
+        return math.floor(math.exp(min(log_skip, 700.0)))
+
+    async def _proper(
+        self, context: list[Any], q: np.ndarray, trace: dict
+    ) -> tuple[Any, float, int, int]:
+        """I.i.d. draws from q (unnormalised) until max_accepts accepts.
+
+        Until the first rejection, draws come straight from q's CDF (a repeat
+        of an accepted token needs no check). From then on a draw is, after
+        the skipped run of rejected draws, a repeat of an accepted token (with
+        probability proportional to their mass) or the next token of a
+        without-replacement order of the unseen tokens: O(1) per draw, not
+        O(|V|).
+
+        Returns (first accepted token, log((r-1)/(N-1)) or -inf, N, checks).
+        """
+        rng = self.rng
+        vocab = self.target.vocab_eos
+        total = float(q.sum())
+        cdf = np.cumsum(q)
+        accepted: dict[int, float] = {}  # index -> q
+        rejected: set[int] = set()
+        unseen: _Unseen | None = None  # built at the first rejection
+        draws, rejects, accepts = 0, 0, 0
+        first = last_rejected = None
+        while True:
+            if unseen is None:
+                index = _from_cdf(cdf, q, rng)
+            else:
+                m_accepted = sum(accepted.values())
+                live = m_accepted + unseen.mass()
+                if live <= 0:  # every token with mass is rejected: the target's mass is 0
+                    return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
+                skipped = self._skipped(live / total)
+                if rejects + skipped >= self.max_rejects:
+                    draws += int(self.max_rejects - rejects)
+                    return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
+                draws += skipped
+                rejects += skipped
+                new = None if rng.random() * live < m_accepted else unseen.pop()
+                if new is None and not accepted:  # rounding left no unseen token
+                    return last_rejected, -math.inf, draws, len(rejected)
+                index = new if new is not None else _pick(accepted, rng)
+            draws += 1
+            token = vocab[index]
+            label = self._label(index)
+            trace["drawn"].append(label)
+            if index not in accepted:
+                if not await self._accepts(context, token):
+                    trace["rejected"].append(label)
+                    rejected.add(index)
+                    rejects += 1
+                    last_rejected = token
+                    if rejects >= self.max_rejects:
+                        return token, -math.inf, draws, len(accepted) + len(rejected)
+                    if unseen is None:
+                        unseen = _Unseen(q, [*accepted, *rejected], rng)
+                    continue
+                trace["accepted"].append(label)
+                accepted[index] = float(q[index])
+            accepts += 1
+            if first is None:
+                first = token
+            if accepts == self.max_accepts:
+                ratio = math.log(self.max_accepts - 1) - math.log(draws - 1)
+                return first, ratio, draws, len(accepted) + len(rejected)
+
+    async def _improper(
+        self, context: list[Any], q: np.ndarray, trace: dict
+    ) -> tuple[Any, float, int, int]:
+        """Draws without replacement until the first accept: weight 0, or -inf if none."""
+        vocab = self.target.vocab_eos
+        order = _Unseen(q, [], self.rng)
+        token = self.target.eos
+        draws = 0
+        while draws < self.max_rejects:
+            index = order.pop()
+            if index is None:
+                break
+            draws += 1
+            token = vocab[index]
+            label = self._label(index)
+            trace["drawn"].append(label)
+            if await self._accepts(context, token):
+                trace["accepted"].append(label)
+                return token, 0.0, draws, draws
+            trace["rejected"].append(label)
+        return token, -math.inf, draws, draws
+
+    def __repr__(self) -> str:
+        return f"AWRS({self.potential.name}, {self.condition.name}, max_accepts={self.max_accepts})"
+
+
+def _from_cdf(cdf: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> int:
+    """An index drawn with probability q / sum(q), from q's cumulative sum."""
+    index = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
+    if q[index] <= 0:  # the uniform rounded up to the total
+        index = int(np.flatnonzero(q > 0)[-1])
+    return index
+
+
+def _pick(weights: dict[int, float], rng: np.random.Generator) -> int:
+    """A key of `weights` drawn in proportion to its value."""
+    keys = list(weights)
+    return keys[sample_linear(np.array([weights[k] for k in keys]), rng)]
+
+
+class _Unseen:
+    """The tokens not drawn yet, in the order that sampling without replacement from q gives.
+
+    Sorting log q + Gumbel noise in decreasing order gives that order. It is
+    sorted in chunks of growing size, so a call that draws few tokens sorts
+    few. `mass()` is the q-mass of the tokens left, summed over them (never
+    one total minus a running sum).
+    """
+
+    def __init__(self, q: np.ndarray, seen: Sequence[int], rng: np.random.Generator) -> None:
+        with np.errstate(divide="ignore"):
+            self.keys = np.log(q) + rng.gumbel(size=len(q))
+        self.keys[list(seen)] = -math.inf
+        self.q = q
+        self.chunk = np.zeros(0, dtype=np.int64)
+        self.suffix = np.zeros(1)  # suffix[j]: mass of chunk[j:]
+        self.pos = 0
+        self.rest = float(q[self.keys > -math.inf].sum())  # mass outside the chunk
+        self.size = 32
+
+    def mass(self) -> float:
+        return self.rest + float(self.suffix[self.pos])
+
+    def pop(self) -> int | None:
+        """The next token of the order (None when none with mass is left)."""
+        if self.pos == len(self.chunk):
+            self._next_chunk()
+            if not len(self.chunk):
+                return None
+        index = int(self.chunk[self.pos])
+        self.pos += 1
+        return index
+
+    def _next_chunk(self) -> None:
+        live = np.flatnonzero(self.keys > -math.inf)
+        k = min(self.size, live.size)
+        self.size *= 4
+        if k < live.size:
+            live = live[np.argpartition(-self.keys[live], k - 1)[:k]]
+        chunk = live[np.argsort(-self.keys[live], kind="stable")]
+        self.keys[chunk] = -math.inf
+        self.chunk, self.pos = chunk, 0
+        self.suffix = np.append(np.cumsum(self.q[chunk][::-1])[::-1], 0.0)
+        self.rest = float(self.q[self.keys > -math.inf].sum())

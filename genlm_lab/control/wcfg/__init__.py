@@ -1,0 +1,1 @@
+"""Weighted context-free grammars: `WCFG` with exact prefix weights, and `WeightedGrammar`."""
