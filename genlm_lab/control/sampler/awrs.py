@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.core.tokens import check_log_weights, sample_linear, token_label
+from genlm_lab.control.core.tokens import sample_linear, token_label
 from genlm_lab.control.potential.base import Potential
-from genlm_lab.control.sampler.token import TokenSampler
+from genlm_lab.control.sampler.token import FactorRows, TokenSampler
 
 __all__ = ["AWRS"]
 
@@ -115,15 +115,10 @@ class AWRS(TokenSampler):
                 f"({len(condition.vocab)} tokens) must have the same vocabulary; coerce the "
                 "condition onto the potential first, e.g. `regex.coerce(llm, f=b''.join)`"
             )
-        self.potential = potential.to_autobatched() if autobatch else potential
+        self._rows = FactorRows(potential, autobatch)
+        self.potential = self._rows.potential
         self.condition = condition
         super().__init__(self.potential * self.condition, seed)
-        parts = potential.factors()
-        # A product's factors are computed apart (and added, as Product does), so
-        # that each one's weight of the drawn token is known for SMC's record.
-        self._parts = (
-            [f.to_autobatched() if autobatch else f for f in parts] if len(parts) > 1 else None
-        )
         self._checks = condition.factors()
         self._labels: dict[int, str] = {}
         self.max_accepts = int(max_accepts)
@@ -171,13 +166,7 @@ class AWRS(TokenSampler):
             as escaped strings and EOS as "EOS".
         """
         context = list(context)
-        if self._parts is None:
-            rows = [np.asarray((await self.potential.logw_next(context)).weights, dtype=float)]
-        else:
-            parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
-            rows = [np.asarray(r.weights, dtype=float) for r in parts]
-        logws = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
-        check_log_weights(logws, f"{self.potential.name}.logw_next")
+        rows, logws = await self._rows(context)
         trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
         top = float(np.max(logws))
         if top == -math.inf:

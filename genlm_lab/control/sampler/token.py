@@ -37,9 +37,41 @@ from genlm_lab.smc.rng import get_rng, make_rng
 
 __all__ = [
     "DirectTokenSampler",
+    "FactorRows",
     "TokenSampler",
     "direct_token_sampler",
 ]
+
+
+class FactorRows:
+    """A potential's next-token log-weights computed factor by factor, and their sum.
+
+    A product's factors are computed apart (concurrently) and added, which is
+    what `Product` does, so that each factor's weight of the drawn token comes
+    for free for SMC's record. The direct sampler and AWRS both draw from it.
+
+    Args:
+        potential: the potential (a product or a single factor).
+        autobatch: wrap each factor so concurrent particles' calls batch.
+    """
+
+    def __init__(self, potential: Potential, autobatch: bool) -> None:
+        self.potential = potential.to_autobatched() if autobatch else potential
+        factors = potential.factors()
+        self.parts = (
+            [f.to_autobatched() if autobatch else f for f in factors] if len(factors) > 1 else None
+        )
+
+    async def __call__(self, context: list[Any]) -> tuple[list[np.ndarray], np.ndarray]:
+        """`(rows, total)`: each factor's `logw_next` row after `context` and their checked sum."""
+        if self.parts is None:
+            rows = [np.asarray((await self.potential.logw_next(context)).weights, dtype=float)]
+        else:
+            parts = await asyncio.gather(*(p.logw_next(context) for p in self.parts))
+            rows = [np.asarray(r.weights, dtype=float) for r in parts]
+        total = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
+        check_log_weights(total, f"{self.potential.name}.logw_next")
+        return rows, total
 
 
 class TokenSampler:
@@ -152,13 +184,10 @@ class DirectTokenSampler(TokenSampler):
             )
         if proposal is not None:
             _check_proposal(potential, proposal)
-        super().__init__(potential.to_autobatched() if autobatch else potential, seed)
+        self._rows = FactorRows(potential, autobatch)
+        super().__init__(self._rows.potential, seed)
         self.potential = self.target  # genlm-control's name for the (wrapped) seat
         self.proposal = proposal.to_autobatched() if autobatch and proposal else proposal
-        factors = potential.factors()
-        self._parts = (
-            [f.to_autobatched() if autobatch else f for f in factors] if len(factors) > 1 else None
-        )
 
     async def sample(
         self, context: Sequence[Any], draw: Draw | None = None
@@ -187,14 +216,10 @@ class DirectTokenSampler(TokenSampler):
             rows = [np.asarray(target.weights, dtype=float)]
             drawn_from = np.asarray(proposal.weights, dtype=float)
             check_log_weights(drawn_from, f"{self.proposal.name}.logw_next")
-        elif self._parts is None:
-            rows = [np.asarray((await self.target.logw_next(context)).weights, dtype=float)]
+            weights = rows[0]
+            check_log_weights(weights, f"{self.target.name}.logw_next")
         else:
-            parts = await asyncio.gather(*(p.logw_next(context) for p in self._parts))
-            rows = [np.asarray(r.weights, dtype=float) for r in parts]
-        weights = rows[0] if len(rows) == 1 else np.sum(rows, axis=0)
-        check_log_weights(weights, f"{self.target.name}.logw_next")
-        if self.proposal is None:
+            rows, weights = await self._rows(context)
             drawn_from = weights
         top = float(np.max(drawn_from))
         if top == -math.inf:
