@@ -7,7 +7,10 @@ genlm-eval's API (`Instance`, `Dataset`, `Evaluator`, `EvaluationResult`,
 (one SQLite file: resume after a crash, several writers, `to_pandas()`);
 `Method` configs (base, lcd, sample_rerank, smc, awrs_smc) turn a `Domain`
 (dataset + checker + constraint) into model adaptors; `summarize` gives
-weighted accuracy with bootstrap CIs per method and domain.
+weighted accuracy with bootstrap CIs per model, method and domain;
+`compare` tests two methods or models paired by instance. A stored run is
+reused only when its model, method, instance (as the domain builds it),
+evaluator, replicate and seed are all the same (`genlm_lab.eval.identity`).
 
 Names load on first use (PEP 562), so `genlm-lab` starts without importing
 torch for commands that do not need it.
@@ -19,6 +22,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and the API docs
+    from genlm_lab.eval.compare import Comparison, compare, pairwise
     from genlm_lab.eval.core import (
         Dataset,
         EvaluationResult,
@@ -30,11 +34,13 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     )
     from genlm_lab.eval.domain import Domain
     from genlm_lab.eval.domains import DOMAINS, load_domain
+    from genlm_lab.eval.identity import model_identity
     from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
-    from genlm_lab.eval.runner import parse_shard, run_evaluation, task_seed
+    from genlm_lab.eval.plot import plot_accuracy_cost
+    from genlm_lab.eval.runner import parse_shard, run_evaluation, run_keys, task_seed
     from genlm_lab.eval.stats import bootstrap_ci
     from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
-    from genlm_lab.eval.summary import summarize
+    from genlm_lab.eval.summary import summarize, summary_markdown, summary_table
     from genlm_lab.eval.view import ResultsView, report_html, results_data
 
 _HOME = {
@@ -45,6 +51,14 @@ _HOME = {
     "ModelAdaptor": "core",
     "ModelOutput": "core",
     "ModelResponse": "core",
+    "Comparison": "compare",
+    "compare": "compare",
+    "pairwise": "compare",
+    "model_identity": "identity",
+    "plot_accuracy_cost": "plot",
+    "run_keys": "runner",
+    "summary_markdown": "summary",
+    "summary_table": "summary",
     "Domain": "domain",
     "DOMAINS": "domains",
     "load_domain": "domains",
@@ -68,6 +82,7 @@ __all__ = [
     "DOMAINS",
     "KINDS",
     "TABLES",
+    "Comparison",
     "Dataset",
     "Domain",
     "EvaluationResult",
@@ -81,13 +96,20 @@ __all__ = [
     "ResultsStore",
     "ResultsView",
     "bootstrap_ci",
+    "compare",
     "config_hash",
     "load_domain",
+    "model_identity",
+    "pairwise",
     "parse_shard",
+    "plot_accuracy_cost",
     "report_html",
     "results_data",
     "run_evaluation",
+    "run_keys",
     "summarize",
+    "summary_markdown",
+    "summary_table",
     "task_seed",
 ]
 

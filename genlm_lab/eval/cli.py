@@ -1,10 +1,14 @@
-"""`genlm-lab eval run | report | merge`: run methods on a shipped domain, report, join shards.
+"""`genlm-lab eval run | report | merge | compare | migrate`: evaluate, report, join shards.
 
-`run` loads a model, builds each `--method` and evaluates it on the domain's
-first `--limit` instances (or shard `--shard i/n` of them) into `--db`, with a
-tqdm bar per method; an interrupted run resumes where it stopped when started
-again with the same arguments. `report` writes a self-contained HTML page of a
-store (no script, no network). `merge` copies shard stores into one.
+`run` loads each `--model` (repeatable: models are a dimension like methods),
+builds each `--method` and evaluates it on the domain's first `--limit`
+instances (or shard `--shard i/n` of them) into `--db`, with a tqdm bar per
+method; an interrupted run resumes where it stopped when started again with
+the same arguments (a run is reused only if its model, method, instance,
+evaluator and seed are the same). `report` writes a self-contained HTML page
+of a store (no script, no network). `merge` copies shard stores into one.
+`compare` tests two methods or models paired by instance. `migrate` brings a
+store of an older format up to date (a copy of the old file is kept).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 __all__ = ["add_eval_parser"]
 
@@ -35,7 +40,11 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--limit", type=int, help="the first N instances")
     run.add_argument("--db", required=True, help="the SQLite results file (created if missing)")
-    run.add_argument("--model", default="default", help="model name (default: SmolLM2-135M)")
+    run.add_argument(
+        "--model",
+        action="append",
+        help="model name or HF directory (repeat for several; default: 'default', SmolLM2-135M)",
+    )
     run.add_argument("--replicates", type=int, default=1)
     run.add_argument("--concurrency", type=int, default=8, help="instances in flight at once")
     run.add_argument("--shard", help="i/n: run only shard i of n (Slurm arrays, Ray tasks)")
@@ -53,11 +62,24 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("inputs", nargs="+", help="shard stores")
     merge.set_defaults(func=_cmd_merge)
 
+    comp = esub.add_parser("compare", help="compare two methods or models, paired by instance")
+    comp.add_argument("db")
+    comp.add_argument("a", help="a method or model name")
+    comp.add_argument("b", help="another method or model name")
+    comp.add_argument("--model", help="compare methods on this model only")
+    comp.add_argument("--method", help="compare models with this method only")
+    comp.add_argument("--domain", help="on this domain only")
+    comp.set_defaults(func=_cmd_compare)
+
+    mig = esub.add_parser("migrate", help="bring a store of an older format up to date")
+    mig.add_argument("db")
+    mig.set_defaults(func=_cmd_migrate)
+
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from genlm_lab.eval.domains import load_domain
     from genlm_lab.eval.methods import Method
-    from genlm_lab.eval.runner import parse_shard, run_evaluation
+    from genlm_lab.eval.runner import parse_shard
 
     defaults = {"seed": args.seed}
     if args.max_tokens is not None:
@@ -69,47 +91,79 @@ def _cmd_run(args: argparse.Namespace) -> int:
     domain = load_domain(args.domain)
     from genlm_lab.backend import load_model_by_name
 
-    llm = load_model_by_name(args.model)
     # A constraint nothing can satisfy ends a run with log_ml = -inf: the store says so per run.
     warnings.filterwarnings("ignore", message="every particle has weight zero")
-    for method in methods:
-        results = asyncio.run(
-            run_evaluation(
-                domain.dataset,
-                method.adaptor(domain, llm),
-                domain.evaluator,
-                max_instances=args.limit or float("inf"),
-                n_replicates=args.replicates,
-                max_concurrency=args.concurrency,
-                store=args.db,
-                domain=domain.name,
-                seed=args.seed,
-                shard=args.shard,
-                progress=True,
-            )
-        )
-        lo, hi = results["ci"]
-        print(
-            f"{method.label} on {domain.name}: weighted accuracy "
-            f"{results['average_weighted_accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}), "
-            f"{results['n_instances']} instances, {results['n_errors']} errors -> {args.db}"
-        )
+    for model_name in args.model or ["default"]:
+        llm = load_model_by_name(model_name)
+        for method in methods:
+            _run_one(args, domain, method, llm, model_name)
     return 0
 
 
+def _run_one(args: argparse.Namespace, domain: Any, method: Any, llm: Any, model_name: str) -> None:
+    """Evaluate one method with one model into the store and print its line."""
+    from genlm_lab.eval.runner import run_evaluation
+
+    results = asyncio.run(
+        run_evaluation(
+            domain.dataset,
+            method.adaptor(domain, llm, model_name=model_name),
+            domain.evaluator,
+            max_instances=args.limit or float("inf"),
+            n_replicates=args.replicates,
+            max_concurrency=args.concurrency,
+            store=args.db,
+            domain=domain.name,
+            seed=args.seed,
+            shard=args.shard,
+            progress=True,
+        )
+    )
+    lo, hi = results["ci"]
+    print(
+        f"{method.label} on {domain.name} with {model_name}: weighted accuracy "
+        f"{results['average_weighted_accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}), "
+        f"{results['n_instances']} instances, {results['n_errors']} errors -> {args.db}"
+    )
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
-    from genlm_lab.eval.store import ResultsStore
     from genlm_lab.eval.view import report_html
 
     db = Path(args.db)
-    if not db.is_file():
-        raise ValueError(f"no results store at {db}")
     out = Path(args.output) if args.output else db.with_suffix(".html")
     if out.resolve() == db.resolve():
         raise ValueError(f"the output {out} is the store itself: pass another path with -o")
-    with ResultsStore(db) as store:
+    with _existing_store(args.db) as store:
         out.write_text(report_html(store), encoding="utf-8")
     print(f"wrote {out}")
+    return 0
+
+
+def _existing_store(path: str, migrate: bool = True):
+    from genlm_lab.eval.store import ResultsStore
+
+    if not Path(path).is_file():
+        raise ValueError(f"no results store at {path}")
+    return ResultsStore(path, migrate=migrate)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from genlm_lab.eval.compare import compare
+
+    common = {k: getattr(args, k) for k in ("model", "method", "domain") if getattr(args, k)}
+    with _existing_store(args.db) as store:
+        print(compare(store, args.a, args.b, **common).summary())
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _existing_store(args.db) as store:
+            n = len(store.runs_frame())
+    said = [str(w.message) for w in caught if "migrated" in str(w.message)]
+    print(said[0] if said else f"{args.db}: already up to date ({n} runs)")
     return 0
 
 

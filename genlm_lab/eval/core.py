@@ -85,7 +85,14 @@ class EvaluationResult(BaseModel):
 
 
 class Evaluator(Generic[T], ABC):
-    """Scores responses to a dataset's instances."""
+    """Scores responses to a dataset's instances.
+
+    Attributes:
+        version: part of every stored run's identity: bump it when the checker
+            changes, so that stored runs are scored afresh instead of reused.
+    """
+
+    version: str = "1"
 
     @abstractmethod
     def evaluate_sample(self, instance: T, response: Any) -> EvaluationResult:

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from genlm_lab.eval.core import Dataset, Evaluator, Instance
+from genlm_lab.eval.identity import describe_potential
 
 __all__ = ["Domain"]
 
@@ -50,6 +51,30 @@ class Domain(ABC):
     def response(self, text: str) -> Any:
         """The response the evaluator scores, from the generated text (default: the text itself)."""
         return text
+
+    def identity(self, instance: Instance) -> dict[str, Any]:
+        """What decides this instance's runs, as the domain builds them (part of a run's key).
+
+        The instance's data, the prompt, the EOS strings, and the constraint and
+        critic as built (class, kind, source): edit a prompt or a constraint and
+        the stored runs of the instance are no longer reused. A domain whose
+        constraint depends on more than this (a file it reads, say) overrides it.
+        """
+        out: dict[str, Any] = {
+            "domain": f"{type(self).__module__}.{type(self).__qualname__}",
+            "instance": instance.model_dump(mode="json"),
+            "eos": [e.hex() for e in self.eos],
+        }
+        for part, build in (
+            ("prompt", self.prompt),
+            ("constraint", lambda i: describe_potential(self.constraint(i))),
+            ("critic", lambda i: describe_potential(self.critic(i))),
+        ):
+            try:
+                out[part] = build(instance)
+            except Exception as exc:  # the run itself will fail and say so
+                out[part] = f"error: {type(exc).__name__}: {exc}"
+        return out
 
     def __len__(self) -> int:
         return len(list(iter(self.dataset)))

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from genlm_lab.control import AWRS, SMC, PromptedLLM, direct_token_sampler
 from genlm_lab.eval.core import Instance, ModelOutput, ModelResponse
 from genlm_lab.eval.domain import Domain
+from genlm_lab.eval.identity import model_identity
 from genlm_lab.smc import get_rng
 
 __all__ = ["KINDS", "Method", "MethodAdaptor"]
@@ -85,9 +86,15 @@ class Method(BaseModel):
         """The name shown in tables."""
         return self.name or self.kind
 
-    def adaptor(self, domain: Domain, llm: Any) -> MethodAdaptor:
-        """The genlm-eval model adaptor that runs this method on `domain`'s instances with `llm`."""
-        return MethodAdaptor(self, domain, llm)
+    def adaptor(self, domain: Domain, llm: Any, model_name: str | None = None) -> MethodAdaptor:
+        """The genlm-eval model adaptor that runs this method on `domain`'s instances with `llm`.
+
+        Args:
+            domain: the task.
+            llm: a `PromptedLLM` or an `AsyncLM`.
+            model_name: the model's name in the store and views (default: read from the model).
+        """
+        return MethodAdaptor(self, domain, llm, model_name=model_name)
 
 
 class _CountingLM:
@@ -116,18 +123,32 @@ class MethodAdaptor:
         method: the config.
         domain: gives prompt, EOS, constraint and critic per instance.
         llm: a `PromptedLLM` (its temperature is kept) or an `AsyncLM`.
+        model_name: the model's name in the store (default: read from the model).
     """
 
-    def __init__(self, method: Method, domain: Domain, llm: Any) -> None:
+    def __init__(
+        self, method: Method, domain: Domain, llm: Any, model_name: str | None = None
+    ) -> None:
         self.method = method
         self.domain = domain
         self.lm = llm.model if isinstance(llm, PromptedLLM) else llm
         self.temperature = llm.temperature if isinstance(llm, PromptedLLM) else 1.0
+        self.model_name = model_name
 
     @property
     def config(self) -> Method:
-        """What the runner stores as this adaptor's identity."""
+        """What the runner stores as this adaptor's method config."""
         return self.method
+
+    def model_identity(self) -> dict[str, Any]:
+        """The model's part of a run's key (`genlm_lab.eval.identity.model_identity`)."""
+        identity = model_identity(self.lm, name=self.model_name)
+        identity["temperature"] = self.temperature
+        return identity
+
+    def instance_identity(self, instance: Instance) -> dict[str, Any]:
+        """The instance's part of a run's key: prompt, EOS, constraint and critic as built."""
+        return self.domain.identity(instance)
 
     def _sampler_and_critic(self, llm: PromptedLLM, instance: Instance) -> tuple[Any, Any]:
         kind = self.method.kind
@@ -152,7 +173,7 @@ class MethodAdaptor:
         llm = PromptedLLM(
             counting,
             prompt=self.domain.prompt(instance),
-            eos_tokens=list(self.domain.eos),
+            eos_byte_strings=list(self.domain.eos),
             temperature=self.temperature,
         )
         sampler, critic = self._sampler_and_critic(llm, instance)

@@ -12,9 +12,15 @@ on what they were batched with (exactly so for `ToyLM`; float32 batched
 matmuls may differ in the last bits).
 
 A task that raises (in the model or in the evaluator) is stored with status
-"error" and its message; the other tasks go on. With a store, a pair already
-stored is not run again (resume after a crash), unless `overwrite_outputs`;
-`overwrite_results` re-scores stored outputs with the given evaluator.
+"error" and its message; the other tasks go on; any other run keeps the
+status its method gave (an SMC run whose particles all died is "all_dead").
+With a store, a run whose key is already stored is not run again (resume
+after a crash), unless `overwrite_outputs`; `overwrite_results` re-scores
+stored outputs with the given evaluator. The key holds everything that
+decides a run's output (see `genlm_lab.eval.store`): another model, an edited
+prompt or constraint, another evaluator version make new runs. A model that
+cannot be identified (a plain async function as adaptor) is run again each
+time unless `reuse_unidentified=True` or `model_id=` names it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import os
 import socket
 import time
 import traceback
+import warnings
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -34,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.eval.core import Dataset, Evaluator, ModelOutput
+from genlm_lab.eval.identity import UNKNOWN_MODEL, evaluator_identity, identity_hash, provenance
 from genlm_lab.eval.stats import bootstrap_ci
-from genlm_lab.eval.store import ResultsStore
+from genlm_lab.eval.store import ResultsStore, config_hash
 from genlm_lab.smc import using_rng
 from genlm_lab.util import progress_bar
 
-__all__ = ["parse_shard", "run_evaluation", "task_seed"]
+__all__ = ["parse_shard", "run_evaluation", "run_keys", "task_seed"]
 
 
 def task_seed(seed: int, domain: str, instance_id: Any, replicate: int) -> int:
@@ -97,6 +105,56 @@ def _method_identity(model: Any, method: Any) -> tuple[str, dict]:
         return str(config.get("name") or config.get("kind") or type(method).__name__), config
     config = dict(method)
     return str(config.get("name", "method")), config
+
+
+def _model_identity(model: Any, model_id: Any, model_name: str | None) -> dict[str, Any]:
+    """The model's identity: `model_id` if given, else the adaptor's own, else "unknown"."""
+    if isinstance(model_id, str):
+        return {"identified": True, "name": model_name or model_id, "id": model_id}
+    if isinstance(model_id, dict):
+        return {"identified": True, **model_id, "name": model_name or model_id.get("name", "model")}
+    own = getattr(model, "model_identity", None)
+    if callable(own):
+        identity = dict(own())
+        if model_name:
+            identity["name"] = model_name
+        return identity
+    adaptor = getattr(model, "__qualname__", type(model).__qualname__)
+    return {
+        "identified": False,
+        "name": model_name or f"{UNKNOWN_MODEL} ({adaptor})",
+        "adaptor": adaptor,
+    }
+
+
+def _instance_identity(model: Any, instance: Any) -> dict[str, Any]:
+    own = getattr(model, "instance_identity", None)
+    if callable(own):
+        return own(instance)
+    return {"instance": instance.model_dump(mode="json")}
+
+
+def run_keys(
+    method_hash: str,
+    model_hash: str,
+    instance_hash: str,
+    evaluator: dict,
+    domain: str,
+    replicate: int,
+    seed: int,
+) -> tuple[str, str]:
+    """(run_key, output_key): a run's identity, and the same without the evaluator."""
+    output_key = identity_hash(
+        {
+            "method": method_hash,
+            "model": model_hash,
+            "instance": instance_hash,
+            "domain": domain,
+            "replicate": int(replicate),
+            "seed": int(seed),
+        }
+    )
+    return identity_hash({"output": output_key, "evaluator": evaluator}), output_key
 
 
 def _error_text(stage: str, exc: BaseException) -> str:
@@ -162,6 +220,9 @@ async def run_evaluation(
     shard: str | tuple[int, int] | None = None,
     on_result: Any = None,
     progress: bool | None = None,
+    model_name: str | None = None,
+    model_id: str | dict | None = None,
+    reuse_unidentified: bool = False,
 ) -> dict[str, Any]:
     """Run `model` on every instance (and replicate) of `dataset` and score it with `evaluator`.
 
@@ -186,6 +247,12 @@ async def run_evaluation(
         shard: "i/n": only instances at positions i, i+n, i+2n, ... (after max_instances).
         on_result: called with each finished run's row (a dict), e.g. `ResultsView.add`.
         progress: a tqdm bar (None: in notebooks only).
+        model_name: the model's name in the store (default: the adaptor's, e.g. the
+            model directory's name).
+        model_id: the model's identity where the adaptor cannot tell it (a plain
+            async function): a name or a dict that changes whenever the model does.
+        reuse_unidentified: reuse stored runs of a model that could not be
+            identified (otherwise they are run again and replaced).
 
     Returns:
         genlm-eval's dict (average_weighted_accuracy, n_instances, all_instance_results,
@@ -211,25 +278,47 @@ async def run_evaluation(
     domain = domain or type(dataset).__name__
     store_, owned = _open_store(store, None if output_dir is None else str(output_dir))
     name, config = _method_identity(model, method)
+    model_ident = _model_identity(model, model_id, model_name)
+    identified = bool(model_ident.get("identified"))
+    evaluator_ident = evaluator_identity(evaluator)
     out_dir = None if output_dir is None else str(output_dir)
     worker = f"{socket.gethostname()}:{os.getpid()}"
+    prov = json.dumps({**provenance(), "model": model_ident}, default=str)
+    if store_ and not identified and not reuse_unidentified:
+        warnings.warn(
+            f"the model of {name!r} cannot be identified ({model_ident['name']}): its stored "
+            "runs are not reused; pass model_id=... to name it, or reuse_unidentified=True",
+            stacklevel=2,
+        )
     try:
-        method_hash = store_.put_method(name, config) if store_ else None
+        method_hash = store_.put_method(name, config) if store_ else config_hash(config)
+        model_hash = store_.put_model(model_ident) if store_ else config_hash(model_ident)
+        identities = [_instance_identity(model, i) for i in instances]
         if store_:
-            store_.put_instances(domain, instances)
+            instance_hashes = store_.put_instances(domain, instances, identities)
+        else:
+            instance_hashes = [config_hash(i) for i in identities]
         semaphore = asyncio.Semaphore(max_concurrency)
         bar = progress_bar(
             len(instances) * n_replicates, desc=f"{name} on {domain}", enabled=progress
         )
         stats = {"done": 0, "acc": 0.0}
+        reusable = identified or reuse_unidentified
 
         async def one(
-            instance: Any, replicate: int
+            instance: Any, instance_hash: str, replicate: int
         ) -> tuple[dict | None, ModelOutput | None, dict]:
             iid = str(instance.instance_id)
             s = task_seed(seed, domain, iid, replicate)
-            stored = store_.get_run(domain, iid, method_hash, replicate) if store_ else None
-            if stored is not None and not overwrite_outputs:
+            run_key, output_key = run_keys(
+                method_hash, model_hash, instance_hash, evaluator_ident, domain, replicate, seed
+            )
+            stored = store_.get_run(run_key) if store_ else None
+            if overwrite_results and stored is None and reusable and store_:
+                stored = store_.get_output(output_key)  # scored by another evaluator: re-score
+                if stored is not None:
+                    stored = _copy_run(store_, stored, run_key, evaluator_ident, worker)
+            if stored is not None and reusable and not overwrite_outputs:
                 row, output, result = _reuse(store_, evaluator, instance, stored, overwrite_results)
             else:
                 async with semaphore:
@@ -237,24 +326,42 @@ async def run_evaluation(
                         model, evaluator, instance, replicate, s, out_dir
                     )
                 row.update(
-                    domain=domain, instance_id=iid, method_hash=method_hash, replicate=replicate
+                    run_key=run_key,
+                    output_key=output_key,
+                    domain=domain,
+                    instance_id=iid,
+                    method_hash=method_hash,
+                    model_hash=model_hash,
+                    instance_hash=instance_hash,
+                    evaluator=evaluator_ident,
+                    replicate=replicate,
+                    worker=worker,
+                    provenance=prov,
                 )
-                row["worker"] = worker
                 if store_:
                     responses = _response_rows(output, result)
-                    row["run_id"] = store_.write_run(row, responses, replace=overwrite_outputs)
-            row.update(method=name, domain=domain, instance_id=iid, replicate=replicate)
+                    replace = overwrite_outputs or stored is not None
+                    row["run_id"] = store_.write_run(row, responses, replace=replace)
+            row.update(
+                method=name,
+                model=model_ident["name"],
+                domain=domain,
+                instance_id=iid,
+                replicate=replicate,
+            )
             bar.update(1)
             if row.get("weighted_accuracy") is not None:
                 stats["done"] += 1
                 stats["acc"] += row["weighted_accuracy"]
                 bar.set_postfix(acc=f"{stats['acc'] / stats['done']:.3f}", refresh=False)
             if on_result is not None:
-                on_result({k: v for k, v in row.items() if k not in ("output", "record")})
+                hidden = ("output", "record", "provenance", "evaluator")
+                on_result({k: v for k, v in row.items() if k not in hidden})
             return result, output, row
 
         tasks = [
-            [asyncio.ensure_future(one(inst, r)) for r in range(n_replicates)] for inst in instances
+            [asyncio.ensure_future(one(inst, h, r)) for r in range(n_replicates)]
+            for inst, h in zip(instances, instance_hashes, strict=True)
         ]
         try:
             per_instance = [await asyncio.gather(*ts) for ts in tasks]
@@ -267,6 +374,16 @@ async def run_evaluation(
     finally:
         if owned:
             store_.close()
+
+
+def _copy_run(
+    store: ResultsStore, source: dict, run_key: str, evaluator: dict, worker: str
+) -> dict:
+    """A stored output copied under a new evaluator's key (scored next); the source run stays."""
+    row = {k: v for k, v in source.items() if k != "run_id"}
+    row.update(run_key=run_key, evaluator=evaluator, worker=worker, finished_at=None)
+    store.write_run(row, store.responses(source["run_id"]))
+    return store.get_run(run_key)
 
 
 async def _run_one(
@@ -296,7 +413,8 @@ async def _run_one(
     row["output"] = output.model_dump_json()
     result, error = _score(evaluator, instance, output)
     if error is None:
-        row.update(status="ok", weighted_accuracy=float(result["weighted_accuracy"]))
+        status = str(meta.get("status") or "finished")
+        row.update(status=status, weighted_accuracy=float(result["weighted_accuracy"]))
     else:
         row.update(status="error", error=error)
     return output, result, row
@@ -313,10 +431,10 @@ def _reuse(
     if rescore:
         result, error = _score(evaluator, instance, output)
         acc = None if error else float(result["weighted_accuracy"])
-        store.rescore(
-            stored["run_id"], acc, _response_rows(output, result), "error" if error else "ok", error
-        )
-        row.update(weighted_accuracy=acc, status="error" if error else "ok", error=error)
+        own = str((output.metadata or {}).get("status") or "finished")
+        status = "error" if error else own
+        store.rescore(stored["run_id"], acc, _response_rows(output, result), status, error)
+        row.update(weighted_accuracy=acc, status=status, error=error)
         return row, output, result
     responses = store.responses(stored["run_id"])
     result = {
@@ -326,7 +444,7 @@ def _reuse(
             {"score": r["score"], "desc": r["desc"], "metadata": r["metadata"]} for r in responses
         ],
     }
-    return row, output, (result if stored["status"] == "ok" else None)
+    return row, output, (result if stored["status"] != "error" else None)
 
 
 def _summarise(instances: list, per_instance: list, verbosity: int) -> dict[str, Any]:

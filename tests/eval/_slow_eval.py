@@ -28,6 +28,7 @@ def main() -> None:
             EndsWithB(),
             store=db,
             method=name,
+            model_id="slow toy",
             domain="toy",
             max_concurrency=2,
             shard=shard,

@@ -26,14 +26,14 @@ def test_run_report_merge(tmp_path, capsys):
     assert main([*common, "--db", str(a), "--shard", "0/2"]) == 0
     assert main([*common, "--db", str(b), "--shard", "1/2"]) == 0
     out = capsys.readouterr().out
-    assert "smc on json_schema: weighted accuracy" in out
+    assert "smc on json_schema with tiny-random: weighted accuracy" in out
     merged = tmp_path / "all.sqlite"
     assert main(["eval", "merge", str(merged), str(a), str(b)]) == 0
     with ResultsStore(merged) as store:
         runs = store.runs_frame()
     assert len(runs) == 8 and sorted(runs["method"].unique()) == ["base", "smc"]
     assert runs.groupby("method")["instance_id"].nunique().tolist() == [4, 4]
-    assert set(runs["status"]) == {"ok"}
+    assert "error" not in set(runs["status"])  # each run keeps its own status (finished, all_dead)
     report = tmp_path / "r.html"
     assert main(["eval", "report", str(merged), "-o", str(report)]) == 0
     assert "Evaluation report" in report.read_text()

@@ -84,7 +84,7 @@ async def test_a_broken_instance_and_a_broken_checker_fail_alone(tmp_path):
     assert runs.loc["1", "status"] == "error"
     assert "model: ValueError: no answer for this one" in runs.loc["1", "error"]
     assert "evaluator: RuntimeError: checker exploded" in runs.loc["3", "error"]
-    assert (runs.loc[["0", "2"], "status"] == "ok").all()
+    assert (runs.loc[["0", "2"], "status"] == "finished").all()
 
 
 async def test_stored_runs_are_reused_and_rescored(tmp_path):
@@ -101,9 +101,10 @@ async def test_stored_runs_are_reused_and_rescored(tmp_path):
 
     db = tmp_path / "r.sqlite"
     dataset = ToyDataset(["x", "y", "z"])
-    first = await run_evaluation(dataset, model, EndsWithB(), store=db, method="m", max_instances=2)
+    named = {"store": db, "method": "m", "model_id": "fixed answers v1"}
+    first = await run_evaluation(dataset, model, EndsWithB(), max_instances=2, **named)
     assert len(calls) == 2 and first["average_weighted_accuracy"] == 0.5
-    again = await run_evaluation(dataset, model, EndsWithB(), store=db, method="m")
+    again = await run_evaluation(dataset, model, EndsWithB(), **named)
     assert len(calls) == 3  # only the new instance ran
     assert again["all_instance_results"][0] == first["all_instance_results"][0]
 
@@ -112,25 +113,20 @@ async def test_stored_runs_are_reused_and_rescored(tmp_path):
             ok = response.endswith("a")
             return EvaluationResult(score=int(ok), desc="a")
 
-    rescored = await run_evaluation(
-        dataset, model, EndsWithA(), store=db, method="m", overwrite_results=True
-    )
+    # Another evaluator is part of a run's identity: its outputs are re-scored, as new runs.
+    rescored = await run_evaluation(dataset, model, EndsWithA(), overwrite_results=True, **named)
     assert len(calls) == 3 and rescored["average_weighted_accuracy"] == 0.5
     with ResultsStore(db) as store:
-        scores = store.to_pandas("responses").groupby("run_id")["score"].apply(list).tolist()
-    assert scores == [[0.0, 1.0]] * 3
+        runs = store.to_pandas("runs")
+        scores = store.to_pandas("responses").groupby("run_id")["score"].apply(list)
+    assert len(runs) == 6  # the runs scored by EndsWithB stay
+    assert scores.tolist() == [[1.0, 0.0]] * 3 + [[0.0, 1.0]] * 3
     await run_evaluation(
-        dataset,
-        model,
-        EndsWithB(),
-        store=db,
-        method="m",
-        overwrite_results=True,
-        overwrite_outputs=True,
+        dataset, model, EndsWithB(), overwrite_results=True, overwrite_outputs=True, **named
     )
     assert len(calls) == 6
     with ResultsStore(db) as store:
-        assert len(store.to_pandas("runs")) == 3
+        assert len(store.to_pandas("runs")) == 6
 
 
 async def test_output_dir_holds_one_sqlite_file(tmp_path):

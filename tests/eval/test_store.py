@@ -45,6 +45,7 @@ def test_every_table_reads_as_a_dataframe(tmp_path):
         assert key == config_hash({"n": 1, "kind": "base"})  # key order does not matter
         store.write_run(
             {
+                "run_key": "k0",
                 "domain": "d",
                 "instance_id": "0",
                 "method_hash": key,
@@ -65,6 +66,7 @@ def test_a_second_write_of_the_same_run_is_dropped(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
         key = store.put_method("m", {"kind": "base"})
         run = {
+            "run_key": "k0",
             "domain": "d",
             "instance_id": "0",
             "method_hash": key,
@@ -133,7 +135,7 @@ def test_two_writers_share_one_file(tmp_path):
         ("writer_b", 30),
     ]
     assert not runs.duplicated(["method", "instance_id", "replicate"]).any()
-    assert (runs["status"] == "ok").all()
+    assert (runs["status"] == "finished").all()
 
 
 async def test_shards_merge_into_the_whole(tmp_path):

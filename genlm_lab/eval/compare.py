@@ -1,0 +1,279 @@
+"""`compare(store, a, b)`: two methods (or two models) on the instances both ran, paired.
+
+Two methods run on the same instances should be compared instance by
+instance: the instances' difficulty varies far more than the methods do, and
+pairing removes it. For each instance both sides ran (replicates averaged
+first) d = accuracy(a) - accuracy(b); `compare` reports
+
+- the mean of d with a paired-bootstrap interval (instances resampled, pairs
+  kept together, percentile interval);
+- an exact two-sided sign test of "a and b are equally often better"
+  (ties dropped); with 0/1 scores this is McNemar's exact test on the
+  discordant pairs;
+- the minimum detectable effect at this n: the mean difference a two-sided
+  paired z-test at level `alpha` detects with probability `power`,
+  (z_{1-alpha/2} + z_{power}) x sd(d) / sqrt(n): a non-significant result
+  says little about effects smaller than this.
+
+Several comparisons made at once inflate the chance of one false positive:
+`pairwise` compares many pairs and adds Holm-adjusted p-values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.eval.stats import bootstrap_ci
+
+__all__ = ["Comparison", "compare", "holm", "pairwise", "sign_test"]
+
+_DIMENSIONS = ("model", "method", "domain")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of `compare`: a minus b, paired by instance.
+
+    Attributes:
+        a, b: labels of the two sides ("method @ model").
+        n: instances both ran (the pairs).
+        mean_a, mean_b: mean weighted accuracy of each side on those instances.
+        diff: mean of a - b; ci_low, ci_high: its paired-bootstrap interval.
+        n_a_better, n_b_better, n_ties: instances where a scored higher, lower, the same.
+        p_value: exact two-sided sign test (McNemar's exact test for 0/1 scores).
+        test: which test p_value is from.
+        mde: the minimum detectable effect at this n (alpha, power below).
+        ci, alpha, power: the levels used.
+    """
+
+    a: str
+    b: str
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    n_a_better: int
+    n_b_better: int
+    n_ties: int
+    p_value: float
+    test: str
+    mde: float
+    ci: float = 0.95
+    alpha: float = 0.05
+    power: float = 0.8
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict (JSON-able)."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One sentence a reader can act on."""
+        if self.n == 0:
+            return f"{self.a} vs {self.b}: no instance ran by both"
+        verdict = (
+            f"significant at {self.alpha:g}"
+            if self.p_value < self.alpha
+            else f"not significant at {self.alpha:g}"
+        )
+        return (
+            f"{self.a} - {self.b}: {self.diff:+.3f} "
+            f"({self.ci:.0%} CI [{self.ci_low:+.3f}, {self.ci_high:+.3f}]) on {self.n} instances; "
+            f"a better on {self.n_a_better}, b on {self.n_b_better}, {self.n_ties} ties; "
+            f"{self.test} p = {self.p_value:.3g} ({verdict}); "
+            f"smallest effect detectable at this n: {self.mde:.3f}"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def sign_test(n_plus: int, n_minus: int) -> float:
+    """Exact two-sided sign test: P(a split at least this uneven | each side wins with 1/2).
+
+    With 0/1 scores and n_plus, n_minus the discordant pairs this is McNemar's exact test.
+
+    Raises:
+        ValueError: for negative counts.
+    """
+    if n_plus < 0 or n_minus < 0:
+        raise ValueError(f"counts must be >= 0, got {n_plus} and {n_minus}")
+    n = n_plus + n_minus
+    if n == 0:
+        return 1.0
+    k = min(n_plus, n_minus)
+    # log-space sum of the lower tail: exact for any n without overflowing
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
+        for i in range(k + 1)
+    ]
+    top = max(logs)
+    tail = math.exp(top) * sum(math.exp(v - top) for v in logs)
+    return min(1.0, 2 * tail)
+
+
+def minimum_detectable_effect(diffs: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float:
+    """(z_{1-alpha/2} + z_power) x sd(d) / sqrt(n): NaN below two pairs."""
+    n = len(diffs)
+    if n < 2:
+        return math.nan
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    return float(z * np.std(diffs, ddof=1) / math.sqrt(n))
+
+
+def _select(runs: Any, side: Any, common: dict) -> tuple[Any, str]:
+    """The runs one side names (a method or model name, or a dict of model/method/domain)."""
+    if isinstance(side, str):
+        hits = [d for d in ("method", "model") if (runs[d] == side).any()]
+        if not hits:
+            raise ValueError(
+                f"{side!r} is neither a method ({', '.join(sorted(runs['method'].unique()))}) "
+                f"nor a model ({', '.join(sorted(runs['model'].unique()))}) of this store"
+            )
+        if len(hits) == 2:
+            raise ValueError(f"{side!r} names both a method and a model: pass a dict")
+        side = {hits[0]: side}
+    where = {**common, **dict(side)}
+    unknown = set(where) - set(_DIMENSIONS)
+    if unknown:
+        raise ValueError(f"select runs by {', '.join(_DIMENSIONS)}; got {sorted(unknown)}")
+    mask = np.ones(len(runs), dtype=bool)
+    for key, value in where.items():
+        mask &= (runs[key] == value).to_numpy()
+    chosen = runs[mask]
+    for dim in ("model", "method"):
+        values = sorted(chosen[dim].unique())
+        if len(values) > 1:
+            raise ValueError(
+                f"{where} matches runs of {len(values)} {dim}s ({', '.join(values)}): "
+                f"say which, e.g. {{**{where!r}, {dim!r}: {values[0]!r}}}"
+            )
+    if chosen.empty:
+        raise ValueError(f"no runs match {where}")
+    label = f"{chosen['method'].iloc[0]} @ {chosen['model'].iloc[0]}"
+    return chosen, label
+
+
+def _per_instance(runs: Any) -> Any:
+    ok = runs[runs["status"] != "error"]
+    return ok.groupby(["domain", "instance_id"])["weighted_accuracy"].mean()
+
+
+def compare(
+    store: Any,
+    a: str | dict,
+    b: str | dict,
+    *,
+    ci: float = 0.95,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_bootstrap: int = 10000,
+    seed: int | None = 0,
+    **common: Any,
+) -> Comparison:
+    """Compare two methods or two models on the instances both ran, paired by instance.
+
+    Args:
+        store: a `ResultsStore`, or a runs DataFrame (`runs_frame()`).
+        a, b: a method or model name, or a dict with some of model, method, domain.
+        ci: coverage of the bootstrap interval.
+        alpha, power: levels of the minimum detectable effect.
+        n_bootstrap: bootstrap resamples.
+        seed: seeds the resampling.
+        **common: filters applied to both sides, e.g. `model="tiny-random"` or `domain="json_schema"`.
+
+    Returns:
+        A `Comparison` (a - b); `print` it for a one-line summary.
+
+    Raises:
+        ValueError: if a side matches no runs, or runs of several models or methods.
+    """
+    runs = store.runs_frame() if hasattr(store, "runs_frame") else store
+    if "model" not in runs:
+        runs = runs.assign(model="model unknown")
+    rows_a, label_a = _select(runs, a, common)
+    rows_b, label_b = _select(runs, b, common)
+    pa, pb = _per_instance(rows_a), _per_instance(rows_b)
+    both = pa.index.intersection(pb.index)
+    xa, xb = pa.loc[both].to_numpy(float), pb.loc[both].to_numpy(float)
+    d = xa - xb
+    n = len(d)
+    if n:
+        diff, lo, hi = bootstrap_ci(d, ci=ci, n_bootstrap=n_bootstrap, seed=seed)
+    else:
+        diff = lo = hi = math.nan
+    binary = bool(n) and set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
+    plus, minus = int((d > 0).sum()), int((d < 0).sum())
+    return Comparison(
+        a=label_a,
+        b=label_b,
+        n=n,
+        mean_a=float(xa.mean()) if n else math.nan,
+        mean_b=float(xb.mean()) if n else math.nan,
+        diff=float(diff),
+        ci_low=float(lo),
+        ci_high=float(hi),
+        n_a_better=plus,
+        n_b_better=minus,
+        n_ties=n - plus - minus,
+        p_value=sign_test(plus, minus),
+        test="McNemar exact" if binary else "sign test (exact)",
+        mde=minimum_detectable_effect(d, alpha, power),
+        ci=ci,
+        alpha=alpha,
+        power=power,
+    )
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm-adjusted p-values (step-down, family-wise error control), in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def pairwise(store: Any, n_bootstrap: int = 2000, **kwargs: Any) -> Any:
+    """Every pair of (model, method) rows on a domain that differ in the method or in the model.
+
+    Returns:
+        A DataFrame: domain, a, b, n, diff, ci_low, ci_high, p_value, p_holm
+        (Holm-adjusted over all the pairs in the table), mde, test.
+    """
+    import pandas as pd
+
+    runs = store.runs_frame() if hasattr(store, "runs_frame") else store
+    if "model" not in runs:
+        runs = runs.assign(model="model unknown")
+    rows = []
+    for domain, group in runs.groupby("domain", sort=True):
+        cells = sorted({(m, k) for m, k in zip(group["model"], group["method"], strict=True)})
+        for (ma, ka), (mb, kb) in combinations(cells, 2):
+            if ma != mb and ka != kb:
+                continue
+            c = compare(
+                group,
+                {"model": ma, "method": ka},
+                {"model": mb, "method": kb},
+                n_bootstrap=n_bootstrap,
+                **kwargs,
+            )
+            rows.append({"domain": domain, **c.to_dict()})
+    columns = ["domain", "a", "b", "n", "diff", "ci_low", "ci_high", "p_value", "mde", "test"]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=[*columns, "p_holm"])
+    frame = frame[columns]
+    frame.insert(8, "p_holm", holm(frame["p_value"].tolist()))
+    return frame
