@@ -21,7 +21,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["ENV_VAR", "NullBar", "progress_bar", "progress_enabled"]
+__all__ = ["ENV_VAR", "NullBar", "finish_early", "progress_bar", "progress_enabled"]
 
 #: Set to "0" to turn off the bars that would show by default (explicit True still shows).
 ENV_VAR = "GENLM_LAB_PROGRESS"
@@ -140,3 +140,14 @@ def progress_bar(
 
     kwargs.setdefault("dynamic_ncols", True)
     return tqdm(total=total, desc=desc, **kwargs)
+
+
+def finish_early(bar: Any, done: float) -> None:
+    """Show `bar` full at `done` units when the work ended before its total.
+
+    Setting `.total` alone changes tqdm's text but not a notebook widget's
+    fill (it reads "7/7 100%" a third full); `reset(total=...)` updates both.
+    """
+    bar.reset(total=done)
+    bar.update(done)
+    bar.refresh()  # update() may skip redrawing within tqdm's mininterval

@@ -91,3 +91,27 @@ def test_default_in_a_kernel_builds_a_tqdm_auto_bar(monkeypatch):
     bar = progress_bar(total=2, desc="kernel")
     bar.close()
     assert len(made) == 1 and made[0]["desc"] == "kernel" and made[0]["total"] == 2
+
+
+def test_a_notebook_bar_that_ends_early_is_drawn_full():
+    # the widget's fill reads its own `max`: setting `.total` alone left it a third full
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    from genlm_lab.util.progress import finish_early
+
+    bar = notebook_tqdm(total=21, display=False)
+    bar.update(7)
+    finish_early(bar, 7)
+    fill = bar.container.children[1]
+    assert (bar.n, bar.total) == (7, 7)
+    assert (fill.value, fill.max) == (7, 7)
+    bar.close()
+
+
+def test_finish_early_on_a_silent_bar():
+    from genlm_lab.util.progress import NullBar, finish_early
+
+    bar = NullBar(total=30)
+    bar.update(12)
+    finish_early(bar, 12)
+    assert (bar.n, bar.total) == (12, 12)
