@@ -203,6 +203,7 @@ def render_digraph(data: dict) -> Any:
     g.attr("edge", fontname="Helvetica", fontsize="9")
     by_id = {n["id"]: n for n in data["nodes"]}
     root_mass = by_id[data["root"]]["mass"]
+    masked = any(n.get("blocked") for n in data["nodes"])
     for n in data["nodes"]:
         lines = [_dot(n["label"])]
         if n["prob"] is not None:
@@ -221,6 +222,9 @@ def render_digraph(data: dict) -> Any:
             attrs["class"] = "genlm-blocked"
             attrs.update(style="filled,rounded,dashed")
             lines.append("blocked")
+        elif masked:  # under a mask, the live paths stand out: a bold green border
+            attrs.update(color="#15803d", penwidth="2.5")
+            attrs["class"] = "genlm-live"
         if n["kind"] == "eos":
             attrs.update(shape="octagon", color="#dc2626", penwidth="2")
         elif n["is_leaf"]:

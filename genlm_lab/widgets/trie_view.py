@@ -125,6 +125,7 @@ def _tree_html(nodes: list[dict]) -> str:
     kids: dict[Any, list[dict]] = {}
     for n in nodes:
         kids.setdefault(n["parent"], []).append(n)
+    masked = any(n.get("blocked") for n in nodes)  # under a mask, live paths stand out
 
     def item(n: dict) -> str:
         p = (
@@ -135,7 +136,11 @@ def _tree_html(nodes: list[dict]) -> str:
         more = f" <span class='genlm-note'>+{n['hidden']} more</span>" if n["hidden"] else ""
         edge = f"<code>{esc(n['edge'])}</code> → " if n["edge"] else ""
         sub = "".join(item(c) for c in kids.get(n["id"], []))
-        cls = " class='genlm-blocked'" if n.get("blocked") else ""
+        cls = (
+            " class='genlm-blocked'"
+            if n.get("blocked")
+            else (" class='genlm-live'" if masked else "")
+        )
         tag = " <span class='genlm-badge'>blocked</span>" if n.get("blocked") else ""
         return (
             f"<li{cls} data-prefix='{esc(n['prefix_hex'])}'>{p}{edge}<code>{esc(n['label'])}</code>"

@@ -11,6 +11,7 @@ from genlm_lab.control import BoolCFG, BoolFSA, JsonSchema, PromptedLLM
 from genlm_lab.widgets import MaskView, mask_data, mask_html
 from genlm_lab.widgets._awrs import awrs_trace
 from genlm_lab.widgets.mask_view import mask_data_of
+from genlm_lab.widgets.trie_view import trie_html
 
 VOCAB = [b"a", b"b", b"ab", b"<script>", b"\n", b"\xff", b"<eos>", b"abc", b"1", b"2", b"{", b"}"]
 
@@ -117,6 +118,13 @@ def test_trie_blocked_iff_every_token_below_is_blocked(llm):
     assert seen  # some subtree is greyed
     svg = data["trie"]["svg"]
     assert svg is None or svg.count("genlm&#45;blocked") == seen  # graphviz escapes "-"
+    # the live paths stand out: every node not blocked is marked live, in the SVG and the tree
+    live = len(data["trie"]["nodes"]) - seen
+    assert live > 0
+    assert svg is None or svg.count("genlm&#45;live") == live
+    tree = trie_html({**data["trie"], "svg": None})
+    assert tree.count("class='genlm-live'") == live
+    assert tree.count("class='genlm-blocked'") == seen
 
 
 def test_broken_grammar_blocks_everything(llm):
