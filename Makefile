@@ -17,7 +17,7 @@ wheelhouse:
 	@bash scripts/wheelhouse.sh "$(or $(WHEELHOUSE),wheelhouse)"
 
 lab: setup
-	$(VENV)/bin/genlm-lab lab
+	$(VENV)/bin/genlm-lab lab --tutorials
 
 # One BLAS/torch thread per process: pytest, the notebook kernels and chromium
 # share the machine's cores, and oversubscribed threads make small forwards crawl.

@@ -113,13 +113,22 @@ def _is_root() -> bool:
 
 
 def _cmd_lab(args: argparse.Namespace) -> int:
-    folder = Path(args.dir) if args.dir else notebooks_dir()
-    if folder is None:
-        print("genlm-lab lab: no notebooks folder found; pass one with --dir", file=sys.stderr)
-        return 2
+    # The folder it is started in, unless told otherwise: a participant's own work,
+    # never the repository's checked tutorials by surprise (`--tutorials` opens those).
+    if args.tutorials:
+        folder = notebooks_dir()
+        if folder is None:
+            print(
+                "genlm-lab lab: no bundled notebooks/ found; pass a folder with --dir",
+                file=sys.stderr,
+            )
+            return 2
+    else:
+        folder = Path(args.dir) if args.dir else Path.cwd()
     if not folder.is_dir():
         print(f"genlm-lab lab: --dir {str(folder)!r} is not a folder", file=sys.stderr)
         return 2
+    print(f"genlm-lab lab: serving {folder.resolve()}", flush=True)
     first = folder / "00_quickstart.ipynb"
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     if first.exists():
@@ -190,10 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     lab = sub.add_parser(
         "lab",
-        help="start JupyterLab on the bundled notebooks",
+        help="start JupyterLab in this folder (--tutorials: on the bundled notebooks)",
         epilog="Any other argument (e.g. --port 8890 --no-browser) is passed on to jupyter lab.",
     )
-    lab.add_argument("--dir", help="notebook folder (default: the bundled notebooks/)")
+    where = lab.add_mutually_exclusive_group()
+    where.add_argument("--dir", help="notebook folder (default: the current folder)")
+    where.add_argument(
+        "--tutorials", action="store_true", help="serve the bundled tutorials (notebooks/)"
+    )
     lab.set_defaults(func=_cmd_lab, extra=[])
 
     report = sub.add_parser("report", help="write a standalone HTML page of an SMC record")
