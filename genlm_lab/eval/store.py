@@ -175,6 +175,8 @@ class ResultsStore:
         self._conn.row_factory = sqlite3.Row
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            if not migrate and self._format() == 1:  # refused before anything is written
+                raise ValueError(self._refusal())
             self._conn.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: a committed transaction survives the process being
             # killed (only a power loss can drop the last ones).
@@ -211,13 +213,16 @@ class ResultsStore:
                 self._conn.execute(f"PRAGMA user_version = {FORMAT}")
                 return
         if not migrate:
-            raise ValueError(
-                f"{self.path} is a results store of format 1, whose runs do not record their "
-                "model: open it with ResultsStore(path, migrate=True) or run "
-                f"`genlm-lab eval migrate {self.path}` (the old file is kept as a .format1.bak "
-                "copy; its runs are shown under 'model unknown', none is lost)"
-            )
+            raise ValueError(self._refusal())
         self._migrate_from_1()
+
+    def _refusal(self) -> str:
+        return (
+            f"{self.path} is a results store of format 1, whose runs do not record their "
+            "model: open it with ResultsStore(path, migrate=True) or run "
+            f"`genlm-lab eval migrate {self.path}` (the old file is kept as a .format1.bak "
+            "copy; its runs are shown under 'model unknown', none is lost)"
+        )
 
     def _migrate_from_1(self) -> None:
         """Format 1 -> 2: runs gain keys and a model ("model unknown"); the old file is copied first."""

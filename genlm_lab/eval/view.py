@@ -1,14 +1,18 @@
-"""`ResultsView`: methods x domains with weighted accuracy and CIs, accuracy vs runtime, per-run rows.
+"""`ResultsView`: models x methods x domains with weighted accuracy and CIs, accuracy vs runtime, runs.
 
 One data dict (`results_data`) drawn two ways, as every view here: static
 HTML (`results_html`, what nbval and GitHub show; `report_html` makes it a
-standalone offline page with every stored run's particles inline) and live
-in the browser (`widgets/results.js`). The live view takes rows as runs
-finish (`view.add`, passed to `run_evaluation(on_result=...)`) and opens a
-run's stored `SMCRecord` in the particle view when its row is clicked (the
-click sets `selected_run`; the kernel reads the record from the store and
-pushes its particle table). The view reads the store and the runner's rows;
-nothing in inference knows it exists.
+standalone offline page with every stored run's particles) and live in the
+browser (`widgets/results.js`). The live view takes rows as runs finish
+(`view.add`, passed to `run_evaluation(on_result=...)`), opens a run's
+stored `SMCRecord` in the particle view when its row is clicked (the click
+sets `selected_run`; the kernel reads the record from the store and pushes
+the particle table, killed-by and factor columns included), and compares two
+summary rows when two are picked (`compare_rows`; `genlm_lab.eval.compare`).
+The accuracy-versus-runtime chart is one SVG built here (`scatter_svg`) for
+both renderings: one panel per domain, one colour per method, one marker per
+model, a legend instead of labels on the points. The view reads the store
+and the runner's rows; nothing in inference knows it exists.
 """
 
 from __future__ import annotations
@@ -19,25 +23,29 @@ from typing import Any
 
 import traitlets
 
-from genlm_lab.eval.store import ResultsStore
-from genlm_lab.eval.summary import summarize
+from genlm_lab.eval.compare import compare, pairwise
+from genlm_lab.eval.store import ResultsStore, instance_label
+from genlm_lab.eval.summary import FINISHED, summarize
 from genlm_lab.widgets.base import LiveView, asset, esm
-from genlm_lab.widgets.particle_view import (
-    ParticleView,
-    final_status,
-    particle_data,
-    particles_html,
-)
+from genlm_lab.widgets.particle_view import ParticleView
 from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
-from genlm_lab.widgets.smc_data import as_record, step_entries
 
-__all__ = ["ResultsView", "report_html", "results_data", "results_html", "scatter_svg"]
+__all__ = [
+    "ResultsView",
+    "comparison_html",
+    "report_html",
+    "results_data",
+    "results_html",
+    "scatter_svg",
+]
 
 _RUN_KEYS = (
     "run_id",
+    "model",
     "method",
     "domain",
     "instance_id",
+    "instance",
     "replicate",
     "status",
     "error",
@@ -48,6 +56,20 @@ _RUN_KEYS = (
 )
 #: Rows the per-run table shows (worst first, then the newest); the report shows all.
 MAX_ROWS = 200
+#: Method colours (colour-blind-safe Tableau 10) and model markers of the scatter.
+COLOURS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+MARKERS = ("circle", "square", "triangle", "diamond")
 
 
 def _clean(value: Any) -> Any:
@@ -62,99 +84,191 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
     """View data of runs (dicts, a runs DataFrame, or a `ResultsStore`).
 
     Returns:
-        {"kind": "results", "summary": one row per (method, domain), "runs": per-run rows
-        (worst accuracy first, errors on top), "n_runs", "methods", "domains"}.
+        {"kind": "results", "summary": one row per (model, method, domain), "runs":
+        per-run rows (errors, then unfinished runs, then worst accuracy first),
+        "n_runs", "models", "methods", "domains", "scatter_svg"}.
     """
     import pandas as pd
 
     if isinstance(runs, ResultsStore):
         runs = runs.runs_frame()
-    frame = runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(list(runs))
+    frame = runs.copy() if isinstance(runs, pd.DataFrame) else pd.DataFrame(list(runs))
     if frame.empty:
         return {
             "kind": "results",
             "summary": [],
             "runs": [],
             "n_runs": 0,
+            "models": [],
             "methods": [],
             "domains": [],
+            "scatter_svg": scatter_svg([]),
         }
     for key in _RUN_KEYS:
         if key not in frame:
             frame[key] = None
+    frame["model"] = frame["model"].fillna("model unknown")
+    frame["instance"] = frame["instance"].fillna("")
     frame["has_record"] = frame["has_record"].fillna(False).astype(bool)
     summary = summarize(frame, n_bootstrap=2000)
-    order = frame.assign(_err=frame["status"] != "ok").sort_values(
-        ["_err", "weighted_accuracy", "run_id"], ascending=[False, True, True], na_position="first"
+    rank = frame["status"].map(lambda s: 0 if s == "error" else (2 if s in FINISHED else 1))
+    order = frame.assign(_rank=rank).sort_values(
+        ["_rank", "weighted_accuracy", "run_id"], ascending=[True, True, True], na_position="first"
     )
     rows = [
         {k: _clean(v) for k, v in r.items() if k in _RUN_KEYS}
         for r in order.to_dict("records")[: max_rows or None]
     ]
+    summary_rows = [{k: _clean(v) for k, v in r.items()} for r in summary.to_dict("records")]
     return {
         "kind": "results",
-        "summary": [{k: _clean(v) for k, v in r.items()} for r in summary.to_dict("records")],
+        "summary": summary_rows,
         "runs": rows,
         "n_runs": len(frame),
+        "models": sorted(frame["model"].dropna().unique().tolist()),
         "methods": sorted(frame["method"].dropna().unique().tolist()),
         "domains": sorted(frame["domain"].dropna().unique().tolist()),
+        "scatter_svg": scatter_svg(summary_rows),
     }
 
 
-def scatter_svg(summary: Sequence[dict], width: int = 360, height: int = 200) -> str:
-    """Weighted accuracy (with its CI) against mean runtime per instance: one point per method x domain."""
-    pad_l, pad_b, pad_t, pad_r = 40, 28, 14, 90
-    xs = [r["runtime_mean"] for r in summary if r.get("runtime_mean")]
-    parts = [
-        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
-        "aria-label='accuracy vs runtime' class='genlm-chart genlm-scatter' "
-        "xmlns='http://www.w3.org/2000/svg'>",
-        f"<path class='genlm-axis' d='M{pad_l},{pad_t} V{height - pad_b} H{width - pad_r}'/>",
-        f"<text x='{pad_l}' y='{height - 4}' font-size='10'>mean runtime per instance (s)</text>",
-        f"<text x='2' y='{pad_t + 4}' font-size='10'>1</text>",
-        f"<text x='2' y='{height - pad_b}' font-size='10'>0</text>",
-    ]
-    if xs:
-        hi = max(xs) * 1.1 or 1.0
+def _ticks(hi: float, n: int = 4) -> list[float]:
+    """About n round tick values from 0 to hi (1, 2 or 5 times a power of ten apart)."""
+    if hi <= 0:
+        return [0.0]
+    raw = hi / n
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [i * step for i in range(int(hi / step + 1e-9) + 1)]
 
-        def px(x: float) -> float:
-            return pad_l + x / hi * (width - pad_l - pad_r)
 
-        def py(y: float) -> float:
-            return height - pad_b - y * (height - pad_b - pad_t)
-
-        parts.append(
-            f"<text x='{width - pad_r - 30}' y='{height - pad_b + 12}' font-size='9'>{esc(fmt(hi, 2))}</text>"
+def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
+    tip = f"<title>{esc(title)}</title>"
+    fill = f"style='fill:{colour};stroke:{colour}'"  # inline: wins over the theme's point colour
+    if shape == "square":
+        return f"<rect class='genlm-point' x='{x - 4:.1f}' y='{y - 4:.1f}' width='8' height='8' {fill}>{tip}</rect>"
+    if shape in ("triangle", "diamond"):
+        pts = (
+            [(x, y - 5), (x + 5, y + 4), (x - 5, y + 4)]
+            if shape == "triangle"
+            else [(x, y - 5), (x + 5, y), (x, y + 5), (x - 5, y)]
         )
-        for r in summary:
-            acc, x = r.get("weighted_accuracy"), r.get("runtime_mean")
-            if acc is None or x is None:
-                continue
-            cx, cy = px(x), py(acc)
-            label = f"{r['method']} / {r['domain']}"
+        d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+        return f"<polygon class='genlm-point' points='{d}' {fill}>{tip}</polygon>"
+    return f"<circle class='genlm-point' cx='{x:.1f}' cy='{y:.1f}' r='4.5' {fill}>{tip}</circle>"
+
+
+def scatter_svg(summary: Sequence[dict], panel: int = 230, height: int = 190) -> str:
+    """Weighted accuracy (95% CI) against mean runtime per instance: a panel per domain.
+
+    One colour per method and one marker per model, named in a legend under the
+    panels (no label on a point, so none overlaps); each point's tooltip names it
+    and gives its numbers. Ticks on both axes; every text lies inside the image.
+    """
+    rows = [
+        r
+        for r in summary
+        if r.get("weighted_accuracy") is not None and r.get("runtime_mean") is not None
+    ]
+    domains = sorted({r["domain"] for r in summary}) or ["(no runs)"]
+    methods = sorted({r["method"] for r in summary})
+    models = sorted({r.get("model") or "model unknown" for r in summary})
+    left, right, top, bottom, gap = 46, 12, 22, 36, 16
+    legend_rows = math.ceil(len(methods) / 4) + math.ceil(len(models) / 4)
+    width = left + len(domains) * (panel + gap) - gap + right
+    total = top + height + bottom + 16 * legend_rows + 6
+    parts = [
+        f"<svg width='{width}' height='{total}' viewBox='0 0 {width} {total}' role='img' "
+        "aria-label='weighted accuracy against mean runtime per instance' "
+        "class='genlm-chart genlm-scatter' xmlns='http://www.w3.org/2000/svg' font-size='10' "
+        "fill='currentColor'>"
+    ]
+    y_of = lambda v: top + height - v * height  # noqa: E731
+    parts.append(
+        f"<text x='11' y='{top + height / 2:.0f}' text-anchor='middle' "
+        f"transform='rotate(-90 11 {top + height / 2:.0f})'>weighted accuracy</text>"
+    )
+    for k, domain in enumerate(domains):
+        x0 = left + k * (panel + gap)
+        pts = [r for r in rows if r["domain"] == domain]
+        hi = max([r["runtime_mean"] for r in pts] or [1.0]) * 1.08 or 1.0
+        ticks = _ticks(hi)
+        hi = max(hi, ticks[-1])
+        x_of = lambda v, x0=x0, hi=hi: x0 + v / hi * panel  # noqa: E731
+        parts.append(
+            f"<text x='{x0 + panel / 2:.0f}' y='{top - 8}' text-anchor='middle' "
+            f"font-weight='bold'>{esc(domain)}</text>"
+            f"<path class='genlm-axis' d='M{x0},{top} V{top + height} H{x0 + panel}' fill='none'/>"
+        )
+        for v in (0, 0.25, 0.5, 0.75, 1.0):
+            y = y_of(v)
+            parts.append(
+                f"<path class='genlm-grid' d='M{x0},{y:.1f} H{x0 + panel}' opacity='0.15' stroke='currentColor'/>"
+            )
+            if k == 0:
+                parts.append(f"<text x='{x0 - 4}' y='{y + 3:.1f}' text-anchor='end'>{v:g}</text>")
+        for t in ticks:
+            x = x_of(t)
+            parts.append(
+                f"<path class='genlm-axis' d='M{x:.1f},{top + height} v4' fill='none'/>"
+                f"<text x='{x:.1f}' y='{top + height + 14}' text-anchor='middle'>{esc(fmt(t, 2))}</text>"
+            )
+        parts.append(
+            f"<text x='{x0 + panel / 2:.0f}' y='{top + height + 28}' text-anchor='middle'>"
+            "mean runtime per instance (s)</text>"
+        )
+        for r in pts:
+            colour = COLOURS[methods.index(r["method"]) % len(COLOURS)]
+            shape = MARKERS[models.index(r.get("model") or "model unknown") % len(MARKERS)]
+            x, y = x_of(r["runtime_mean"]), y_of(r["weighted_accuracy"])
             if r.get("ci_low") is not None:
                 parts.append(
-                    f"<path class='genlm-line' d='M{cx:.1f},{py(r['ci_low']):.1f} V{py(r['ci_high']):.1f}'/>"
+                    f"<path class='genlm-line' d='M{x:.1f},{y_of(r['ci_low']):.1f} "
+                    f"V{y_of(r['ci_high']):.1f}' style='stroke:{colour}' fill='none'/>"
                 )
-            parts.append(
-                f"<circle class='genlm-point' cx='{cx:.1f}' cy='{cy:.1f}' r='4'>"
-                f"<title>{esc(label)}: {esc(fmt(acc))} in {esc(fmt(x, 2))} s</title></circle>"
-                f"<text x='{cx + 6:.1f}' y='{cy + 3:.1f}' font-size='9'>{esc(label)}</text>"
+            title = (
+                f"{r['method']} / {r.get('model') or 'model unknown'} / {r['domain']}: "
+                f"accuracy {fmt(r['weighted_accuracy'])} [{fmt(r.get('ci_low'))}, "
+                f"{fmt(r.get('ci_high'))}] in {fmt(r['runtime_mean'], 2)} s"
             )
+            parts.append(_marker(shape, x, y, colour, title))
+    y = top + height + bottom + 8
+    entries = [("method", m, COLOURS[i % len(COLOURS)], "circle") for i, m in enumerate(methods)]
+    entries += [
+        ("model", m, "currentColor", MARKERS[i % len(MARKERS)]) for i, m in enumerate(models)
+    ]
+    col_w = (width - left) / 4
+    for kind in ("method", "model"):
+        items = [e for e in entries if e[0] == kind]
+        if items:
+            caption = "colour:" if kind == "method" else "marker:"
+            parts.append(f"<text x='2' y='{y + 1}' class='genlm-legend'>{caption}</text>")
+        for i, (_, name, colour, shape) in enumerate(items):
+            x = left + (i % 4) * col_w
+            yy = y + 16 * (i // 4)
+            label = name if len(name) <= 24 else name[:23] + "…"
+            parts.append(
+                _marker(shape, x + 5, yy - 3, colour, f"{kind} {name}")
+                + f"<text x='{x + 14:.0f}' y='{yy + 1}' class='genlm-legend'>{esc(label)}</text>"
+            )
+        y += 16 * math.ceil(len(items) / 4)
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _summary_rows(summary: Sequence[dict]) -> list[str]:
     out = []
-    for r in summary:
+    for i, r in enumerate(summary):
         acc = r.get("weighted_accuracy")
         ci = "" if r.get("ci_low") is None else f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
         out.append(
-            f"<tr><td>{esc(r['method'])}</td><td>{esc(r['domain'])}</td>"
+            f"<tr data-row='{i}'><td>{esc(r.get('model') or '')}</td><td>{esc(r['method'])}</td>"
+            f"<td>{esc(r['domain'])}</td>"
             f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{esc(fmt(acc))}</span></td>"
             f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
-            f"<td class='genlm-num'>{r['n_errors']}</td><td class='genlm-num'>{esc(fmt(r.get('runtime_mean'), 2))}</td>"
+            f"<td class='genlm-num'>{r['n_errors']}</td>"
+            f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
+            f"<td class='genlm-num'>{esc(fmt(r.get('runtime_mean'), 2))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests_mean'), 1))}</td></tr>"
         )
     return out
@@ -165,12 +279,14 @@ def _run_rows(runs: Sequence[dict], link: bool) -> list[str]:
     for r in runs:
         rid = r.get("run_id")
         name = esc(f"#{rid}" if rid is not None else "")
-        cell = f"<a href='#run-{rid}'>{name}</a>" if link and r.get("has_record") else name
+        cell = f"<a href='#run-{rid}'>{name}</a>" if link and rid is not None else name
         status = r.get("status") or ""
-        note = esc(r.get("error") or "") if status != "ok" else ""
+        note = esc(r.get("error") or "") if status == "error" else ""
         out.append(
-            f"<tr data-run-id='{esc(rid)}'><td>{cell}</td><td>{esc(r.get('method'))}</td>"
+            f"<tr data-run-id='{esc(rid)}' class='genlm-run-row genlm-status-{esc(status)}'>"
+            f"<td>{cell}</td><td>{esc(r.get('model'))}</td><td>{esc(r.get('method'))}</td>"
             f"<td>{esc(r.get('domain'))}</td><td>{esc(r.get('instance_id'))}</td>"
+            f"<td class='genlm-text'>{esc(r.get('instance') or '')}</td>"
             f"<td class='genlm-num'>{esc(r.get('replicate'))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('weighted_accuracy')))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('runtime_seconds'), 2))}</td>"
@@ -181,26 +297,63 @@ def _run_rows(runs: Sequence[dict], link: bool) -> list[str]:
 
 
 SUMMARY_HEADERS = [
+    "model",
     "method",
     "domain",
     "weighted accuracy",
     "95% CI",
     "instances",
     "errors",
+    "unfinished",
     "runtime (s)",
     "LM requests",
 ]
 RUN_HEADERS = [
     "run",
+    "model",
     "method",
     "domain",
     "instance",
+    "content",
     "rep",
     "weighted acc.",
     "runtime (s)",
     "LM requests",
     "status",
 ]
+
+
+def comparison_html(c: Any, n_made: int = 1) -> str:
+    """A `Comparison` as a small table, with a note on multiple comparisons when n_made > 1."""
+    rows = [
+        f"<tr><td>{esc(k)}</td><td class='genlm-num'>{esc(v)}</td></tr>"
+        for k, v in (
+            ("a", c.a),
+            ("b", c.b),
+            ("instances paired", c.n),
+            ("mean a, mean b", f"{fmt(c.mean_a)}, {fmt(c.mean_b)}"),
+            ("a - b", f"{c.diff:+.3f}" if c.n else "n/a"),
+            (
+                f"{c.ci:.0%} CI (paired bootstrap)",
+                f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]" if c.n else "n/a",
+            ),
+            ("a better / b better / ties", f"{c.n_a_better} / {c.n_b_better} / {c.n_ties}"),
+            (f"p ({c.test})", f"{c.p_value:.3g}"),
+            (f"min. detectable effect (alpha {c.alpha:g}, power {c.power:g})", fmt(c.mde)),
+        )
+    ]
+    note = ""
+    if n_made > 1:
+        note = (
+            f"<div class='genlm-note genlm-multiple'>{n_made} comparisons made here: with Holm or "
+            f"Bonferroni, call a difference significant only if p &lt; {c.alpha / n_made:.3g} "
+            f"({c.alpha:g} / {n_made}).</div>"
+        )
+    return (
+        "<div class='genlm-comparison'>"
+        + table(["", ""], rows)
+        + f"<div class='genlm-note'>{esc(c.summary())}</div>{note}</div>"
+    )
 
 
 def results_html(data: dict, link_runs: bool = False) -> str:
@@ -212,14 +365,16 @@ def results_html(data: dict, link_runs: bool = False) -> str:
         else ""
     )
     selected = data.get("selected")
+    comparison = data.get("comparison")
     body = (
         f"<div class='genlm-title'>Results: {data['n_runs']} runs</div>"
         + table(SUMMARY_HEADERS, _summary_rows(data["summary"]))
-        + scatter_svg(data["summary"])
+        + (f"<div class='genlm-title'>Comparison</div>{comparison['html']}" if comparison else "")
+        + data.get("scatter_svg", scatter_svg(data["summary"]))
         + table(RUN_HEADERS, _run_rows(data["runs"], link_runs))
         + more
         + (
-            f"<div class='genlm-title'>Run #{esc(selected['run_id'])}</div>{selected['html']}"
+            f"<div class='genlm-title'>{esc(selected['title'])}</div>{selected['html']}"
             if selected
             else ""
         )
@@ -227,46 +382,108 @@ def results_html(data: dict, link_runs: bool = False) -> str:
     return wrap(body, "results")
 
 
-def _record_html(record_json: str) -> str:
-    rec = as_record(record_json)
-    run_id, entries = step_entries(rec)
-    return particles_html(
-        particle_data(entries, run_id=run_id, done=True, status=final_status(rec))
+def run_title(run: dict) -> str:
+    """ "Run #5: awrs_smc with tiny-random on pattern_matching / 3 (a+b), replicate 0: all_dead"."""
+    content = instance_label(run.get("instance"))
+    return (
+        f"Run #{run['run_id']}: {run.get('method')} with {run.get('model') or 'model unknown'} "
+        f"on {run.get('domain')} / {run.get('instance_id')}"
+        + (f" ({content})" if content else "")
+        + f", replicate {run.get('replicate')}: {run.get('status')}"
     )
 
 
-def report_html(store: ResultsStore, title: str = "Evaluation report") -> str:
-    """A standalone page of a whole store: every table row, every stored run's particles inline.
+def run_html(store: ResultsStore, run_id: int) -> str:
+    """A stored run as the live `ParticleView` shows it (status, killed by, factors), or why not."""
+    run = store.run(run_id)
+    parts = []
+    if run.get("error"):
+        parts.append(f"<div class='genlm-error'>{esc(run['error'])}</div>")
+    record = store.record(run_id)
+    if record is None:
+        parts.append("<div class='genlm-note'>this run kept no SMC record</div>")
+    else:
+        view = ParticleView.from_record(record)
+        parts.append(ParticleView.to_html(view.view_data()))
+        view.close()
+    return "".join(parts)
 
-    Inline CSS and SVG only: no script, no external reference; opens offline in any browser.
+
+_REPORT_CSS = (
+    "body{margin:24px;font-family:system-ui,sans-serif}"
+    ".genlm-run{display:none;border-top:1px solid #8884;margin-top:16px}"
+    ".genlm-run:target{display:block}"
+    "@media (prefers-color-scheme: dark){body{background:#111;color:#ddd;"
+    "--jp-ui-font-color1:#ddd;--jp-ui-font-color2:#aaa;--jp-border-color2:#333;"
+    "--jp-layout-color0:#111}}"
+)
+
+
+def _figure_svg(store: ResultsStore) -> str:
+    """The accuracy-cost figure as inline SVG, its metadata and doctype stripped (offline, no links)."""
+    import io
+    import re
+
+    from genlm_lab.eval.plot import plot_accuracy_cost
+
+    buf = io.StringIO()
+    fig = plot_accuracy_cost(store)
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+
+
+def report_html(store: ResultsStore, title: str = "Evaluation report", figure: bool = True) -> str:
+    """A standalone page of a whole store: tables, comparisons, figure, every run a link away.
+
+    Each run's link opens that run (a CSS `:target` section: the particle view
+    with status, killed-by and factor columns). Inline CSS and SVG only: no
+    script, no external reference; opens offline in any browser.
     """
     data = results_data(store, max_rows=None)
-    records = []
-    for r in data["runs"]:
-        if not r.get("has_record"):
-            continue
-        rec = store._conn.execute(
-            "SELECT record FROM runs WHERE run_id = ?", (r["run_id"],)
-        ).fetchone()[0]
-        records.append(
-            f"<details id='run-{r['run_id']}'><summary>run #{r['run_id']}: {esc(r['method'])} on "
-            f"{esc(r['domain'])} / {esc(r['instance_id'])} (replicate {r['replicate']})</summary>"
-            f"{_record_html(rec)}</details>"
+    sections = [
+        f"<section class='genlm-run' id='run-{r['run_id']}'><h3>{esc(run_title(store.run(r['run_id'])))}</h3>"
+        f"{run_html(store, r['run_id'])}<p><a href='#runs'>back to the runs</a></p></section>"
+        for r in data["runs"]
+    ]
+    pairs = pairwise(store) if data["n_runs"] else None
+    comparisons = ""
+    if pairs is not None and len(pairs):
+        rows = [
+            f"<tr><td>{esc(p.domain)}</td><td>{esc(p.a)}</td><td>{esc(p.b)}</td>"
+            f"<td class='genlm-num'>{p.n}</td><td class='genlm-num'>{p.diff:+.3f}</td>"
+            f"<td class='genlm-num'>[{p.ci_low:+.3f}, {p.ci_high:+.3f}]</td>"
+            f"<td class='genlm-num'>{p.p_value:.3g}</td><td class='genlm-num'>{p.p_holm:.3g}</td>"
+            f"<td class='genlm-num'>{fmt(p.mde)}</td></tr>"
+            for p in pairs.itertuples()
+        ]
+        comparisons = (
+            "<h2>Paired comparisons</h2>"
+            f"<p>{len(pairs)} pairs compared at once (rows that differ in the method or in the "
+            "model, on one domain): read p (Holm), adjusted for the number of pairs. Differences "
+            "smaller than the minimum detectable effect are not ruled out by a large p.</p>"
+            + table(
+                ["domain", "a", "b", "n", "a - b", "95% CI", "p", "p (Holm)", "min. effect"], rows
+            )
         )
+    figure_html = (
+        f"<h2>Accuracy and cost</h2>{_figure_svg(store)}" if figure and data["n_runs"] else ""
+    )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{esc(title)}</title>"
-        "<style>body{margin:24px;font-family:system-ui,sans-serif}"
-        "@media (prefers-color-scheme: dark){body{background:#111;color:#ddd;"
-        "--jp-ui-font-color1:#ddd;--jp-ui-font-color2:#aaa;--jp-border-color2:#333;"
-        "--jp-layout-color0:#111}}</style></head><body>"
+        f"<title>{esc(title)}</title><style>{_REPORT_CSS}</style></head><body>"
         f"<h1>{esc(title)}</h1><p>{esc(store.path)}</p>"
-        f"{results_html(data, link_runs=True)}<h2>Runs</h2>{''.join(records)}</body></html>"
+        f"<div id='runs'>{results_html(data, link_runs=True)}</div>{comparisons}{figure_html}"
+        f"<h2>Runs</h2><p>Click a run number in the table to open it here.</p>{''.join(sections)}"
+        "</body></html>"
     )
 
 
 class ResultsView(LiveView):
-    """Live results table: pass `view.add` as `run_evaluation(on_result=...)`; click a row to open its run.
+    """Live results: pass `view.add` as `run_evaluation(on_result=...)`; click a run to open it.
+
+    Pick two summary rows (click them) to compare them paired by instance.
 
     Args:
         store: the `ResultsStore` (or its path) the runs are stored in; its
@@ -276,27 +493,35 @@ class ResultsView(LiveView):
     _esm = esm("results.js")
     _css = asset("genlm.css")
     selected_run = traitlets.Int(-1).tag(sync=True)
+    compare_rows = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
 
     def __init__(self, store: ResultsStore | str | None = None) -> None:
         super().__init__()
         self.store = ResultsStore(store) if isinstance(store, str) else store
         self._rows: list[dict] = []
         self._selected: dict | None = None
+        self._comparison: dict | None = None
+        self._n_compared = 0
         if self.store is not None:
             self._rows = self.store.runs_frame().to_dict("records")
         self._send_now(self._build())
         self.observe(self._on_select, names="selected_run")
+        self.observe(self._on_compare, names="compare_rows")
 
     def _build(self) -> dict:
         data = results_data(self._rows)
         if self._selected is not None:
             data["selected"] = self._selected
+        if self._comparison is not None:
+            data["comparison"] = self._comparison
         return data
 
     def add(self, row: dict) -> None:
         """Take one finished run (a row from `run_evaluation`'s `on_result`) and redraw (throttled)."""
         row = dict(row)
         row.setdefault("has_record", self.store is not None and row.get("run_id") is not None)
+        if "instance" not in row and self.store is not None and row.get("run_id") is not None:
+            row["instance"] = instance_label(self.store.run(row["run_id"]).get("instance"))
         self._rows.append(row)
         self.push(self._build)
 
@@ -307,20 +532,43 @@ class ResultsView(LiveView):
         self.push(self._build, final=True)
 
     def open_run(self, run_id: int) -> ParticleView:
-        """The stored run `run_id` in a `ParticleView` (also shown under the table).
+        """The stored run `run_id` in a `ParticleView` (also shown under the table, with its model).
 
         Raises:
             ValueError: without a store, or if the run kept no record.
         """
         if self.store is None:
             raise ValueError("this ResultsView has no store to read runs from")
+        run = self.store.run(int(run_id))
         record = self.store.record(int(run_id))
         if record is None:
             raise ValueError(f"run {run_id} kept no SMC record")
         view = ParticleView.from_record(record)
-        self._selected = {"run_id": int(run_id), "html": ParticleView.to_html(view.view_data())}
+        self._selected = {
+            "run_id": int(run_id),
+            "title": run_title(run),
+            "html": ParticleView.to_html(view.view_data()),
+        }
         self.push(self._build, final=True)
         return view
+
+    def compare(self, a: str | dict, b: str | dict, **common: Any) -> Any:
+        """`genlm_lab.eval.compare` on this view's runs; shown under the summary.
+
+        Raises:
+            ValueError: as `compare` does.
+        """
+        import pandas as pd
+
+        result = compare(pd.DataFrame(self._rows), a, b, **common)
+        self._n_compared += 1
+        self._comparison = {
+            "html": comparison_html(result, self._n_compared),
+            "a": result.a,
+            "b": result.b,
+        }
+        self.push(self._build, final=True)
+        return result
 
     def _on_select(self, change: dict) -> None:
         if change["new"] >= 0:
@@ -329,9 +577,22 @@ class ResultsView(LiveView):
             except (ValueError, KeyError) as exc:
                 self._selected = {
                     "run_id": change["new"],
+                    "title": f"Run #{change['new']}",
                     "html": f"<div class='genlm-error'>{esc(exc)}</div>",
                 }
                 self.push(self._build, final=True)
+
+    def _on_compare(self, change: dict) -> None:
+        picked = list(change["new"])
+        if len(picked) != 2:
+            return
+        summary = self.view_data()["summary"]
+        try:
+            a, b = ({k: summary[i][k] for k in ("model", "method", "domain")} for i in picked)
+            self.compare(a, b)
+        except (ValueError, IndexError) as exc:
+            self._comparison = {"html": f"<div class='genlm-error'>{esc(exc)}</div>"}
+            self.push(self._build, final=True)
 
     @staticmethod
     def to_html(data: dict) -> str:
