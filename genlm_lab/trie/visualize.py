@@ -222,9 +222,9 @@ def render_digraph(data: dict) -> Any:
             attrs["class"] = "genlm-blocked"
             attrs.update(style="filled,rounded,dashed")
             lines.append("blocked")
-        elif masked:  # under a mask, the live paths stand out: a bold green border
+        elif masked:  # under a mask, the open paths stand out: a bold green border
             attrs.update(color="#15803d", penwidth="2.5")
-            attrs["class"] = "genlm-live"
+            attrs["class"] = "genlm-open"
         if n["kind"] == "eos":
             attrs.update(shape="octagon", color="#dc2626", penwidth="2")
         elif n["is_leaf"]:

@@ -139,7 +139,7 @@ def _tree_html(nodes: list[dict]) -> str:
         cls = (
             " class='genlm-blocked'"
             if n.get("blocked")
-            else (" class='genlm-live'" if masked else "")
+            else (" class='genlm-open'" if masked else "")
         )
         tag = " <span class='genlm-badge'>blocked</span>" if n.get("blocked") else ""
         return (

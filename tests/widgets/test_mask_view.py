@@ -121,9 +121,9 @@ def test_trie_blocked_iff_every_token_below_is_blocked(llm):
     # the live paths stand out: every node not blocked is marked live, in the SVG and the tree
     live = len(data["trie"]["nodes"]) - seen
     assert live > 0
-    assert svg is None or svg.count("genlm&#45;live") == live
+    assert svg is None or svg.count("genlm&#45;open") == live
     tree = trie_html({**data["trie"], "svg": None})
-    assert tree.count("class='genlm-live'") == live
+    assert tree.count("class='genlm-open'") == live
     assert tree.count("class='genlm-blocked'") == seen
 
 
