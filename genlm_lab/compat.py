@@ -108,6 +108,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.token": (
         f"{_C}.sampler.token",
         f"{_C}.sampler.awrs",
+        f"{_C}.sampler.awrs_estimators",
         f"{_C}.sampler.set",
     ),
     "genlm.control.sampler.set": f"{_C}.sampler.set",

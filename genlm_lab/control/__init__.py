@@ -45,6 +45,7 @@ from genlm_lab.control.potential.streaming import (
     AsyncStreamingState,
 )
 from genlm_lab.control.sampler.awrs import AWRS
+from genlm_lab.control.sampler.awrs_estimators import geometric_awrs, recursive_awrs
 from genlm_lab.control.sampler.boundaries import (
     BoundaryPredicate,
     CFGBoundary,
@@ -119,7 +120,9 @@ __all__ = [
     "direct_token_sampler",
     "eager_token_sampler",
     "flatten_units",
+    "geometric_awrs",
     "make_immutable",
+    "recursive_awrs",
     "sql_grammar",
     "topk_token_sampler",
 ]
