@@ -3,11 +3,15 @@
 Write a `Model` with an async `step`; draw from distributions (`LMContext`
 for tokens, `ByteLMContext` for bytes) and weight with `observe`,
 `condition`, `score`; run `smc_standard`, `smc_steer` or
-`importance_sampling` to get an `SMCResult` and its `SMCRecord`.
+`importance_sampling` to get an `SMCResult` and its `SMCRecord`. A record
+says why particles died (`deaths`), what went wrong (`alarms`) and, with
+`profile=True`, where the time went (`profile`).
 """
 
+from genlm_lab.smc.alarms import ALARM_KINDS, AlarmThresholds
 from genlm_lab.smc.byte_context import ByteLMContext, ByteMask, NextByte, byte_mask
 from genlm_lab.smc.cached_lm import CachedCausalLM
+from genlm_lab.smc.deaths import AllParticlesDied
 from genlm_lab.smc.distributions import (
     Bernoulli,
     Distribution,
@@ -21,6 +25,7 @@ from genlm_lab.smc.lm_context import LMContext, LMNextToken, LMTokenMask
 from genlm_lab.smc.masks import TokenMasks, as_mask, token_masks
 from genlm_lab.smc.model import Model, SubModel, submodel
 from genlm_lab.smc.observers import CollectingObserver, Observer, PrintingObserver
+from genlm_lab.smc.profile import Profiler
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
@@ -28,6 +33,10 @@ from genlm_lab.smc.rng import get_rng, make_rng, using_rng
 from genlm_lab.smc.steer import smc_steer
 
 __all__ = [
+    "ALARM_KINDS",
+    "AlarmThresholds",
+    "AllParticlesDied",
+    "Profiler",
     "get_rng",
     "make_rng",
     "using_rng",

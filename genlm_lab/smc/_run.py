@@ -1,4 +1,10 @@
-"""Bookkeeping shared by the inference algorithms: record, file, observers, clean-up."""
+"""What the inference algorithms share: the particle loop, and its record, file, observers, clean-up.
+
+`run_particles` is the one particle loop: start every particle, then step the
+live ones together, record the step and let a `Policy` choose the particles
+that go on (smc_standard resamples when the ESS drops, smc_steer expands
+each particle into a beam of children and cuts back), until none is alive.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,21 @@ import inspect
 import math
 import os
 import warnings
-from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Protocol
 
 import numpy as np
 
+from genlm_lab.smc.alarms import AlarmMonitor, AlarmThresholds
+from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence
 from genlm_lab.smc.observers import ObserverSet
+from genlm_lab.smc.profile import Profiler
 from genlm_lab.smc.record import RecordWriter, SMCRecord
 from genlm_lab.smc.result import SMCResult, effective_sample_size
+from genlm_lab.smc.rng import using_rng
 from genlm_lab.util import logmeanexp
-from genlm_lab.util.progress import progress_bar
+from genlm_lab.util.progress import finish_early, progress_bar
 
 
 def check_n(name: str, value: Any) -> int:
@@ -164,6 +175,7 @@ async def gather_all(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for a in pending:  # a task cancelled before it ran never awaited its coroutine
+            a = getattr(a, "inner", a)  # a profiled step: its coroutine
             if inspect.iscoroutine(a) and inspect.getcoroutinestate(a) == inspect.CORO_CREATED:
                 a.close()
         if isinstance(error, _Interrupt):
@@ -236,8 +248,12 @@ class Run:
         json_file: str | os.PathLike | None,
         observers: Any,
         progress: bool | None = False,
+        profile: bool = False,
+        alarms: AlarmThresholds | None = None,
     ) -> None:
         check_model(model)
+        # First: the profile's steps add up to the whole run's wall time.
+        self.profiler = Profiler() if profile else None
         self.record = SMCRecord(
             n_particles=n_particles,
             algorithm=algorithm,
@@ -254,6 +270,44 @@ class Run:
             enabled=progress,
             unit="step",
         )
+        self.step_label = getattr(model, "profile_label", "model")
+        self.alarms = AlarmMonitor(n_particles, algorithm, params.get("n_beam"), alarms)
+        self._lms: list[Any] | None = None
+        # A model may time its own parts (control.SMC: each potential by name).
+        hook = getattr(model, "profile_with", None)
+        self._unprofile = None
+        if self.profiler is not None and hook is not None:
+            self._unprofile = hook(self.profiler)
+            self.alarms.factor_of = self.profiler.factors
+
+    def _stop_profiling(self) -> None:
+        if self._unprofile is not None:
+            self._unprofile()
+            self._unprofile = None
+
+    def timed(self, label: str) -> AbstractContextManager[None]:
+        """A block whose time the profile charges to `label` (nothing when profiling is off)."""
+        return _NO_PROFILE if self.profiler is None else self.profiler.timed(label)
+
+    async def step_all(self, particles: list[Any]) -> None:
+        """Step the particles together; with profiling, their LM forwards and own code apart."""
+        profiler = self.profiler
+        if profiler is None:
+            await gather_all(call_all(particles, "step"))
+            return
+        profiler.step = self.steps + 1
+        if self._lms is None:
+            self._lms = _lm_stats(particles)
+        counts = [dict(lm.stats) for lm in self._lms]
+        steps = call_all(particles, "step")
+        previous = profiler.switch("lm.forward")
+        try:
+            await gather_all([profiler.wrap(a, self.step_label) for a in steps])
+        finally:
+            profiler.switch(previous)
+            for lm, before in zip(self._lms, counts, strict=True):
+                for key, label in _LM_COUNTERS:
+                    profiler.count(label, int(lm.stats.get(key, 0)) - int(before.get(key, 0)))
 
     async def emit(
         self,
@@ -281,13 +335,26 @@ class Run:
         extras = step_extras(particles)
         if extras is not None:
             entry["extras"] = extras
-        self.record.steps.append(entry)
-        if self.writer is not None:
-            self.writer.step(entry)
-        self.bar.update()
-        alive = sum(is_alive(p) for p in particles)
-        self.bar.set_postfix(alive=f"{alive}/{len(particles)}", ess=f"{entry['ess']:.1f}")
-        await self.observers.step(entry)
+        with self.timed("alarms"):
+            raised = self.alarms.step(entry)
+        if raised:
+            entry["alarms"] = raised
+        with self.timed("record"):
+            self.record.steps.append(entry)
+            if self.writer is not None:
+                self.writer.step(entry)
+            self.bar.update()
+            alive = sum(is_alive(p) for p in particles)
+            self.bar.set_postfix(alive=f"{alive}/{len(particles)}", ess=f"{entry['ess']:.1f}")
+        if self.profiler is None:
+            await self.observers.step(entry)
+        else:
+            previous = self.profiler.switch("observers")
+            self.profiler.count("observers", len(self.observers))
+            try:
+                await self.observers.step(entry)
+            finally:
+                self.profiler.switch(previous)
         return entry
 
     async def stop_all_dead(self, particles: Sequence[Any], before: np.ndarray | None) -> SMCResult:
@@ -297,23 +364,50 @@ class Run:
         """
         if before is None:
             when = "in start(), before the first step"
+            why = "every particle's start() gave it weight zero"
         else:
             await self.emit(particles, before, None)
             when = f"after step {self.steps}"
+            why = deaths_sentence(death_rows(self.record.steps, self.record.parents()))
+        self.alarms.raise_(self.steps, "all_dead", f"every particle died ({when}): {why}.")
         warnings.warn(
             f"every particle has weight zero (log-weight -inf) {when}: "
-            "the run stops with log_ml = -inf. Check the model's conditions and observations.",
-            RuntimeWarning,
-            stacklevel=3,
+            f"the run stops with log_ml = -inf. {why[0].upper()}{why[1:]}. "
+            "See `sequences.deaths` or `record.alarms`.",
+            AllParticlesDied,
+            stacklevel=4,
         )
         return await self.finish(particles, "all_dead")
 
     async def finish(self, particles: Sequence[Any], status: str) -> SMCResult:
         """Close the record with `status`, tell the observers, return the result."""
         result = SMCResult(particles, record=self.record)
+        with self.timed("alarms"):
+            self.alarms.finish(result.log_ml, self._final_ancestors())
+        profiler = self.profiler
+        if profiler is not None:
+            profiler.step = max(self.steps, 1)
+            self.record.profile_rows = profiler.rows()
+            self.alarms.profile(self.record.profile_rows)
+        self.record.alarms = list(self.alarms.raised)
         self._final(status, result.log_ml, result.ess)
-        await self.observers.finish(self.record)
+        if profiler is None:
+            await self.observers.finish(self.record)
+            return result
+        self._stop_profiling()
+        previous = profiler.switch("observers")
+        try:
+            await self.observers.finish(self.record)
+        finally:
+            profiler.switch(previous)
+        self.record.profile_rows = profiler.rows()  # now with the observers' finish
         return result
+
+    def _final_ancestors(self) -> list[int] | None:
+        """Which particles of the last recorded step the result holds (None: all of them)."""
+        if not self.record.steps:
+            return None
+        return self.record.steps[-1].get("ancestors")
 
     def _final(self, status: str, log_ml: float, ess: float) -> None:
         self.record.final = {
@@ -324,11 +418,12 @@ class Run:
         }
         total = getattr(self.bar, "total", None)
         if total is not None and self.steps < total:
-            self.bar.total = self.steps  # ended early (all finished): a full bar, not 12/30
+            finish_early(self.bar, self.steps)  # ended early: a full bar, not 12/30
         self.bar.set_postfix(status=status, log_ml=f"{log_ml:.3f}", ess=f"{ess:.1f}")
         self.bar.close()
         if self.writer is not None:
             self.writer.finish(self.record.final)
+            self.writer.diagnostics(self.record)
             self.writer.close()
 
     def interrupted(self, particles: Sequence[Any]) -> None:
@@ -338,7 +433,100 @@ class Run:
                 lm.reset_async_queries()
             except Exception:  # clean-up must not hide the original error
                 pass
+        self._stop_profiling()
         if self.record.final is None:
+            if self.profiler is not None:
+                self.record.profile_rows = self.profiler.rows()
+            self.record.alarms = list(self.alarms.raised)
             weights = weights_of(particles) if particles else np.zeros(0)
             self._final("interrupted", logmeanexp(weights), effective_sample_size(weights))
             self.observers.finish_interrupted(self.record)  # live views stop saying "running"
+
+
+_NO_PROFILE = nullcontext()
+#: Backend counters read around each step: (stats key, profile component).
+_LM_COUNTERS = (
+    ("batches", "lm.forward"),
+    ("rows", "lm.batch_rows"),
+    ("cache_hits", "lm.cache_hits"),
+)
+
+
+def _lm_stats(particles: Sequence[Any]) -> list[Any]:
+    """LM backends (objects with a `stats` dict counting "batches") reachable from a particle."""
+    found: dict[int, Any] = {}
+
+    def visit(value: Any, depth: int) -> None:
+        stats = getattr(value, "stats", None)
+        if isinstance(stats, dict) and "batches" in stats and "cache_hits" in stats:
+            found[id(value)] = value
+            return
+        if depth == 0 or isinstance(value, (str, bytes, int, float, np.ndarray)):
+            return
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            items = list(getattr(value, "__dict__", {}).values())
+        for item in items[:64]:
+            visit(item, depth - 1)
+
+    for particle in particles[:1]:
+        visit(particle, 5)
+    return list(found.values())
+
+
+class Policy(Protocol):
+    """How an algorithm turns one round's particles into the next (see `run_particles`)."""
+
+    def expand(self, particles: list[Any], before: np.ndarray) -> tuple[list[Any], np.ndarray]:
+        """The candidates that step this round, and each one's log-weight before the step."""
+
+    def select(
+        self, candidates: list[Any], weights: np.ndarray
+    ) -> tuple[list[int] | None, Callable[[], list[Any]]]:
+        """After the step: the ancestors to record (None: no resampling) and a function
+        that makes the particles of the next round (called after the step is recorded)."""
+
+
+async def run_particles(run: Run, model: Any, n: int, policy: Policy, rng: Any) -> SMCResult:
+    """The particle loop of every algorithm: start, then step, record and select until done.
+
+    Each round the policy expands the particles into candidates; every live
+    candidate steps (concurrently); finished ones lose their twist; the step
+    is recorded with the weights as they were before any resampling; the
+    policy picks the next round's particles. When every weight is zero the
+    run stops with status "all_dead".
+
+    Raises:
+        Whatever a particle raises, after `run.interrupted` has dropped queued
+        LM requests and closed the record file.
+    """
+    particles: list[Any] = []
+    with using_rng(rng):
+        try:
+            particles = [copy.deepcopy(model) for _ in range(n)]
+            before = weights_of(particles)
+            with run.timed("start"):
+                dead = await start_all(particles)
+            if dead:
+                return await run.stop_all_dead(particles, None)
+            while any(is_alive(p) for p in particles):
+                with run.timed("resampling"):
+                    candidates, before = policy.expand(particles, before)
+                await run.step_all([p for p in candidates if is_alive(p)])
+                untwist_finished(candidates)
+                weights = checked_weights(candidates, run.steps + 1)
+                if np.all(weights == -math.inf):
+                    return await run.stop_all_dead(candidates, before)
+                with run.timed("resampling"):
+                    ancestors, select = policy.select(candidates, weights)
+                await run.emit(candidates, before, ancestors)
+                with run.timed("resampling"):
+                    particles = select()
+                before = weights_of(particles)
+            return await run.finish(particles, "finished")
+        except BaseException:
+            run.interrupted(particles)
+            raise

@@ -9,29 +9,18 @@ resampling gives every particle the average weight. Hence `log_ml` is
 
 from __future__ import annotations
 
-import copy
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._run import (
-    Run,
-    call_all,
-    check_n,
-    checked_weights,
-    clone_all,
-    gather_all,
-    is_alive,
-    seed_param,
-    start_all,
-    untwist_finished,
-    weights_of,
-)
+from genlm_lab.smc._run import Run, check_n, clone_all, is_alive, run_particles, seed_param
+from genlm_lab.smc.alarms import AlarmThresholds
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
-from genlm_lab.smc.rng import make_rng, using_rng
+from genlm_lab.smc.rng import make_rng
 from genlm_lab.util import logsumexp
 from genlm_lab.util.progress import progress_enabled
 
@@ -47,6 +36,8 @@ async def smc_standard(
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
     progress: bool | None = None,
+    profile: bool = False,
+    alarms: AlarmThresholds | None = None,
 ) -> SMCResult:
     """Run sequential Monte Carlo with adaptive resampling.
 
@@ -66,6 +57,10 @@ async def smc_standard(
         seed: an int or numpy Generator for every random choice of the run.
         progress: a bar of steps, live particles and ESS; None shows it in a
             notebook (IPython kernel) only, not in terminals, scripts or tests.
+        profile: record where the wall time goes, per step (`record.profile`);
+            off, the run pays nothing for it.
+        alarms: thresholds of the alarms (`record.alarms`); None: the defaults
+            of `AlarmThresholds`.
 
     Returns:
         An `SMCResult` of the final particles; `result.record` holds the history.
@@ -98,6 +93,8 @@ async def smc_standard(
         seed,
         params,
         progress,
+        profile,
+        alarms,
     )
 
 
@@ -108,6 +105,8 @@ async def importance_sampling(
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
     progress: bool | None = None,
+    profile: bool = False,
+    alarms: AlarmThresholds | None = None,
 ) -> SMCResult:
     """Run every particle to the end without resampling (SMC with ess_threshold = 0).
 
@@ -127,6 +126,8 @@ async def importance_sampling(
         seed,
         params,
         progress,
+        profile,
+        alarms,
     )
 
 
@@ -141,38 +142,48 @@ async def _smc(
     seed: Any,
     params: dict,
     progress: bool | None,
+    profile: bool,
+    alarms: AlarmThresholds | None,
 ) -> SMCResult:
     rng = make_rng(seed)
-    run = Run(algorithm, model, n, params, json_file, observers, progress_enabled(progress))
-    particles: list[Any] = []
-    with using_rng(rng):
-        try:
-            particles = [copy.deepcopy(model) for _ in range(n)]
-            before = weights_of(particles)
-            if await start_all(particles):
-                return await run.stop_all_dead(particles, None)
-            while any(is_alive(p) for p in particles):
-                for p in particles:
-                    p.untwist()
-                await gather_all(call_all([p for p in particles if is_alive(p)], "step"))
-                untwist_finished(particles)
-                weights = checked_weights(particles, run.steps + 1)
-                if np.all(weights == -math.inf):
-                    return await run.stop_all_dead(particles, before)
-                ancestors = None
-                more = any(is_alive(p) for p in particles)
-                if more and effective_sample_size(weights) < ess_threshold * n:
-                    ancestors = resample(weights, n, method, rng)
-                    stepped = particles
-                    await run.emit(stepped, before, ancestors)
-                    particles = clone_all(stepped, ancestors)
-                    average = logsumexp(weights) - math.log(n)
-                    for p in particles:
-                        p.weight = average
-                else:
-                    await run.emit(particles, before, None)
-                before = weights_of(particles)
-            return await run.finish(particles, "finished")
-        except BaseException:
-            run.interrupted(particles)
-            raise
+    run = Run(
+        algorithm,
+        model,
+        n,
+        params,
+        json_file,
+        observers,
+        progress_enabled(progress),
+        profile=profile,
+        alarms=alarms,
+    )
+    return await run_particles(run, model, n, _Adaptive(n, ess_threshold, method, rng), rng)
+
+
+class _Adaptive:
+    """smc_standard's policy: every particle steps; resample when the ESS drops too low."""
+
+    def __init__(self, n: int, ess_threshold: float, method: str, rng: np.random.Generator):
+        self.n, self.ess_threshold, self.method, self.rng = n, ess_threshold, method, rng
+
+    def expand(self, particles: list[Any], before: np.ndarray) -> tuple[list[Any], np.ndarray]:
+        for p in particles:
+            p.untwist()
+        return particles, before
+
+    def select(
+        self, candidates: list[Any], weights: np.ndarray
+    ) -> tuple[list[int] | None, Callable[[], list[Any]]]:
+        more = any(is_alive(p) for p in candidates)
+        if not more or effective_sample_size(weights) >= self.ess_threshold * self.n:
+            return None, lambda: candidates
+        ancestors = resample(weights, self.n, self.method, self.rng)
+
+        def resampled() -> list[Any]:
+            particles = clone_all(candidates, ancestors)
+            average = logsumexp(weights) - math.log(self.n)
+            for p in particles:
+                p.weight = average
+            return particles
+
+        return [int(a) for a in ancestors], resampled

@@ -17,14 +17,16 @@ observers receive (`on_step(entry)`) and views draw:
   "resampled": bool,             # whether resampling followed this step
   "ancestors": [int, ...] | None # then: new particle i copies this step's particle ancestors[i]
   "extras": [dict | None, ...]   # only if some particle set `step_extras` (see below)
+  "alarms": [[step, kind, sentence], ...]  # only if this step raised some (see alarms.py)
 }
 ```
 
 "extras" holds what each particle's model put in `step_extras` during the
 step (None for one that did not step). `genlm_lab.control.SMC` puts
 {"token", "logw", "logZ", "factors": {name: logw}, "critic", "killed_by",
-"killed_why"? (a constraint's reason, e.g. jsonschema's error at EOS),
-"awrs"?} there; the floats under the keys "logw", "logZ", "critic" and the
+"killed_why"? (why it died, e.g. jsonschema's error at EOS, or "cut at
+max_tokens inside a string at $.name"), "cut"? (True where EOS was forced
+at max_tokens), "awrs"?} there; the floats under the keys "logw", "logZ", "critic" and the
 values of "factors" are read back like log_weights (-inf survives JSON).
 
 Lists have one entry per particle of that step. smc_steer records its
@@ -114,6 +116,13 @@ def _decode_entry(entry: dict) -> dict:
     return out
 
 
+def _decode_profile(rows: Any) -> list[list[Any]] | None:
+    """Profile rows `[step, component, calls, seconds]` as stored, or None."""
+    if rows is None:
+        return None
+    return [[int(r[0]), str(r[1]), int(r[2]), _to_float(r[3], "profile")] for r in rows]
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(_encode(obj), allow_nan=False, ensure_ascii=False)
 
@@ -131,6 +140,37 @@ def _gives(ancestors: list | None, steer: bool) -> str:
     return "kept particles that make" if steer else "resampled into"
 
 
+def step_links(
+    prev: dict, entry: dict, steer: bool, beam: Any, where: str = "previous step", t: int = 1
+) -> list[int]:
+    """The parent (an index into `prev`'s lists) of each particle of `entry`, the step after it.
+
+    Raises:
+        ValueError: if `prev`'s ancestors name particles it lacks, or the counts do not fit.
+    """
+    n_prev, n = len(prev["contents"]), len(entry["contents"])
+    ancestors = prev.get("ancestors")
+    if ancestors is None:
+        links = list(range(n_prev))
+    else:
+        links = [int(a) for a in ancestors]
+        bad = [a for a in links if not 0 <= a < n_prev]
+        if bad:
+            raise ValueError(f"{where}: ancestors {bad} name particles outside 0..{n_prev - 1}")
+        if steer:
+            if not isinstance(beam, int) or beam < 1:
+                raise ValueError(
+                    f"smc_steer record lacks a positive int params['n_beam'] (got {beam!r})"
+                )
+            links = [a for a in links for _ in range(beam if _steps_on(prev, a) else 1)]
+    if len(links) != n:
+        raise ValueError(
+            f"step entry {t} (step {entry.get('step', t + 1)}) has {n} particles, but "
+            f"{where} {_gives(ancestors, steer)} {len(links)}; the record is inconsistent"
+        )
+    return links
+
+
 @dataclass
 class SMCRecord:
     """History of one inference run: header, step entries and final summary.
@@ -143,6 +183,10 @@ class SMCRecord:
         steps: the step entries, in order (see the module docstring).
         final: None while running; then {"status", "log_ml", "ess", "n_steps"}
             where status is "finished", "all_dead" or "interrupted".
+        alarms: `(step, kind, sentence)` for each way the run degenerated
+            (see `genlm_lab.smc.alarms`); empty for a healthy run.
+        profile_rows: `[step, component, calls, seconds]` rows of a profiled
+            run (None otherwise); `profile` gives them as a DataFrame.
     """
 
     n_particles: int
@@ -152,6 +196,26 @@ class SMCRecord:
     steps: list[dict] = field(default_factory=list)
     final: dict | None = None
     version: int = 1
+    alarms: list[tuple[int, str, str]] = field(default_factory=list)
+    profile_rows: list[list[Any]] | None = None
+
+    @property
+    def profile(self) -> Any:
+        """Where the wall time went: a DataFrame of step, component, calls, seconds.
+
+        Empty unless the run was profiled (`profile=True`); see
+        `genlm_lab.smc.profile` for the components.
+        """
+        from genlm_lab.smc.profile import profile_frame
+
+        return profile_frame(self.profile_rows)
+
+    @property
+    def deaths(self) -> Any:
+        """One row per particle death: particle, step, factor, reason (and text), a DataFrame."""
+        from genlm_lab.smc.deaths import death_rows, deaths_frame
+
+        return deaths_frame(death_rows(self.steps, self.parents()))
 
     def header(self) -> dict:
         """The header fields (everything but steps and final)."""
@@ -164,8 +228,14 @@ class SMCRecord:
         }
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready dict: header, steps and final summary."""
-        return {**self.header(), "steps": self.steps, "final": self.final}
+        """Plain JSON-ready dict: header, steps, final summary, alarms and profile rows."""
+        return {
+            **self.header(),
+            "steps": self.steps,
+            "final": self.final,
+            "alarms": [list(a) for a in self.alarms],
+            "profile": self.profile_rows,
+        }
 
     def to_json(self) -> str:
         """The whole record as one JSON document."""
@@ -183,6 +253,8 @@ class SMCRecord:
             steps=[_decode_entry(s) for s in data.get("steps", [])],
             final=None if final is None else _decode_entry(final),
             version=int(data.get("version", 1)),
+            alarms=[(int(a[0]), str(a[1]), str(a[2])) for a in data.get("alarms") or []],
+            profile_rows=_decode_profile(data.get("profile")),
         )
 
     @classmethod
@@ -204,6 +276,7 @@ class SMCRecord:
     @classmethod
     def _from_lines(cls, lines: list[str]) -> SMCRecord:
         header, steps, final = None, [], None
+        diagnostics: dict = {}
         for number, line in enumerate(lines):
             if not line.strip():
                 continue
@@ -225,9 +298,11 @@ class SMCRecord:
                 steps.append(item)
             elif kind == "final":
                 final = item
+            elif kind == "diagnostics":
+                diagnostics = item
         if header is None:
             raise ValueError("not an SMC record: no JSON document with 'steps' and no header line")
-        return cls.from_dict({**header, "steps": steps, "final": final})
+        return cls.from_dict({**header, "steps": steps, "final": final, **diagnostics})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SMCRecord:
@@ -259,31 +334,8 @@ class SMCRecord:
             if t == 0:
                 out.append(None)
                 continue
-            prev = self.steps[t - 1]
-            n_prev, n = len(prev["contents"]), len(entry["contents"])
-            where = f"step entry {t - 1} (step {prev.get('step', t)})"
-            ancestors = prev.get("ancestors")
-            if ancestors is None:
-                links = list(range(n_prev))
-            else:
-                links = [int(a) for a in ancestors]
-                bad = [a for a in links if not 0 <= a < n_prev]
-                if bad:
-                    raise ValueError(
-                        f"{where}: ancestors {bad} name particles outside 0..{n_prev - 1}"
-                    )
-                if steer:
-                    if not isinstance(beam, int) or beam < 1:
-                        raise ValueError(
-                            f"smc_steer record lacks a positive int params['n_beam'] (got {beam!r})"
-                        )
-                    links = [a for a in links for _ in range(beam if _steps_on(prev, a) else 1)]
-            if len(links) != n:
-                raise ValueError(
-                    f"step entry {t} (step {entry.get('step', t + 1)}) has {n} particles, but "
-                    f"{where} {_gives(ancestors, steer)} {len(links)}; the record is inconsistent"
-                )
-            out.append(links)
+            where = f"step entry {t - 1} (step {self.steps[t - 1].get('step', t)})"
+            out.append(step_links(self.steps[t - 1], entry, steer, beam, where, t))
         return out
 
     def to_pandas(self) -> Any:
@@ -360,6 +412,16 @@ class RecordWriter:
     def finish(self, final: dict) -> None:
         """Append the final summary as a JSON line."""
         self._write({"type": "final", **final})
+
+    def diagnostics(self, record: SMCRecord) -> None:
+        """Append the run's alarms and profile rows as a JSON line."""
+        self._write(
+            {
+                "type": "diagnostics",
+                "alarms": [list(a) for a in record.alarms],
+                "profile": record.profile_rows,
+            }
+        )
 
     def close(self) -> None:
         """Close the file (idempotent)."""

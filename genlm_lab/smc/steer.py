@@ -14,24 +14,15 @@ from __future__ import annotations
 import copy
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._run import (
-    Run,
-    call_all,
-    check_n,
-    checked_weights,
-    gather_all,
-    is_alive,
-    seed_param,
-    start_all,
-    untwist_finished,
-    weights_of,
-)
+from genlm_lab.smc._run import Run, check_n, is_alive, run_particles, seed_param
+from genlm_lab.smc.alarms import AlarmThresholds
 from genlm_lab.smc.result import SMCResult
-from genlm_lab.smc.rng import make_rng, using_rng
+from genlm_lab.smc.rng import make_rng
 from genlm_lab.util import logsumexp
 from genlm_lab.util.progress import progress_enabled
 
@@ -99,6 +90,8 @@ async def smc_steer(
     observers: Any = (),
     seed: int | np.random.Generator | None = None,
     progress: bool | None = None,
+    profile: bool = False,
+    alarms: AlarmThresholds | None = None,
 ) -> SMCResult:
     """SMC steering: expand each particle into `n_beam` children, keep `n_particles`.
 
@@ -111,6 +104,8 @@ async def smc_steer(
         seed: an int or numpy Generator for every random choice.
         progress: a bar of steps, live particles and ESS; None shows it in a
             notebook (IPython kernel) only, not in terminals, scripts or tests.
+        profile: record where the wall time goes, per step (`record.profile`).
+        alarms: thresholds of the alarms (`record.alarms`); None: the defaults.
 
     Returns:
         An `SMCResult` of the final particles.
@@ -119,31 +114,41 @@ async def smc_steer(
     beam = check_n("n_beam", n_beam)
     rng = make_rng(seed)
     params = {"n_beam": beam, "seed": seed_param(seed)}
-    run = Run("smc_steer", model, n, params, json_file, observers, progress_enabled(progress))
-    particles: list[Any] = []
-    with using_rng(rng):
-        try:
-            particles = [copy.deepcopy(model) for _ in range(n)]
-            before_parents = weights_of(particles)
-            if await start_all(particles):
-                return await run.stop_all_dead(particles, None)
-            while any(is_alive(p) for p in particles):
-                candidates, before = _expand(particles, before_parents, beam)
-                await gather_all(call_all([p for p in candidates if is_alive(p)], "step"))
-                untwist_finished(candidates)
-                weights = checked_weights(candidates, run.steps + 1)
-                if np.all(weights == -math.inf):
-                    return await run.stop_all_dead(candidates, before)
-                kept, new_weights = resample_without_replacement(weights, n, rng)
-                await run.emit(candidates, before, kept.tolist())
-                particles = [candidates[i] for i in kept]
-                for p, w in zip(particles, new_weights, strict=True):
-                    p.weight = float(w)
-                before_parents = weights_of(particles)
-            return await run.finish(particles, "finished")
-        except BaseException:
-            run.interrupted(particles)
-            raise
+    run = Run(
+        "smc_steer",
+        model,
+        n,
+        params,
+        json_file,
+        observers,
+        progress_enabled(progress),
+        profile=profile,
+        alarms=alarms,
+    )
+    return await run_particles(run, model, n, _Beam(n, beam, rng), rng)
+
+
+class _Beam:
+    """smc_steer's policy: each live particle becomes `beam` children; cut back to `n`."""
+
+    def __init__(self, n: int, beam: int, rng: np.random.Generator) -> None:
+        self.n, self.beam, self.rng = n, beam, rng
+
+    def expand(self, particles: list[Any], before: np.ndarray) -> tuple[list[Any], np.ndarray]:
+        return _expand(particles, before, self.beam)
+
+    def select(
+        self, candidates: list[Any], weights: np.ndarray
+    ) -> tuple[list[int] | None, Callable[[], list[Any]]]:
+        kept, new_weights = resample_without_replacement(weights, self.n, self.rng)
+
+        def cut() -> list[Any]:
+            particles = [candidates[i] for i in kept]
+            for p, w in zip(particles, new_weights, strict=True):
+                p.weight = float(w)
+            return particles
+
+        return kept.tolist(), cut
 
 
 def _expand(particles: list[Any], before: np.ndarray, beam: int) -> tuple[list[Any], np.ndarray]:

@@ -144,6 +144,26 @@ class Sequences:
         total = sum(out.values())
         return _sorted_chart({k: v / total for k, v in out.items()} if total > 0 else {})
 
+    @property
+    def deaths(self) -> Any:
+        """Why particles died: a DataFrame of particle, step, factor, reason (and text).
+
+        One row per death over the whole run (a particle's index is its
+        place in that step's list), e.g. factor "JsonSchema" with reason
+        "at $.rank, keyword type: 'x' is not of type 'integer'", or "cut at
+        max_tokens inside a string at $.name". Empty without a record.
+        """
+        if self.record is None:
+            from genlm_lab.smc.deaths import deaths_frame
+
+            return deaths_frame([])
+        return self.record.deaths
+
+    @property
+    def alarms(self) -> list[tuple[int, str, str]]:
+        """The run's alarms, `(step, kind, sentence)` (see `genlm_lab.smc.alarms`)."""
+        return [] if self.record is None else list(self.record.alarms)
+
     # ------------------------------------------------------------ container
     def __len__(self) -> int:
         return len(self.contexts)

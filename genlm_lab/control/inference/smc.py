@@ -47,9 +47,21 @@ from genlm_lab.control.core.tokens import join_bytes, token_label
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.potential.base import Potential, factor_names
-from genlm_lab.smc import Model, PrintingObserver, smc_standard
+from genlm_lab.smc import AlarmThresholds, Model, PrintingObserver, smc_standard
 
 __all__ = ["SMC", "SequenceModel", "UnitSampler", "factor_names"]
+
+#: The potential methods a profiled run times, by factor name.
+_TIMED = (
+    "prefix",
+    "complete",
+    "logw_next",
+    "score",
+    "batch_prefix",
+    "batch_complete",
+    "batch_logw_next",
+    "batch_score",
+)
 
 
 @runtime_checkable
@@ -90,6 +102,7 @@ class SequenceModel(Model):
     """
 
     progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
+    profile_label = "sampler"  # a profiled run charges the particle's own step code to this
 
     def __init__(
         self,
@@ -192,6 +205,8 @@ class SequenceModel(Model):
             "critic": None,
             "killed_by": None,
         }
+        if forced:
+            extras["cut"] = True
         if "awrs" in info:
             extras["awrs"] = info["awrs"]
         self.step_extras = extras
@@ -213,9 +228,12 @@ class SequenceModel(Model):
         if self.weight == -math.inf:
             if info.get("no_mass"):
                 extras["killed_by"] = await self._no_mass(flatten_units(context))
+                extras["killed_why"] = (
+                    f"no token has weight under every factor after {len(context)} tokens"
+                )
             else:
                 extras["killed_by"] = self._killer(factors)
-                extras["killed_why"] = self._why(extras["killed_by"], token)
+                extras["killed_why"] = self._why(extras["killed_by"], token, forced)
             self.finish()
             return
         ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
@@ -224,6 +242,7 @@ class SequenceModel(Model):
             extras["critic"] = critic
             if critic == -math.inf:
                 extras["killed_by"] = "critic"
+                extras["killed_why"] = f"the critic {self.critic.name} scored it -inf"
                 self.score(critic)
                 self.finish()
                 return
@@ -235,18 +254,34 @@ class SequenceModel(Model):
         if ends:
             self.finish()
 
-    def _why(self, name: str, token: Any) -> str | None:
-        """A constraint's reason for refusing a finished text (JsonSchema's jsonschema error)."""
-        if not isinstance(token, EndOfSequence) or name not in self.names:
-            return None
-        factor = self.factors[self.names.index(name)]
-        explain = getattr(factor, "explain", None) or getattr(
-            getattr(factor, "grammar", None), "explain", None
-        )
-        if explain is None:
-            return None
-        text = join_bytes(self.context[:-1])
-        return explain(text)
+    def _why(self, name: str, token: Any, forced: bool) -> str:
+        """Why factor `name` refused the drawn token, in one phrase.
+
+        At EOS a constraint with `explain` (JsonSchema) says where the text
+        fails: the JSON path and keyword, or where an unfinished document
+        stops; a forced EOS reads "cut at max_tokens ...".
+        """
+        ends = isinstance(token, EndOfSequence)
+        why = None
+        if ends and name in self.names:
+            factor = self.factors[self.names.index(name)]
+            explain = getattr(factor, "explain", None) or getattr(
+                getattr(factor, "grammar", None), "explain", None
+            )
+            if explain is not None:
+                try:
+                    why = explain(join_bytes(self.context[:-1]))
+                except Exception as error:  # noqa: BLE001 - a reason must not end the run
+                    why = f"its explain() raised {type(error).__name__}: {error}"
+        if forced:
+            if why is not None and why.startswith("unfinished: "):
+                return "cut at max_tokens " + why[len("unfinished: ") :]
+            tail = f" ({why})" if why else ""
+            return f"cut at max_tokens: {name} does not accept the text as complete{tail}"
+        if why:
+            return why
+        label = "EOS" if ends else repr(token_label(token))
+        return f"{name} gives {label} weight zero after {len(self.context) - 1} tokens"
 
     async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""
@@ -264,6 +299,51 @@ class SequenceModel(Model):
             if not np.any(total > -math.inf):
                 return name
         return "sampler"
+
+    def profile_with(self, profiler: Any) -> Callable[[], None]:
+        """Time each potential's methods under its name (and the critic) for a profiled run.
+
+        The methods of the target's factors (and of the critic) are replaced
+        on the instances by timed ones for the run; the returned function
+        puts them back. LM factors are not listed as factors for the
+        "slow_factor" alarm: their forwards are what a run is meant to cost.
+        """
+        undo: list[tuple[Any, str]] = []
+
+        def wrap(obj: Any, name: str, critic: bool) -> None:
+            lm = any(
+                hasattr(getattr(obj, attr, None), "next_token_logprobs")
+                for attr in ("model", "llm")
+            )
+            for method in _TIMED:
+                original = getattr(obj, method, None)
+                if original is None or method in vars(obj):
+                    continue
+                short = method.removeprefix("batch_")
+                if short == "logw_next" and getattr(obj, "is_boolean", False):
+                    short = "mask"
+                label = "critic" if critic else f"{name}.{short}"
+                try:
+                    setattr(obj, method, profiler.timed_method(original, label))
+                except AttributeError:  # no instance dict (slots): left untimed
+                    continue
+                undo.append((obj, method))
+                if not (lm or critic):
+                    profiler.factors[label] = name
+
+        for name, factor in zip(self.names, self.factors, strict=True):
+            wrap(factor, name, critic=False)
+        if self.critic is not None:
+            wrap(self.critic, "critic", critic=True)
+            inner = getattr(self.critic, "potential", None)  # an autobatched critic's own
+            if inner is not None:
+                wrap(inner, "critic", critic=True)
+
+        def restore() -> None:
+            for obj, method in undo:
+                vars(obj).pop(method, None)
+
+        return restore
 
     def string_for_serialization(self) -> str:
         """The text so far (token bytes joined, invalid UTF-8 replaced)."""
@@ -331,6 +411,8 @@ class SMC:
         resampling_method: str = "multinomial",
         progress: bool | None = None,
         terminate_when: Callable[[list[Any]], bool] | None = None,
+        profile: bool = False,
+        alarms: AlarmThresholds | None = None,
     ) -> Sequences:
         """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
 
@@ -346,6 +428,15 @@ class SMC:
             progress: a progress bar (None: in notebooks only).
             terminate_when: a `context -> bool` stop condition: EOS closes the
                 sequence in the step it holds, with no weight correction.
+            profile: record where the wall time goes (`record.profile`): LM
+                forwards, each potential's methods by name, the sampler, the
+                critic, resampling, observers.
+            alarms: thresholds of the alarms (`record.alarms`); None: the
+                defaults of `genlm_lab.smc.AlarmThresholds`.
+
+        Warns:
+            AllParticlesDied: once, when every particle died, with the commonest
+                reason (`Sequences.deaths` lists them all).
         """
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -371,6 +462,8 @@ class SMC:
             observers=observers,
             seed=seed,
             progress=progress,
+            profile=profile,
+            alarms=alarms,
         )
         record = result.record
         status = record.final["status"] if record is not None and record.final else "finished"
