@@ -8,6 +8,7 @@ from genlm_lab.backend.models import (
     ModelNotFoundError,
     default_model_path,
     default_model_status,
+    known_model_names,
     load_hf_model,
     load_tokenizer,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "check_cache_consistency",
     "default_model_path",
     "default_model_status",
+    "known_model_names",
     "load_hf_model",
     "load_model_by_name",
     "load_tokenizer",

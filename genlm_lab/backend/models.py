@@ -55,6 +55,7 @@ __all__ = [
     "load_hf_model",
     "load_tokenizer",
     "hf_load_options",
+    "known_model_names",
     "local_model_dir",
     "register_model_alias",
     "resolve_model_name",
@@ -71,6 +72,11 @@ def resolve_model_name(name: str) -> str:
     if key in (DEFAULT_MODEL, TINY_RANDOM):
         return key
     return _ALIASES.get(key, name.strip())
+
+
+def known_model_names() -> list[str]:
+    """The names `load_model_by_name` knows without a path: built-in models, then aliases."""
+    return [DEFAULT_MODEL, TINY_RANDOM, *sorted(k for k in _ALIASES if k != DEFAULT_MODEL)]
 
 
 def register_model_alias(name: str, target: str) -> None:

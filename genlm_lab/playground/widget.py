@@ -1,0 +1,274 @@
+"""`Playground`: one widget to try a prompt, a model, a constraint and a method, and see the run.
+
+Above: the prompt, a model picker, a constraint editor whose errors show
+inline at their line and column, the method's settings, Run / Stop, and
+copy-as-code. Below, while the run goes: the live `ParticleView`, the
+alarms (why a run degenerated), where the time went, and the `MaskView` of
+any particle at any step (pick them with the slider and the menu).
+
+Runs are async tasks on the kernel's event loop, so the notebook stays
+responsive and Stop cancels the task; the model stays loaded and usable. In a
+test (or a script) `await playground.run()` does the same without buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from typing import Any
+
+import ipywidgets as w
+
+from genlm_lab.backend import known_model_names, load_model_by_name
+from genlm_lab.control import Sequences
+from genlm_lab.playground.config import (
+    CONSTRAINT_KINDS,
+    METHODS,
+    PlaygroundConfig,
+    build_run,
+    constraint_error,
+    to_code,
+)
+from genlm_lab.playground.steps import context_at
+from genlm_lab.widgets import MaskView, ParticleView
+
+__all__ = ["Playground"]
+
+
+def _alarms_html(alarms: list) -> str:
+    if not alarms:
+        return "<div class='genlm-note'>No alarms: the run did not degenerate.</div>"
+    items = "".join(
+        f"<li><b>step {int(step)}</b> · <code>{html.escape(str(kind))}</code>: "
+        f"{html.escape(str(sentence))}</li>"
+        for step, kind, sentence in alarms
+    )
+    return f"<div class='genlm-alarms'><b>Alarms</b><ul>{items}</ul></div>"
+
+
+def _profile_html(record: Any) -> str:
+    frame = record.profile
+    if frame is None or len(frame) == 0:
+        return ""
+    total = frame.groupby("component")[["calls", "seconds"]].sum()
+    total = total.sort_values("seconds", ascending=False)
+    return "<b>Where the time went</b>" + total.to_html(float_format=lambda x: f"{x:.4f}")
+
+
+class Playground(w.VBox):
+    """A prompt, a model, a constraint and a method in one place, with the run's views below.
+
+    Args:
+        config: the starting choices (defaults: a phone-number regex on the default model).
+        lm: an already loaded model to use whatever the picker says (tests, custom backends).
+    """
+
+    def __init__(self, config: PlaygroundConfig | None = None, lm: Any = None) -> None:
+        self.config = config or PlaygroundConfig()
+        self._lm_given = lm
+        self._models: dict[str, Any] = {}
+        self._task: asyncio.Task | None = None
+        self._run: Any = None
+        self.sequences: Sequences | None = None
+        c = self.config
+        layout = w.Layout(width="100%")
+        self.prompt = w.Textarea(value=c.prompt, description="prompt", layout=layout)
+        self.model = w.Combobox(
+            value=c.model,
+            options=known_model_names(),
+            description="model",
+            placeholder="a name, or a local model folder",
+            ensure_option=False,
+        )
+        self.kind = w.Dropdown(
+            options=list(CONSTRAINT_KINDS), value=c.constraint_kind, description="constraint"
+        )
+        self.source = w.Textarea(value=c.constraint, layout=w.Layout(width="100%", height="5em"))
+        self.error = w.HTML()
+        self.method = w.Dropdown(options=list(METHODS), value=c.method, description="method")
+        self.n_particles = w.BoundedIntText(
+            value=c.n_particles, min=1, max=512, description="particles"
+        )
+        self.ess = w.BoundedFloatText(
+            value=c.ess_threshold, min=0.0, max=1.0, step=0.05, description="ESS threshold"
+        )
+        self.max_tokens = w.BoundedIntText(
+            value=c.max_tokens, min=1, max=4096, description="max tokens"
+        )
+        self.seed = w.IntText(value=c.seed, description="seed")
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
+        self.code_button = w.Button(description="Copy as code", icon="code")
+        self.status = w.HTML("<i>ready</i>")
+        self.code = w.Textarea(layout=w.Layout(width="100%", height="12em", display="none"))
+        self.particles = ParticleView()
+        self.alarms = w.HTML()
+        self.profile = w.HTML()
+        self.step = w.IntSlider(
+            value=0,
+            min=0,
+            max=0,
+            description="mask at step",
+            disabled=True,
+            continuous_update=False,
+        )
+        self.particle = w.Dropdown(options=[0], value=0, description="particle", disabled=True)
+        self.mask = w.Output()
+        for control in (self.kind, self.source):
+            control.observe(self._check_constraint, names="value")
+        for control in (self.step, self.particle):
+            control.observe(self._show_mask, names="value")
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.code_button.on_click(lambda _: self._show_code())
+        self._check_constraint()
+        super().__init__(
+            [
+                self.prompt,
+                w.HBox([self.model, self.kind]),
+                self.source,
+                self.error,
+                w.HBox([self.method, self.n_particles, self.ess]),
+                w.HBox([self.max_tokens, self.seed]),
+                w.HBox([self.run_button, self.stop_button, self.code_button, self.status]),
+                self.code,
+                self.particles,
+                self.alarms,
+                self.profile,
+                w.HBox([self.step, self.particle]),
+                self.mask,
+            ]
+        )
+
+    # -- the choices -----------------------------------------------------------------
+    def current_config(self) -> PlaygroundConfig:
+        """The choices as the controls hold them now."""
+        return PlaygroundConfig(
+            prompt=self.prompt.value,
+            model=self.model.value,
+            constraint_kind=self.kind.value,
+            constraint=self.source.value,
+            method=self.method.value,
+            n_particles=int(self.n_particles.value),
+            ess_threshold=float(self.ess.value),
+            max_tokens=int(self.max_tokens.value),
+            seed=int(self.seed.value),
+        )
+
+    def _check_constraint(self, _change: Any = None) -> None:
+        problem = constraint_error(self.kind.value, self.source.value)
+        if problem is None:
+            self.error.value = ""
+            return
+        caret = html.escape(problem.caret(self.source.value))
+        self.error.value = (
+            f"<div class='genlm-error'>line {problem.line}, column {problem.column}: "
+            f"{html.escape(problem.message)}<pre>{caret}</pre></div>"
+        )
+
+    def _show_code(self) -> None:
+        try:
+            self.code.value = to_code(self.current_config())
+        except ValueError as error:
+            self.code.value = f"# cannot write this run as code: {error}"
+        self.code.layout.display = None
+
+    # -- running ---------------------------------------------------------------------
+    def _model(self, name: str) -> Any:
+        if self._lm_given is not None:
+            return self._lm_given
+        if name not in self._models:
+            self._models[name] = load_model_by_name(name)
+        return self._models[name]
+
+    async def run(self) -> Sequences:
+        """Run the current choices; the views follow live. Returns the `Sequences`.
+
+        Raises:
+            ValueError: a setting that cannot run, or a constraint that does not compile.
+        """
+        config = self.current_config()
+        self.status.value = "<i>loading the model...</i>"
+        lm = self._model(config.model)
+        self._run = build_run(config, lm)
+        self.status.value = "<i>running...</i>"
+        sequences = await self._run.smc(
+            config.n_particles,
+            ess_threshold=config.ess_threshold,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            observers=[self.particles],
+            progress=False,
+            profile=True,
+        )
+        self.config, self.sequences = config, sequences
+        self._show_record(sequences.record)
+        return sequences
+
+    def _show_record(self, record: Any) -> None:
+        self.alarms.value = _alarms_html(record.alarms)
+        self.profile.value = _profile_html(record)
+        n_steps = len(record.steps)
+        self.step.max = max(n_steps - 1, 0)
+        self.step.disabled = n_steps == 0
+        self.particle.options = list(range(record.n_particles))
+        self.particle.disabled = n_steps == 0
+        final = record.final or {}
+        status = f"<b>{html.escape(str(final.get('status', 'done')))}</b>"
+        if final.get("log_ml") is not None:
+            status += f" · log ML {final['log_ml']:.3f}"
+        self.status.value = status
+
+    def start(self) -> asyncio.Task:
+        """Start `run()` as a task on the running loop (what the Run button does)."""
+        if self._task is not None and not self._task.done():
+            return self._task
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self._task = asyncio.ensure_future(self.run())
+        self._task.add_done_callback(self._finished)
+        return self._task
+
+    def stop(self) -> None:
+        """Cancel the run in progress (what the Stop button does); the model stays usable."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self.run_button.disabled, self.stop_button.disabled = False, True
+        if task.cancelled():
+            self.status.value = "<b>stopped</b>"
+        elif task.exception() is not None:
+            error = task.exception()
+            self.status.value = (
+                f"<span class='genlm-error'>{html.escape(type(error).__name__)}: "
+                f"{html.escape(str(error))}</span>"
+            )
+
+    # -- the mask at a step ------------------------------------------------------------
+    async def mask_at(self, step: int, particle: int) -> MaskView:
+        """The `MaskView` of the run's target for `particle`'s context before `step`'s token."""
+        if self.sequences is None or self._run is None:
+            raise ValueError("no finished run yet: run the Playground first")
+        record = self.sequences.record
+        target = self._run.smc.unit_sampler.target
+        context = context_at(record, step, particle, target.vocab_eos)
+        return await MaskView.of(target, context)
+
+    def _show_mask(self, _change: Any = None) -> None:
+        if self.sequences is None:
+            return
+        task = asyncio.ensure_future(self.mask_at(self.step.value, self.particle.value))
+
+        def show(done: asyncio.Task) -> None:
+            self.mask.clear_output()
+            with self.mask:
+                if done.cancelled():
+                    return
+                if done.exception() is not None:
+                    print(f"no mask: {done.exception()}")
+                else:
+                    from IPython.display import display
+
+                    display(done.result())
+
+        task.add_done_callback(show)

@@ -1,0 +1,85 @@
+"""The Playground without a browser: inline errors, runs, Stop, masks at a step, code."""
+
+import asyncio
+
+import pytest
+
+from genlm_lab.backend import load_model_by_name
+from genlm_lab.playground import Playground, PlaygroundConfig
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model_by_name("tiny-random")
+
+
+def _playground(tiny, **settings) -> Playground:
+    config = PlaygroundConfig(prompt="Code: ", model="tiny-random", **settings)
+    return Playground(config, lm=tiny)
+
+
+def test_a_constraint_error_shows_inline_and_clears(tiny):
+    pg = _playground(tiny)
+    assert pg.error.value == ""
+    pg.source.value = "ab(c"
+    assert "line 1, column 3" in pg.error.value and "unclosed group" in pg.error.value
+    pg.kind.value = "python_regex"
+    assert "line 1, column 5" in pg.error.value
+    pg.source.value = "ab(c)"
+    assert pg.error.value == ""
+
+
+async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
+    pg = _playground(tiny, constraint="[a-z]{2}[0-9]{2}", n_particles=3, max_tokens=8)
+    sequences = await pg.run()
+    record = sequences.record
+    assert len(record.steps) > 0
+    assert pg.particles.view_data()["particles"]
+    assert "Alarms" in pg.alarms.value or "No alarms" in pg.alarms.value
+    assert "Where the time went" in pg.profile.value
+    assert pg.step.max == len(record.steps) - 1 and not pg.step.disabled
+    assert list(pg.particle.options) == list(range(3))
+    mask = await pg.mask_at(1, 0)
+    data = mask.view_data()
+    assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
+    assert "log ML" in pg.status.value
+
+
+async def test_stop_cancels_and_the_model_stays_usable(tiny):
+    pg = _playground(tiny, constraint="[a-z]{40}", n_particles=6, max_tokens=45)
+    task = pg.start()
+    assert pg.stop_button.disabled is False and pg.run_button.disabled is True
+    for _ in range(400):  # until the run has taken a step
+        await asyncio.sleep(0.01)
+        if pg.particles.view_data().get("particles"):
+            break
+    pg.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert "stopped" in pg.status.value
+    assert pg.run_button.disabled is False and pg.stop_button.disabled is True
+    pg.source.value, pg.max_tokens.value = "[a-z]{1,60}", 5
+    again = await pg.run()
+    assert len(again.contexts) == 6
+
+
+async def test_a_failed_run_says_why(tiny):
+    pg = _playground(tiny)
+    pg.source.value = "ab(c"
+    task = pg.start()
+    with pytest.raises(ValueError):
+        await task
+    await asyncio.sleep(0)
+    assert "InvalidGrammar" in pg.status.value
+
+
+def test_copy_as_code_shows_the_code(tiny):
+    pg = _playground(tiny)
+    pg.code_button.click()
+    assert "await SMC(sampler)" in pg.code.value
+    assert pg.code.layout.display is None
+    pg.method.value = "awrs"
+    pg.kind.value = "none"
+    pg.code_button.click()
+    assert pg.code.value.startswith("# cannot write this run as code")
