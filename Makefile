@@ -19,17 +19,35 @@ wheelhouse:
 lab: setup
 	$(VENV)/bin/genlm-lab lab --tutorials
 
-# One BLAS/torch thread per process: pytest, the notebook kernels and chromium
-# share the machine's cores, and oversubscribed threads make small forwards crawl.
+# One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
+# the conformance suites share the machine's cores, and oversubscribed threads make small
+# forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers (--dist loadgroup: a
+# notebook's cells, and the browser tests, each stay on one worker; tests/conftest.py)
+# while the GenLM suites run beside it; the recipe waits for both and fails if either
+# does, then shows the suites' log. The models are converted once first, so that the
+# parallel processes find the cache ready instead of each converting it.
+PYTEST_WORKERS ?= 2
+CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
-	OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report
+	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
+	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
+	OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report \
+		> $(CONFORMANCE_LOG) 2>&1 & conformance=$$!; \
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax \
+		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
+		-n $(PYTEST_WORKERS) --dist loadgroup --durations=10; pytest=$$?; \
+	wait $$conformance; suites=$$?; \
+	echo "--- conformance (scripts/conformance.py --fast --check, $(CONFORMANCE_LOG)):"; \
+	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
+	echo "make test: pytest exit $$pytest, conformance exit $$suites"; \
+	[ $$pytest -eq 0 ] && [ $$suites -eq 0 ]
 
+# Under 3 minutes: no real-model or browser tests, on both cores.
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow and not browser" -x -q
+	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 bench: setup
 	@bash scripts/setup.sh bench

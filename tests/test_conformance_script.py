@@ -1,8 +1,11 @@
 """scripts/conformance.py: how a suite's score is counted, and the exclusions file."""
 
 import importlib.util
+import json
 import tomllib
 from pathlib import Path
+
+import pytest
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 _spec = importlib.util.spec_from_file_location("conformance", SCRIPTS / "conformance.py")
@@ -29,3 +32,64 @@ def test_every_exclusion_names_a_suite_a_pattern_and_a_reason():
         for entry in table.get("exclude", []):
             assert entry["test"].startswith("tests/"), (suite, entry)
             assert len(entry["reason"]) > 10, (suite, entry)
+
+
+def test_cmudict_lines_take_nltk_s_format():
+    text = "a AH0\na(2) EY1\n\naalborg AO1 L B AO0 R G # place, danish\n"
+    assert conformance.nltk_cmudict_lines(text) == [
+        "A 1 AH0",
+        "A 2 EY1",
+        "AALBORG 1 AO1 L B AO0 R G",
+    ]
+
+
+def _result(outcomes, collection_errors=None):
+    return {"outcomes": outcomes, "collection_errors": collection_errors or {}, "seconds": 1.0}
+
+
+def test_an_original_run_with_collection_errors_is_not_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    broken = _result({"tests/a.py::t": "passed"}, {"tests/b.py": "ImportError: no x"})
+    conformance.record_baseline({"llamppl": broken, "genlm-bytes": _result({"t": "passed"})})
+    assert set(conformance.load_baseline()) == {"genlm-bytes"}
+
+
+def test_files_that_failed_to_collect_are_added_to_the_baseline(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    conformance.record_baseline({"llamppl": _result({"tests/a.py::t": "passed"})})
+    data = conformance.load_baseline()
+    data["llamppl"]["counts"]["collection_errors"] = 1  # as a run before the rule stored it
+    conformance.BASELINE.write_text(json.dumps(data))
+    new = _result({"tests/b.py::u": "passed", "tests/b.py::v": "failed"})
+    conformance.add_to_baseline("llamppl", ["tests/b.py"], new)
+    entry = conformance.load_baseline()["llamppl"]
+    assert entry["passed"] == ["tests/a.py::t", "tests/b.py::u"]
+    assert entry["counts"]["passed"] == 2 and entry["counts"]["failed"] == 1
+    assert entry["counts"]["collection_errors"] == 0
+    # a file already measured (it has a stored pass), or one more than failed: refused
+    with pytest.raises(SystemExit, match="already measured"):
+        conformance.add_to_baseline("llamppl", ["tests/a.py"], new)
+    with pytest.raises(SystemExit, match="collection errors"):
+        conformance.add_to_baseline("llamppl", ["tests/c.py"], new)
+
+
+def test_check_fails_on_a_baseline_with_collection_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    conformance.record_baseline({"llamppl": _result({"tests/a.py::t": "passed"})})
+    ours = {**_result({"tests/a.py::t": "passed"}), "excluded": {}}
+    monkeypatch.setattr(conformance, "run_suite", lambda *args, **kwargs: ours)
+    args = ["--suite", "llamppl", "--check", "--no-report"]
+    assert conformance.main(args) == 0
+    data = conformance.load_baseline()
+    data["llamppl"]["counts"]["collection_errors"] = 1
+    conformance.BASELINE.write_text(json.dumps(data))
+    assert conformance.main(args) == 1
+    assert "BASELINE INCOMPLETE" in capsys.readouterr().out
+
+
+def test_original_run_with_collection_errors_exits_2(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    broken = _result({}, {"tests/b.py": "ModuleNotFoundError: hypothesis_jsonschema"})
+    monkeypatch.setattr(conformance, "run_suite", lambda *args, **kwargs: broken)
+    assert conformance.main(["--original", "--suite", "llamppl"]) == 2
+    assert not conformance.BASELINE.exists() or "llamppl" not in conformance.load_baseline()
