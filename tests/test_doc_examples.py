@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 PYTHON = {"python", "py", "python3"}
+# Python that this runner would not run: write such an example as a python block with asserts.
+UNRUN_PYTHON = {"pycon", "ipython", "ipython3", "python-repl", "doctest"}
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _MARKER = re.compile(r"^\s*<!--\s*(?P<kind>no-run|slow)\b\s*(?::\s*(?P<reason>.*?))?\s*-->\s*$")
 # A comment that reads as a claimed output: `# ' Paris'`, `# -> 3`, `# == {...}`.
@@ -50,10 +52,6 @@ class Block:
     code: str
     no_run: str | None  # the reason given by `<!-- no-run: reason -->`
     slow: bool
-
-    @property
-    def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
 
     @property
     def is_python(self) -> bool:
@@ -198,28 +196,43 @@ def test_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     run_blocks(parse_blocks(path))
 
 
+def problems(path: Path, text: str | None = None) -> list[str]:
+    """What is wrong with a file's code blocks, as far as can be told without running them.
+
+    A python fence the parser missed, a syntax error (raised), a comment that
+    claims an output, a marker on a block it does not apply to, Python in a
+    fence this runner does not run, an unmarked block that loads the real model.
+    """
+    text = path.read_text(encoding="utf-8") if text is None else text
+    blocks = parse_blocks(path, text)
+    found = []
+    opened = len(re.findall(r"^[ \t]*```+[ \t]*(?:python|py|python3)\b", text, re.M))
+    parsed = sum(b.is_python for b in blocks)
+    if parsed != opened:
+        found.append(f"{path.name}: {opened} python fences, but {parsed} parsed as blocks")
+    for block in blocks:
+        where = f"{path.name}:{block.line}"
+        if block.is_python:
+            found += [
+                f"claimed output not checked (use assert): {c}" for c in unchecked_claims(block)
+            ]
+        if block.slow and not block.is_python:
+            found.append(f"{where}: <!-- slow --> on a {block.lang or 'plain'} block")
+        if block.no_run and not block.is_python:
+            found.append(f"{where}: <!-- no-run --> on a non-Python block is not needed")
+        if block.lang in UNRUN_PYTHON:
+            found.append(f"{where}: a {block.lang} block would not run; use python with asserts")
+        loads_model = re.search(r"load_model_by_name\(\s*['\"](default|smollm2)", block.code)
+        if block.is_python and not block.no_run and not block.slow and loads_model:
+            found.append(f"{where} loads the real model: mark it <!-- slow -->")
+    return found
+
+
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_examples_are_well_formed(path: Path) -> None:
     """Every Python block compiles, claims no unchecked output, and is run or skipped on purpose."""
-    text = path.read_text(encoding="utf-8")
-    blocks = parse_blocks(path, text)
-    opened = len(re.findall(r"^[ \t]*```+[ \t]*(?:python|py|python3)\b", text, re.M))
-    found = sum(b.is_python for b in blocks)
-    assert found == opened, f"{path.name}: {opened} python fences, but {found} parsed as blocks"
-    claims = []
-    for block in blocks:
-        if block.is_python:
-            claims += unchecked_claims(block)  # also fails on a syntax error
-        if block.slow and not block.is_python:
-            pytest.fail(f"{block.where}: <!-- slow --> on a {block.lang or 'plain'} block")
-        if block.no_run and not block.is_python:
-            pytest.fail(f"{block.where}: <!-- no-run --> on a non-Python block is not needed")
-    assert not claims, "claimed outputs must be asserts, not comments:\n" + "\n".join(claims)
-    for block in blocks:
-        if block.is_python and not block.no_run and not block.slow:
-            assert not re.search(r"load_model_by_name\(\s*['\"](default|smollm2)", block.code), (
-                f"{block.where} loads the real model: mark it <!-- slow -->"
-            )
+    found = problems(path)
+    assert not found, "\n".join(found)
 
 
 def _blocks(text: str) -> list[Block]:
@@ -263,6 +276,27 @@ def test_runner_skips_only_marked_blocks() -> None:
         _blocks("<!-- no-run: x -->\nsome text\n```python\npass\n```\n")
     with pytest.raises(ValueError, match="never closed"):
         _blocks("```python\npass\n")
+
+
+def test_problems_are_found() -> None:
+    page = ROOT / "page.md"
+    assert problems(page, "<!-- slow -->\n```python\nx = 1\n```\n") == []
+    found = problems(
+        page,
+        "```pycon\n>>> 1 + 1\n3\n```\n"
+        "<!-- slow -->\n```bash\nls\n```\n"
+        "```python\nfrom genlm_lab.backend import load_model_by_name\n"
+        "llm = load_model_by_name('default')\nllm  # <AsyncTransformer>\n```\n"
+        "- a list\n\n  ```python\n  1  # -> 1\n  ```\n",
+    )
+    assert found == [
+        "page.md:2: a pycon block would not run; use python with asserts",
+        "page.md:7: <!-- slow --> on a bash block",
+        "page.md:10 loads the real model: mark it <!-- slow -->",
+        "claimed output not checked (use assert): page.md:17: 1  # -> 1",
+    ]
+    with pytest.raises(SyntaxError):
+        problems(page, "```python\nx = = 1\n```\n")
 
 
 def test_unchecked_claims_are_found() -> None:
