@@ -297,7 +297,8 @@ class Run:
             return
         profiler.step = self.steps + 1
         if self._lms is None:
-            self._lms = _lm_stats(particles)
+            with profiler.timed("profiler"):  # its own set-up: a search for the LM backends
+                self._lms = _lm_stats(particles)
         counts = [dict(lm.stats) for lm in self._lms]
         steps = call_all(particles, "step")
         previous = profiler.switch("lm.forward")

@@ -27,6 +27,7 @@ calls, seconds):
 - "critic": the critic's `score`;
 - "resampling", "record" (the step entry and record file), "observers"
   (views, loggers), "alarms";
+- "profiler": the profiler's own set-up (finding the LM backends, once);
 - "other": the loop's own remainder; small.
 
 With profiling off nothing of this runs: the inference loop takes the plain

@@ -276,8 +276,9 @@ class SequenceModel(Model):
         if forced:
             if why is not None and why.startswith("unfinished: "):
                 return "cut at max_tokens " + why[len("unfinished: ") :]
-            tail = f" ({why})" if why else ""
-            return f"cut at max_tokens: {name} does not accept the text as complete{tail}"
+            if why:
+                return f"cut at max_tokens; {why}"
+            return f"cut at max_tokens: {name} does not accept the text as complete"
         if why:
             return why
         label = "EOS" if ends else repr(token_label(token))
