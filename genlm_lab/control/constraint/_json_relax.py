@@ -18,6 +18,8 @@ what it compiles departs from the specification, and some keywords it lacks:
 (object keys in any order, the rest widened or dropped), and records where
 each constraint is enforced: "mask" (while generating) or "completion" (by
 `jsonschema` on the finished document, which `JsonSchema.complete` runs).
+`required` and unique keys, which llguidance cannot say in any key order,
+are enforced in the mask by `_json_keys` on top of llguidance's mask.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ _COMPLETION_ONLY = {
     "format": "formats are checked by jsonschema's format checker at completion",
     "contentEncoding": "checked at completion",
     "contentSchema": "checked at completion",
-    "required": "object keys come in any order: required keys are checked at completion",
     "$dynamicRef": "checked at completion",
     "$recursiveRef": "checked at completion",
 }
@@ -159,6 +160,11 @@ class Relaxer:
             elif key in _KEEP:
                 out[key] = value
                 self.note(path, key, "mask")
+            elif key == "required":
+                branch = "/anyOf/" in where or "/oneOf/" in where
+                self.note(path, "required", "mask", "keys in any order; an object closes only "
+                          "once its required keys are present" + (" (under anyOf/oneOf: those "
+                          "of some branch; the rest at completion)" if branch else ""))  # fmt: skip
             elif key in _COMPLETION_ONLY:
                 self.note(path, key, "completion", _COMPLETION_ONLY[key])
         if isinstance(node.get("exclusiveMaximum"), bool) or isinstance(
@@ -283,5 +289,6 @@ def _hoist_deep_refs(schema: Any) -> Any:
 def relax(schema: Any) -> tuple[Any, list[dict[str, str]]]:
     """`(relaxed schema, coverage rows)`; see the module docstring."""
     relaxer = Relaxer()
+    relaxer.note("", "(unique keys)", "mask", "no key twice in one object")
     out = relaxer.schema(_hoist_deep_refs(schema))
     return out, relaxer.rows

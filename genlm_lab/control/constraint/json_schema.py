@@ -14,6 +14,8 @@ from typing import Any
 
 import llguidance
 
+from genlm_lab.control.constraint._json_engine import KeyedEngine
+from genlm_lab.control.constraint._json_keys import KeyRules
 from genlm_lab.control.constraint._json_relax import relax
 from genlm_lab.control.constraint.grammar import GrammarPotential
 from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
@@ -21,6 +23,21 @@ from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
 __all__ = ["JsonSchema"]
 
 _BLANK = "[\\x20\\x09]"
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
 
 
 def _load(schema: dict | str) -> dict:
@@ -124,6 +141,15 @@ class JsonSchema(GrammarPotential):
         self.exact_mask = all(r["where"] == "mask" for r in rows)
         text = json.dumps(self.schema)
         super().__init__(grammar, text, "JSON schema", final=self._final_check)
+        self.key_rules = KeyRules(self.schema)
+        self.engine = KeyedEngine(self.engine, self.key_rules)
+
+    def _coerce_tokens(self, vocab, eos, special=None):
+        """The schema over a vocabulary of byte strings: llguidance's mask and the key rules."""
+        coerced = super()._coerce_tokens(vocab, eos, special)
+        if coerced is not None:
+            coerced.engine = KeyedEngine(coerced.engine, self.key_rules)
+        return coerced
 
     @property
     def coverage(self) -> list[dict[str, str]]:
@@ -135,11 +161,90 @@ class JsonSchema(GrammarPotential):
         return self.explain(text) is None
 
     def explain(self, text: str | bytes) -> str | None:
-        """Why `text` is not a valid document (None if it is): the JSON error or jsonschema's."""
+        """Why `text` is not a valid document, with its JSON path; None if it is valid.
+
+        - a schema violation: "at $.city, keyword maxLength: 'Pitcairn Islands'
+          is too long" (jsonschema's best error: its path and keyword);
+        - a document that stops early: "unfinished: inside a string at
+          $.name" (or "inside the object at $", "after the key $.rank", ...);
+        - other broken JSON: "not JSON at $.items[2]: Expecting ',' delimiter ...";
+        - a repeated key: "the key 'city' appears twice in one object".
+        """
+
+        def path(parts: Any) -> str:
+            out = "$"
+            for part in parts:
+                if isinstance(part, int):
+                    out += f"[{part}]"
+                elif isinstance(part, str) and part.isidentifier():
+                    out += f".{part}"
+                else:
+                    out += f"[{json.dumps(part)}]"
+            return out
+
+        def where(prefix: str) -> str:
+            # The prefix's open containers: [kind, key or index, expecting a key].
+            stack: list[list[Any]] = []
+            start = None  # where the open string starts
+            escaped = False
+            for i, char in enumerate(prefix):
+                if start is not None:
+                    if escaped:
+                        escaped = False
+                    elif char == "\\":
+                        escaped = True
+                    elif char == '"':
+                        if stack and stack[-1][0] == "object" and stack[-1][2]:
+                            try:
+                                stack[-1][1] = json.loads(prefix[start : i + 1])
+                            except json.JSONDecodeError:
+                                stack[-1][1] = prefix[start + 1 : i]
+                        start = None
+                elif char == '"':
+                    start = i
+                elif char == "{":
+                    stack.append(["object", None, True])
+                elif char == "[":
+                    stack.append(["array", 0, False])
+                elif char in "]}" and stack:
+                    stack.pop()
+                elif char == ":" and stack:
+                    stack[-1][2] = False
+                elif char == "," and stack:
+                    if stack[-1][0] == "array":
+                        stack[-1][1] += 1
+                    else:
+                        stack[-1][1:] = [None, True]
+            keys = [frame[1] for frame in stack if frame[1] is not None]
+            if start is not None:
+                if stack and stack[-1][0] == "object" and stack[-1][2]:
+                    return f"inside a key of the object at {path(keys)}"
+                return f"inside a string at {path(keys)}"
+            if not stack:
+                return "before the value at $" if not prefix.strip() else "inside a value at $"
+            kind, _, expecting_key = stack[-1]
+            if kind == "object" and expecting_key:
+                return f"inside the object at {path(keys)}"
+            if kind == "object":
+                return f"after the key {path(keys)}"
+            return f"inside the array at {path(keys[:-1])}, at item {keys[-1]}"
+
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as error:
+                if error.reason == "unexpected end of data":  # cut inside a character
+                    return f"unfinished: {where(text[: error.start].decode('utf-8'))}"
+                return f"not JSON: invalid UTF-8 at byte {error.start}"
         try:
-            value = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            return f"not JSON: {error}"
+            value = json.loads(text, object_pairs_hook=_unique)
+        except json.JSONDecodeError as error:
+            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+                return f"unfinished: {where(text)}"
+            place = where(text[: error.pos]).rsplit(" at ", 1)[-1]
+            return f"not JSON at {place}: {error}"
+        except _RepeatedKey as error:
+            return f"the key {error.args[0]!r} appears twice in one object"
         try:
             import jsonschema
 
@@ -148,8 +253,7 @@ class JsonSchema(GrammarPotential):
             return f"jsonschema could not check it: {type(error).__name__}: {error}"
         if error is None:
             return None
-        where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
-        return f"at {where}: {error.message}"
+        return f"at {path(error.absolute_path)}, keyword {error.validator}: {error.message}"
 
     def validate(self, text: str | bytes) -> bool:
         """Whether `text` parses as JSON and `jsonschema` finds it valid (the reference check)."""
