@@ -22,7 +22,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and the API docs
-    from genlm_lab.eval.compare import Comparison, compare, pairwise
     from genlm_lab.eval.core import (
         Dataset,
         EvaluationResult,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from genlm_lab.eval.domains import DOMAINS, load_domain
     from genlm_lab.eval.identity import model_identity
     from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
+    from genlm_lab.eval.paired import Comparison, compare, pairwise
     from genlm_lab.eval.plot import plot_accuracy_cost
     from genlm_lab.eval.runner import parse_shard, run_evaluation, run_keys, task_seed
     from genlm_lab.eval.stats import bootstrap_ci
@@ -51,9 +51,9 @@ _HOME = {
     "ModelAdaptor": "core",
     "ModelOutput": "core",
     "ModelResponse": "core",
-    "Comparison": "compare",
-    "compare": "compare",
-    "pairwise": "compare",
+    "Comparison": "paired",
+    "compare": "paired",
+    "pairwise": "paired",
     "model_identity": "identity",
     "plot_accuracy_cost": "plot",
     "run_keys": "runner",

@@ -149,7 +149,7 @@ def _existing_store(path: str, migrate: bool = True):
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from genlm_lab.eval.compare import compare
+    from genlm_lab.eval.paired import compare
 
     common = {k: getattr(args, k) for k in ("model", "method", "domain") if getattr(args, k)}
     with _existing_store(args.db) as store:

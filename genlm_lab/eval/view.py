@@ -23,7 +23,7 @@ from typing import Any
 
 import traitlets
 
-from genlm_lab.eval.compare import compare, pairwise
+from genlm_lab.eval.paired import compare, pairwise
 from genlm_lab.eval.store import ResultsStore, instance_label
 from genlm_lab.eval.summary import FINISHED, summarize
 from genlm_lab.widgets.base import LiveView, asset, esm

@@ -76,7 +76,9 @@ async def test_a_broken_instance_and_a_broken_checker_fail_alone(tmp_path):
 
     dataset = ToyDataset(["ok", "bad-model", "ok", "bad-checker"])
     db = tmp_path / "r.sqlite"
-    results = await run_evaluation(dataset, model, Picky(), store=db, max_concurrency=4)
+    results = await run_evaluation(
+        dataset, model, Picky(), store=db, max_concurrency=4, model_id="fixed answers"
+    )
     assert results["n_errors"] == 2
     assert results["average_weighted_accuracy"] == 1.0  # the two good instances
     with ResultsStore(db) as store:
@@ -134,7 +136,9 @@ async def test_output_dir_holds_one_sqlite_file(tmp_path):
         assert output_dir == str(tmp_path)
         return ModelOutput(responses=[ModelResponse(response="b", weight=1.0)])
 
-    await run_evaluation(ToyDataset(["x", "y"]), model, EndsWithB(), output_dir=tmp_path)
+    await run_evaluation(
+        ToyDataset(["x", "y"]), model, EndsWithB(), output_dir=tmp_path, model_id="b"
+    )
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
         "results.sqlite"
     ]

@@ -145,7 +145,9 @@ async def test_shards_merge_into_the_whole(tmp_path):
     dataset = ToyDataset([f"p{i}" for i in range(10)])
     parts = [tmp_path / f"shard{i}.sqlite" for i in range(3)]
     for i, part in enumerate(parts):
-        await run_evaluation(dataset, model, EndsWithB(), store=part, method="m", shard=f"{i}/3")
+        await run_evaluation(
+            dataset, model, EndsWithB(), store=part, method="m", shard=f"{i}/3", model_id="m"
+        )
     assert [_count(p) for p in parts] == [4, 3, 3]
     merged = tmp_path / "all.sqlite"
     with ResultsStore(merged) as store:

@@ -14,6 +14,7 @@ from genlm_lab.eval import (
     run_evaluation,
     summarize,
 )
+from genlm_lab.eval.view import scatter_svg
 from genlm_lab.widgets import ParticleView
 
 
@@ -93,3 +94,123 @@ def test_report_opens_offline(store):
     run_ids = store.runs_frame()["run_id"].tolist()
     for rid in run_ids:
         assert f"id='run-{rid}'" in page and f"href='#run-{rid}'" in page
+
+
+async def test_a_run_whose_particles_all_died_is_stored_and_shown_as_such(tmp_path):
+    domain = toy_domain(["z", "a+b"])  # no token spells "z": every particle dies
+    s = ResultsStore(tmp_path / "dead.sqlite")
+    method = Method(kind="smc", n_particles=3, max_tokens=4)
+    with pytest.warns(RuntimeWarning, match="weight zero"):
+        await run_evaluation(
+            domain.dataset, method.adaptor(domain, toy_lm()), domain.evaluator, store=s
+        )
+    runs = s.runs_frame().set_index("instance_id")
+    assert runs.loc["0", "status"] == "all_dead" and runs.loc["1", "status"] == "finished"
+    summary = summarize(s, n_bootstrap=100)
+    assert summary["n_unfinished"].tolist() == [1] and summary["n_errors"].tolist() == [0]
+    data = results_data(s)
+    assert data["runs"][0]["status"] == "all_dead"  # unfinished runs come before finished ones
+    view = ResultsView(s)
+    html = view._repr_html_()
+    assert "all_dead" in html
+    view.open_run(int(runs.loc["0", "run_id"]))
+    assert "all_dead" in view.view_data()["selected"]["title"]
+    assert "SMC all_dead" in view.view_data()["selected"]["html"]
+    s.close()
+
+
+def test_rows_name_their_model_and_show_the_instance_content(store):
+    data = results_data(store)
+    assert {r["model"] for r in data["runs"]} == {"ToyLM(seed=3)"}
+    assert {r["instance"] for r in data["runs"]} == {"a+b", "(ab)+", "c?a+", "<script>x"}
+    html = ResultsView(store)._repr_html_()
+    assert "(ab)+" in html and "ToyLM(seed=3)" in html
+
+
+def test_a_stored_run_renders_what_the_live_particle_view_shows(store):
+    from genlm_lab.eval.view import run_html
+
+    for run_id in store.runs_frame()["run_id"]:
+        record = store.record(int(run_id))
+        live = ParticleView.from_record(record)
+        assert run_html(store, int(run_id)) == ParticleView.to_html(live.view_data())
+    smc = store.runs_frame().query("method == 'smc'")["run_id"]
+    html = run_html(store, int(smc.iloc[0]))
+    assert "log w " in html  # a factor column of control.SMC's particles
+
+
+def test_each_report_link_opens_its_own_run(store):
+    page = report_html(store)
+    assert ".genlm-run:target{display:block}" in page
+    for run_id in store.runs_frame()["run_id"]:
+        section = re.search(
+            rf"<section class='genlm-run' id='run-{run_id}'>(.*?)</section>", page, re.S
+        )
+        assert section is not None
+        assert f"Run #{run_id}:" in section.group(1) and "genlm-particles" in section.group(1)
+    assert "Paired comparisons" in page and "Holm" in page
+    assert "Accuracy and cost" in page
+
+
+def test_two_picked_rows_are_compared_and_several_comparisons_are_flagged(store):
+    from genlm_lab.eval import compare
+
+    view = ResultsView(store)
+    view.compare_rows = [0, 1]  # what two clicks in the browser do
+    comparison = view.view_data()["comparison"]
+    summary = view.view_data()["summary"]
+    expected = compare(
+        store, *({k: summary[i][k] for k in ("model", "method", "domain")} for i in (0, 1))
+    )
+    assert comparison["a"] == expected.a and f"{expected.diff:+.3f}" in comparison["html"]
+    assert "comparisons made here" not in comparison["html"]
+    view.compare_rows = [1]
+    view.compare_rows = [1, 0]
+    assert "2 comparisons made here" in view.view_data()["comparison"]["html"]
+
+
+def _bbox(text: str, x: float, y: float, anchor: str, size: float = 10) -> tuple:
+    """An upper bound of a text's box (every glyph at most 0.62 em wide)."""
+    w = 0.62 * size * len(text)
+    left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+    return left, y - size, left + w, y + 2
+
+
+def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
+    methods = ["base", "lcd", "sample_rerank", "smc", "awrs_smc", "smc_steer"]
+    domains = ["pattern_matching", "json_schema", "spider"]
+    summary = [
+        {
+            "model": model,
+            "method": m,
+            "domain": d,
+            "weighted_accuracy": (i * 7 % 10) / 10,
+            "ci_low": max(0, (i * 7 % 10) / 10 - 0.1),
+            "ci_high": min(1, (i * 7 % 10) / 10 + 0.1),
+            "runtime_mean": 0.5 + i,
+        }
+        for i, (m, d, model) in enumerate(
+            (m, d, model) for m in methods for d in domains for model in ("default", "tiny-random")
+        )
+    ]
+    svg = scatter_svg(summary)
+    width, height = (float(v) for v in re.search(r"viewBox='0 0 (\S+) (\S+)'", svg).groups())
+    texts = re.findall(
+        r"<text x='([\d.]+)' y='([\d.]+)'(?: text-anchor='(\w+)')?[^>]*>([^<]*)</text>", svg
+    )
+    boxes = [_bbox(t, float(x), float(y), a or "start") for x, y, a, t in texts]
+    assert "weighted accuracy" in svg and svg.count("mean runtime per instance (s)") == 3
+    assert len(re.findall(r"class='genlm-point'", svg)) == len(summary) + len(methods) + 2
+    for m in methods:
+        assert f">{m}</text>" in svg  # in the legend, not on the points
+    rotated = [b for b, t in zip(boxes, texts, strict=True) if t[3] == "weighted accuracy"]
+    for (x0, y0, x1, y1), t in zip(boxes, texts, strict=True):
+        if t[3] == "weighted accuracy":
+            continue  # rotated: checked by its centre below
+        assert x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height, f"{t[3]!r} is cut off"
+    assert rotated and 0 <= float(texts[0][1]) <= height
+    flat = [(b, t) for b, t in zip(boxes, texts, strict=True) if t[3] != "weighted accuracy"]
+    for i, (a, ta) in enumerate(flat):
+        for b, tb in flat[i + 1 :]:
+            overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+            assert not overlap, f"{ta[3]!r} overlaps {tb[3]!r}"

@@ -1,4 +1,4 @@
-"""compare: paired differences against scipy, interval coverage over seeds, the detectable effect."""
+"""compare (genlm_lab.eval.paired): paired differences against scipy, interval coverage over seeds, the detectable effect."""
 
 import math
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genlm_lab.eval.compare import compare, holm, minimum_detectable_effect, pairwise, sign_test
+from genlm_lab.eval.paired import compare, holm, minimum_detectable_effect, pairwise, sign_test
 
 
 def _runs(scores_a, scores_b, domain="d", models=("m", "m"), methods=("x", "y")):
