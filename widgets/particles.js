@@ -5,6 +5,10 @@ function stateLabel(st) {
   return st === "active" ? "" : st;
 }
 
+const REST_NOTE = "log w minus the factor columns and the critic: the proposal's correction " +
+  "(each draw's log Z minus the log-probability it was proposed with), the start weight, and " +
+  "resampling, which gives every particle the average weight";
+
 function factorCells(p, names, awrs) {
   // control.SMC: summed log-weight per factor (this step's in the tooltip), critic, last draw, AWRS.
   if (!names.length) return [];
@@ -13,6 +17,7 @@ function factorCells(p, names, awrs) {
   const cells = names.map((n) => h("td", { class: "genlm-num genlm-factor", "data-factor": n,
     title: n in step ? `this step: ${fmt(step[n], 3)}` : "no step" }, fmt((p.factors || {})[n], 2)));
   cells.push(h("td", { class: "genlm-num" }, fmt(p.critic, 2)));
+  cells.push(h("td", { class: "genlm-num genlm-rest", title: REST_NOTE }, fmt(p.rest, 2)));
   cells.push(h("td", {}, last.token === null || last.token === undefined ? "" : tokBox(last.token)));
   const aw = last.awrs;
   if (awrs) cells.push(aw ? h("td", { class: "genlm-awrs-cell", title: `rejected: ${(aw.rejected || []).join(", ")}` },
@@ -26,7 +31,8 @@ function particleRows(data) {
     h("tr", { class: `genlm-${p.state}`, "data-index": p.index },
       h("td", { class: "genlm-num" }, p.index),
       h("td", {}, stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : "",
-        p.killed ? h("span", { class: "genlm-killed" }, ` step ${p.killed.step}, by ${p.killed.by}`) : null),
+        p.killed ? h("span", { class: "genlm-killed" },
+          ` step ${p.killed.step}, by ${p.killed.by}${p.killed.why ? `: ${p.killed.why}` : ""}`) : null),
       h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
       h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
       factorCells(p, names, data.awrs_column),
@@ -40,6 +46,14 @@ function deathsLine(data) {
   if (!keys.length) return h("div", { class: "genlm-note genlm-deaths" }, "no particle killed");
   const parts = keys.map((k) => `${k}: ${d[k].length} (step ${d[k].slice(0, 8).join(", ")}${d[k].length > 8 ? ", ..." : ""})`);
   return h("div", { class: "genlm-note genlm-deaths" }, `killed by ${parts.join("; ")}`);
+}
+
+function alarmsLine(data) {
+  const alarms = data.alarms || [];
+  if (!alarms.length) return null;
+  return h("div", { class: "genlm-note genlm-alarms", role: "alert" }, "\u26a0 alarms",
+    h("ul", {}, ...alarms.map((a) => h("li", { "data-kind": a.kind },
+      h("b", {}, `step ${a.step}, ${a.kind}`), `: ${a.text}`))));
 }
 
 function genealogy(data) {
@@ -105,8 +119,8 @@ function drawParticles(data) {
   const count = kept === null || kept === undefined
     ? `${ps.length} particles` : `${ps.length} candidates, ${kept} kept`;
   const head = `SMC ${data.status}: step ${data.step}, ` +
-    `${count}, ESS ${fmt(data.ess && data.ess[data.ess.length - 1], 2)}, ` +
-    `log_ml ${fmt(data.log_ml && data.log_ml[data.log_ml.length - 1], 3)}`;
+    `${count}, ESS ${fmt(data.final_ess ?? (data.ess && data.ess[data.ess.length - 1]), 2)}, ` +
+    `log_ml ${fmt(data.final_log_ml ?? (data.log_ml && data.log_ml[data.log_ml.length - 1]), 3)}`;
   const resampled = (data.resampled || []).length
     ? `resampled at step ${data.resampled.join(", ")}` : "no resampling yet";
   const tree = genealogy(data);
@@ -117,10 +131,12 @@ function drawParticles(data) {
       lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
                 { title: "log_ml estimate over steps" })),
     h("div", { class: "genlm-note genlm-resampled" }, resampled),
+    alarmsLine(data),
+    data.held_note ? h("div", { class: "genlm-note genlm-held" }, data.held_note) : null,
     deathsLine(data),
     table(["#", "state", "weight", "log w",
            ...((data.factor_names || []).length
-             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "last token",
+             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "rest", "last token",
                 ...(data.awrs_column ? ["AWRS"] : [])] : []),
            "text"], particleRows(data)),
     tree ? h("div", { class: "genlm-title" }, "Genealogy (click a particle for its lineage)") : null,

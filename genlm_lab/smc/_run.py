@@ -423,8 +423,8 @@ class Run:
         self.bar.set_postfix(status=status, log_ml=f"{log_ml:.3f}", ess=f"{ess:.1f}")
         self.bar.close()
         if self.writer is not None:
+            self.writer.diagnostics(self.record)  # before the final line, which ends a file
             self.writer.finish(self.record.final)
-            self.writer.diagnostics(self.record)
             self.writer.close()
 
     def interrupted(self, particles: Sequence[Any]) -> None:

@@ -28,6 +28,9 @@ def particle_data(
     summary: dict | None = None,
     status: str | None = None,
     factors: dict | None = None,
+    reasons: dict | None = None,
+    alarms: list | None = None,
+    final: dict | None = None,
 ) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
@@ -41,6 +44,12 @@ def particle_data(
             "interrupted"); default "finished" when done, else "running".
         factors: `FactorTally.view()` of a `control.SMC` run: each particle's
             log-weight split by factor, where it was killed and by what.
+        reasons: `{(step, index): reason}` of the deaths (`death_reasons`).
+        alarms: the run's alarms, `(step, kind, sentence)`.
+        final: the record's final summary; with `done`, when the last step
+            resampled, the rows are the particles the result holds (copies of
+            the step's survivors, each with the average weight) and the
+            header gives the result's ESS and log_ml.
 
     Returns:
         The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
@@ -69,6 +78,16 @@ def particle_data(
     if len(frows) == len(particles):
         for row, f in zip(particles, frows, strict=True):
             row.update(f)
+            row["rest"] = _rest(row)
+    for row in particles:
+        killed = row.get("killed")
+        if killed and reasons:
+            why = reasons.get((killed["step"], row["index"]))
+            if why:
+                row["killed"] = {**killed, "why": why}
+    held = done and last is not None and _resampled_at_the_end(last)
+    if held:
+        particles = _held(particles, last["ancestors"])
     cut = last is not None and last["ancestors"] is not None
     cut = cut and len(last["ancestors"]) < len(last["particles"])
     data = dict(summary) if summary is not None else run_summary(entries)
@@ -84,8 +103,72 @@ def particle_data(
         factor_names=factors["names"] if factors else None,
         awrs_column=any((p.get("last") or {}).get("awrs") for p in particles),
         deaths=factors["deaths"] if factors else None,
+        alarms=[{"step": int(a[0]), "kind": str(a[1]), "text": str(a[2])} for a in alarms or []],
+        held_note=(
+            f"the result's particles: step {last['step']}'s survivors after its resampling, "
+            "each with the average weight"
+            if held
+            else None
+        ),
     )
+    if held and final:
+        data["final_ess"] = final.get("ess")
+        data["final_log_ml"] = final.get("log_ml")
     return data
+
+
+def _resampled_at_the_end(last: dict) -> bool:
+    """Whether the last step resampled with replacement (not smc_steer's cut)."""
+    ancestors = last.get("ancestors")
+    return ancestors is not None and len(ancestors) == len(last["particles"])
+
+
+def _held(rows: list[dict], ancestors: list[int]) -> list[dict]:
+    """The rows of the particles after resampling: row `ancestors[i]` for each i, average weight."""
+    logs = [r["log_weight"] for r in rows]
+    top = max(logs) if logs else -math.inf
+    if top == -math.inf:
+        average = -math.inf
+    else:
+        average = top + math.log(sum(math.exp(x - top) for x in logs) / len(logs))
+    out = []
+    for i, a in enumerate(ancestors):
+        row = {**rows[a], "index": i, "weight": 1.0 / len(ancestors), "log_weight": average}
+        row["copy_of"] = a
+        if "rest" in row:
+            row["rest"] = _rest(row)
+        out.append(row)
+    return out
+
+
+def _rest(row: dict) -> float | None:
+    """What the factor columns leave out of a particle's log-weight (see `REST_NOTE`)."""
+    factors = row.get("factors")
+    if not factors or not math.isfinite(row["log_weight"]):
+        return None
+    total = sum(v for v in factors.values() if v is not None)
+    critic = row.get("critic") or 0.0
+    if not math.isfinite(total) or not math.isfinite(critic):
+        return None
+    return row["log_weight"] - total - critic
+
+
+#: The "rest" column's tooltip: why log w is not the sum of the factor columns.
+REST_NOTE = (
+    "log w minus the factor columns and the critic: the proposal's correction (each draw's "
+    "log Z minus the log-probability it was proposed with), the start weight, and resampling, "
+    "which gives every particle the average weight"
+)
+
+
+def death_reasons(steps: list[dict]) -> dict[tuple[int, int], str]:
+    """`{(step, particle): reason}` from raw step entries' extras ("killed_why")."""
+    out = {}
+    for entry in steps:
+        for i, extra in enumerate(entry.get("extras") or []):
+            if isinstance(extra, dict) and extra.get("killed_why"):
+                out[(int(entry["step"]), i)] = str(extra["killed_why"])
+    return out
 
 
 def genealogy_svg(data: dict) -> str:
@@ -163,10 +246,12 @@ def particles_html(data: dict) -> str:
     """Static HTML of `particle_data`: status line, ESS/log_ml charts, one row per particle."""
     ps = data["particles"]
     ess, log_ml = data["ess"], data["log_ml"]
+    head_ess = data.get("final_ess", ess[-1] if ess else None)
+    head_ml = data.get("final_log_ml", log_ml[-1] if log_ml else None)
     head = (
         f"SMC {data['status']}: step {data['step']}, "
-        f"{count_text(data)}, ESS {fmt(ess[-1] if ess else None, 2)}, "
-        f"log_ml {fmt(log_ml[-1] if log_ml else None)}"
+        f"{count_text(data)}, ESS {fmt(head_ess, 2)}, "
+        f"log_ml {fmt(head_ml)}"
     )
     resampled = data["resampled"]
     note = (
@@ -197,6 +282,12 @@ def particles_html(data: dict) -> str:
     body = (
         f"<div class='genlm-title genlm-status'>{esc(head)}</div>{charts}"
         f"<div class='genlm-note genlm-resampled'>{esc(note)}</div>"
+        + alarms_html(data.get("alarms"))
+        + (
+            f"<div class='genlm-note genlm-held'>{esc(data['held_note'])}</div>"
+            if data.get("held_note")
+            else ""
+        )
         + _deaths_html(data)
         + table(
             [
@@ -216,22 +307,55 @@ def particles_html(data: dict) -> str:
 
 def record_html(record: SMCRecord) -> str:
     """The static particle view of a record: what `SMCRecord._repr_html_` shows."""
-    run_id, entries = step_entries(record)
-    data = particle_data(entries, run_id=run_id, done=True, status=final_status(record))
-    return particles_html(data)
+    return particles_html(record_data(record))
+
+
+def record_data(record: Any) -> dict:
+    """`particle_data` of a whole record: factors, death reasons, alarms, the held particles."""
+    rec = as_record(record)
+    run_id, entries = step_entries(rec)
+    return particle_data(
+        entries,
+        run_id=run_id,
+        done=True,
+        status=final_status(rec),
+        factors=tally_of(rec.steps, rec.parents()).view(),
+        reasons=death_reasons(rec.steps),
+        alarms=rec.alarms,
+        final=rec.final,
+    )
+
+
+def alarms_html(alarms: list[dict] | None) -> str:
+    """One line per alarm ("step 3, low_ess: ..."), or nothing for a healthy run."""
+    if not alarms:
+        return ""
+    items = "".join(
+        f"<li data-kind='{esc(a['kind'])}'><b>step {a['step']}, {esc(a['kind'])}</b>: "
+        f"{esc(a['text'])}</li>"
+        for a in alarms
+    )
+    return f"<div class='genlm-note genlm-alarms' role='alert'>⚠ alarms<ul>{items}</ul></div>"
 
 
 def _killed_html(p: dict) -> str:
     k = p.get("killed")
     if not k:
         return ""
-    return f"<span class='genlm-killed'> step {k['step']}, by {esc(k['by'])}</span>"
+    why = f": {esc(k['why'])}" if k.get("why") else ""
+    return f"<span class='genlm-killed'> step {k['step']}, by {esc(k['by'])}{why}</span>"
 
 
 def _factor_headers(names: list[str], awrs: bool) -> list[str]:
     if not names:
         return []
-    return [*(f"log w {n}" for n in names), "critic", "last token", *(["AWRS"] if awrs else [])]
+    return [
+        *(f"log w {n}" for n in names),
+        "critic",
+        "rest",
+        "last token",
+        *(["AWRS"] if awrs else []),
+    ]
 
 
 def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
@@ -248,6 +372,9 @@ def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
             f"{esc(fmt(p.get('factors', {}).get(n), 2))}</td>"
         )
     cells.append(f"<td class='genlm-num'>{esc(fmt(p.get('critic'), 2))}</td>")
+    cells.append(
+        f"<td class='genlm-num genlm-rest' title='{esc(REST_NOTE)}'>{esc(fmt(p.get('rest'), 2))}</td>"
+    )
     tok = last.get("token")
     cells.append(f"<td>{tok_box(tok) if tok is not None else ''}</td>")
     aw = last.get("awrs")
@@ -292,6 +419,8 @@ class ParticleView(LiveView):
         super().__init__()
         self._raw: list[dict] = []
         self._tally = FactorTally()
+        self._reasons: dict[tuple[int, int], str] = {}
+        self._alarms: list = []
         self._points: list[tuple] = []
         self._entries: list[dict] = []
         self._run_id: str | None = None
@@ -303,14 +432,9 @@ class ParticleView(LiveView):
         """A finished view of a saved `SMCRecord` (object, dict, JSON or path)."""
         view = cls()
         rec = as_record(record)
-        run_id, entries = step_entries(rec)
-        view._run_id, view._entries, view._done = run_id, entries, True
-        factors = tally_of(rec.steps, rec.parents()).view()
-        view._send_now(
-            particle_data(
-                entries, run_id=run_id, done=True, status=final_status(rec), factors=factors
-            )
-        )
+        data = record_data(rec)
+        view._run_id, view._entries, view._done = data["run_id"], step_entries(rec)[1], True
+        view._send_now(data)
         return view
 
     @property
@@ -331,6 +455,7 @@ class ParticleView(LiveView):
         if self._done or self._run_id is None:
             self._raw, self._points, self._entries, self._done = [], [], [], False
             self._tally = FactorTally()
+            self._reasons, self._alarms = {}, []
             self._run_id = run_id
         elif run_id != self._run_id:
             raise ValueError(
@@ -338,6 +463,8 @@ class ParticleView(LiveView):
                 "use one ParticleView per concurrent run"
             )
         self._tally.add(entry)  # O(particles x factors): weights split by factor
+        self._reasons.update(death_reasons([entry]))
+        self._alarms.extend(entry.get("alarms") or [])
         self._raw.append(entry)
         self._points.append(point)
         self.push(self._build_live)
@@ -351,14 +478,7 @@ class ParticleView(LiveView):
         rec = as_record(record)
         run_id, entries = step_entries(rec, run_id=self._run_id)
         self._run_id, self._entries, self._raw, self._done = run_id, entries, [], True
-        status = final_status(rec)
-        factors = tally_of(rec.steps, rec.parents()).view()
-        self.push(
-            lambda: particle_data(
-                entries, run_id=run_id, done=True, status=status, factors=factors
-            ),
-            final=True,
-        )
+        self.push(lambda: record_data(rec), final=True)
 
     def _build_live(self) -> dict:
         # Only the newest entry's texts are read: the cost of a push does not grow with steps.
@@ -372,7 +492,12 @@ class ParticleView(LiveView):
             "resampled": [t for t, r in zip(steps, resampled, strict=True) if r],
         }
         return particle_data(
-            [last], run_id=self._run_id, summary=summary, factors=self._tally.view()
+            [last],
+            run_id=self._run_id,
+            summary=summary,
+            factors=self._tally.view(),
+            reasons=self._reasons,
+            alarms=self._alarms,
         )
 
     @staticmethod

@@ -223,3 +223,114 @@ def test_particle_text_with_a_backslash_never_looks_like_an_escape(text, other):
     from genlm_lab.widgets.smc_data import display_text
 
     assert display_text(text) == "a\\\\nb" != display_text(other)
+
+
+# -- why particles died, alarms, the result's particles, what the factor columns leave out ----
+
+
+def _control_run(vocab, schema, n, ess, max_tokens, seed=0, observers=()):
+    import asyncio
+    import warnings
+
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.control import SMC, JsonSchema, PromptedLLM, direct_token_sampler
+
+    llm = PromptedLLM(ToyLM(list(vocab), eos=vocab[-1], seed=3))
+    target = llm * JsonSchema(schema).coerce(llm, f=b"".join)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return asyncio.run(
+            SMC(direct_token_sampler(target))(n, ess, max_tokens, seed=seed, observers=observers)
+        )
+
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+NAME_VOCAB = [b'{"name": "', b"a", b'"}', b"$"]
+
+
+def test_a_killed_row_says_why_live_and_from_the_record():
+    view = ParticleView()
+    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 3, observers=[view])
+    why = "cut at max_tokens inside a string at $.name"
+    for data in (view.view_data(), ParticleView.from_record(seqs.record).view_data()):
+        killed = [p["killed"] for p in data["particles"] if p.get("killed")]
+        assert killed and all(k["why"] == why and k["by"] == "JsonSchema" for k in killed)
+    assert f"by JsonSchema: {why}" in seqs.record._repr_html_()
+
+
+def test_alarms_are_shown_live_and_in_the_static_view():
+    view = ParticleView()
+    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 2, observers=[view])  # every particle cut
+    kinds = {k for _, k, _ in seqs.alarms}
+    assert {"all_dead", "log_ml_inf", "max_tokens"} <= kinds
+    assert {a["kind"] for a in view.view_data()["alarms"]} == kinds
+    html = ParticleView.from_record(seqs.record)._repr_html_()
+    assert "genlm-alarms" in html and html.count("<li data-kind=") == len(kinds)
+    # live, before the end: the alarms the steps raised so far
+    live = ParticleView()
+    entry = dict(seqs.record.steps[0], alarms=[[1, "low_mass", "the constraint fights"]])
+    live.on_step(entry)
+    assert live.view_data()["alarms"] == [
+        {"step": 1, "kind": "low_mass", "text": "the constraint fights"}
+    ]
+    assert "healthy" not in particles_html(live.view_data())
+
+
+def test_a_finished_view_shows_the_particles_the_result_holds():
+    import asyncio
+
+    import regex
+
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.control import SMC, EndOfSequence, Potential, PromptedLLM, direct_token_sampler
+
+    class Pattern(Potential):
+        is_boolean = True
+
+        def _text(self, context):
+            return b"".join(bytes(t) for t in context if not isinstance(t, EndOfSequence))
+
+        async def prefix(self, context):
+            ok = regex.fullmatch(rb"(ab|b|c)*", self._text(context), partial=True)
+            return 0.0 if ok else -math.inf
+
+        async def complete(self, context):
+            return 0.0 if regex.fullmatch(rb"(ab|b|c)*", self._text(context)) else -math.inf
+
+    vocab = [b"a", b"b", b"ab", b"c", b"\xc3", b"<eos>"]
+    llm = PromptedLLM(ToyLM(vocab, eos=b"<eos>", seed=3))
+    view = ParticleView()
+    sampler = direct_token_sampler(llm * Pattern(llm.vocab))
+    seqs = asyncio.run(SMC(sampler)(8, 0.9, 6, seed=0, observers=[view]))
+    last = seqs.record.steps[-1]
+    assert last["resampled"], "the run must end on a resampling for this test"
+    for data in (view.view_data(), ParticleView.from_record(seqs.record).view_data()):
+        rows = data["particles"]
+        assert [r["text"] for r in rows] == seqs.texts()
+        assert np.allclose([r["log_weight"] for r in rows], seqs.log_weights)
+        assert {r["state"] for r in rows} == {"finished"}  # no row from before the resampling
+        assert data["final_ess"] == pytest.approx(seqs.ess)
+        assert data["held_note"].startswith(f"the result's particles: step {last['step']}")
+    from genlm_lab.widgets.render import fmt
+
+    assert f"ESS {fmt(seqs.ess, 2)}," in view._repr_html_()
+
+
+def test_the_rest_column_is_what_the_factor_columns_leave_out():
+    seqs = _control_run([b'{"name": "', b"a", b'"}', b"b", b"$"], NAME, 6, 0.0, 6, seed=1)
+    data = ParticleView.from_record(seqs.record).view_data()
+    start = seqs.record.steps[0][
+        "weight_increments"
+    ]  # step 1's increment includes the start weight
+    for i, row in enumerate(data["particles"]):
+        if row["log_weight"] == -math.inf:
+            assert row["rest"] is None
+            continue
+        # independently: each step's weight minus what its factors gave the drawn token
+        extras = [e["extras"][i] for e in seqs.record.steps if e["extras"][i]]
+        first = extras[0]
+        start_weight = start[i] - first["logw"]
+        rest = start_weight + sum(x["logw"] - sum(x["factors"].values()) for x in extras)
+        assert row["rest"] == pytest.approx(rest, abs=1e-6)
+        assert row["log_weight"] == pytest.approx(sum(row["factors"].values()) + row["rest"])
+    assert "<th>rest</th>" in particles_html(data)
