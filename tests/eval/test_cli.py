@@ -54,3 +54,35 @@ def test_bad_input_is_one_line(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_models_are_a_dimension_of_eval_run(tmp_path, capsys):
+    from genlm_lab.backend import load_tokenizer, save_tiny_llama
+
+    other = save_tiny_llama(load_tokenizer("tiny-random"), tmp_path / "other-tiny", seed=7)
+    db = tmp_path / "m.sqlite"
+    args = ["eval", "run", "pattern_matching", "--method", "awrs_smc:n_particles=2", "--limit", "2"]
+    args += ["--max-tokens", "4", "--db", str(db), "--model", "tiny-random", "--model", str(other)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "with tiny-random:" in out and f"with {other}:" in out
+    with ResultsStore(db) as store:
+        runs = store.runs_frame()
+    assert sorted(runs["model"].unique()) == sorted(["tiny-random", str(other)])
+    assert runs.groupby("instance_id").size().tolist() == [2, 2]
+    assert main(args) == 0  # everything is stored: nothing runs again
+    with ResultsStore(db) as store:
+        assert len(store.runs_frame()) == 4
+    assert main(["eval", "compare", str(db), "tiny-random", str(other)]) == 0
+    assert "on 2 instances" in capsys.readouterr().out
+
+
+def test_eval_migrate_brings_an_old_store_up_to_date(tmp_path, capsys):
+    from test_identity import _format_1_store
+
+    old = tmp_path / "old.sqlite"
+    _format_1_store(old)
+    assert main(["eval", "migrate", str(old)]) == 0
+    assert "migrated" in capsys.readouterr().out
+    assert main(["eval", "migrate", str(old)]) == 0
+    assert "already up to date (3 runs)" in capsys.readouterr().out
