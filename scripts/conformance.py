@@ -138,8 +138,9 @@ def extract_tests(suite: str) -> Path:
     """A fresh folder holding the suite's tests/ and a pytest.ini that keeps our config out."""
     stem, version, _, _ = SUITES[suite]
     where = CACHE / "run" / suite
-    # llamppl's tests import its examples/ folder; nothing else outside tests/ is needed.
-    prefixes = tuple(f"{stem}-{version}/{d}/" for d in ("tests", "examples"))
+    # llamppl's tests import its examples/ folder, which write their SMC records into
+    # html/results/; nothing else outside tests/ is needed.
+    prefixes = tuple(f"{stem}-{version}/{d}/" for d in ("tests", "examples", "html"))
     with tarfile.open(sdist(suite)) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefixes) and m.isfile()]
         if not any(m.name.startswith(prefixes[0]) for m in members):

@@ -28,34 +28,20 @@ sys.path.append(str(Path(__file__).parent))
 torch.set_num_threads(1)
 
 
-def _xdist_group(item) -> str | None:
-    """The pytest-xdist group of a test that must share a worker with others, or None.
-
-    A notebook's cells (nbval) run in order in one kernel, so a notebook is one
-    group; the browser tests share one JupyterLab server and one chromium (session
-    fixtures, started once per worker), so they are one group too.
-    """
-    path = Path(str(item.fspath))
-    if path.suffix == ".ipynb":
-        return f"notebook-{path.stem}"
-    if _BROWSER in path.parents:
-        return "browser"
-    return None
-
-
 _BROWSER = Path(__file__).parent / "browser"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip tests marked `gpu` where CUDA is not available; group what cannot share a worker.
+    """Skip tests marked `gpu` where CUDA is not available; the browser tests share a worker.
 
-    The groups take effect under `pytest -n N --dist loadgroup` (what `make test`
-    runs); without xdist the marks do nothing.
+    They share one JupyterLab server and one chromium (session fixtures, started
+    once per worker), so under `pytest -n N --dist loadgroup` (what `make test`
+    runs) they are one xdist group; without xdist the mark does nothing. (A
+    notebook's cells are grouped the same way in notebooks/conftest.py.)
     """
     for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        if _BROWSER in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group("browser"))
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs CUDA (marked gpu)")
