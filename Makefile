@@ -49,6 +49,7 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n $(PYTEST_WORKERS) --dist loadgroup
 
+bench-quick: setup ; $(PY) benchmarks/bench_quick.py  # this tree vs the merge-base with main, ~3 min; exit 1 on a regression
 bench: setup
 	@bash scripts/setup.sh bench
 	$(PY) benchmarks/run_all.py
