@@ -2,8 +2,8 @@
 
 Above: the prompt, a model picker, a constraint editor whose errors show
 inline at their line and column, the method's settings, Run / Stop, and
-copy-as-code. Below, while the run goes: the live `ParticleView`, the
-alarms (why a run degenerated), where the time went, and the `MaskView` of
+copy-as-code. Below, while the run goes: the live `ParticleView` (with the
+alarms that say why a run degenerated), where the time went, and the `MaskView` of
 any particle at any step (pick them with the slider and the menu).
 
 Runs are async tasks on the kernel's event loop, so the notebook stays
@@ -31,19 +31,9 @@ from genlm_lab.playground.config import (
 )
 from genlm_lab.playground.steps import context_at
 from genlm_lab.widgets import MaskView, ParticleView
+from genlm_lab.widgets.base import stored_html
 
 __all__ = ["Playground"]
-
-
-def _alarms_html(alarms: list) -> str:
-    if not alarms:
-        return "<div class='genlm-note'>No alarms: the run did not degenerate.</div>"
-    items = "".join(
-        f"<li><b>step {int(step)}</b> · <code>{html.escape(str(kind))}</code>: "
-        f"{html.escape(str(sentence))}</li>"
-        for step, kind, sentence in alarms
-    )
-    return f"<div class='genlm-alarms'><b>Alarms</b><ul>{items}</ul></div>"
 
 
 def _profile_html(record: Any) -> str:
@@ -51,8 +41,12 @@ def _profile_html(record: Any) -> str:
     if frame is None or len(frame) == 0:
         return ""
     total = frame.groupby("component")[["calls", "seconds"]].sum()
-    total = total.sort_values("seconds", ascending=False)
-    return "<b>Where the time went</b>" + total.to_html(float_format=lambda x: f"{x:.4f}")
+    total = total.sort_values("seconds", ascending=False).reset_index()
+    total["share"] = total["seconds"] / max(float(total["seconds"].sum()), 1e-12)
+    table = total.to_html(
+        index=False, border=0, classes="genlm-table", formatters={"share": "{:.1%}".format}
+    )
+    return f"<div class='genlm-view'><b>Where the time went</b>{table}</div>"
 
 
 class Playground(w.VBox):
@@ -102,18 +96,18 @@ class Playground(w.VBox):
         self.status = w.HTML("<i>ready</i>")
         self.code = w.Textarea(layout=w.Layout(width="100%", height="12em", display="none"))
         self.particles = ParticleView()
-        self.alarms = w.HTML()
         self.profile = w.HTML()
         self.step = w.IntSlider(
             value=0,
             min=0,
             max=0,
             description="mask at step",
+            style={"description_width": "initial"},
             disabled=True,
             continuous_update=False,
         )
         self.particle = w.Dropdown(options=[0], value=0, description="particle", disabled=True)
-        self.mask = w.Output()
+        self.mask = w.VBox()
         for control in (self.kind, self.source):
             control.observe(self._check_constraint, names="value")
         for control in (self.step, self.particle):
@@ -122,6 +116,27 @@ class Playground(w.VBox):
         self.stop_button.on_click(lambda _: self.stop())
         self.code_button.on_click(lambda _: self._show_code())
         self._check_constraint()
+        for name in (
+            "prompt",
+            "model",
+            "kind",
+            "source",
+            "error",
+            "method",
+            "n_particles",
+            "max_tokens",
+            "seed",
+            "run_button",
+            "stop_button",
+            "code_button",
+            "status",
+            "code",
+            "profile",
+            "step",
+            "particle",
+            "mask",
+        ):
+            getattr(self, name).add_class(f"genlm-pg-{name.replace('_', '-')}")
         super().__init__(
             [
                 self.prompt,
@@ -133,12 +148,34 @@ class Playground(w.VBox):
                 w.HBox([self.run_button, self.stop_button, self.code_button, self.status]),
                 self.code,
                 self.particles,
-                self.alarms,
                 self.profile,
                 w.HBox([self.step, self.particle]),
                 self.mask,
             ]
         )
+
+        self.add_class("genlm-playground")
+
+    # -- what a saved notebook shows -------------------------------------------------
+    def static_html(self) -> str:
+        """The choices and the last run's particles and alarms, as static HTML."""
+        config = self.current_config().to_dict()
+        rows = "".join(
+            f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
+            for k, v in config.items()
+        )
+        parts = [f"<div class='genlm-view'><b>Playground</b><table>{rows}</table>"]
+        if self.sequences is not None:
+            parts.append(self.particles._repr_html_())  # its alarms included
+        return "".join(parts) + "</div>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The live widget, plus static HTML for untrusted notebooks, GitHub and nbviewer."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data = dict(data or {})
+        data["text/html"] = stored_html(self.static_html())
+        return data, metadata
 
     # -- the choices -----------------------------------------------------------------
     def current_config(self) -> PlaygroundConfig:
@@ -206,7 +243,6 @@ class Playground(w.VBox):
         return sequences
 
     def _show_record(self, record: Any) -> None:
-        self.alarms.value = _alarms_html(record.alarms)
         self.profile.value = _profile_html(record)
         n_steps = len(record.steps)
         self.step.max = max(n_steps - 1, 0)
@@ -254,21 +290,20 @@ class Playground(w.VBox):
         context = context_at(record, step, particle, target.vocab_eos)
         return await MaskView.of(target, context)
 
-    def _show_mask(self, _change: Any = None) -> None:
+    def _show_mask(self, _change: Any = None) -> asyncio.Task | None:
+        """Draw the mask at the chosen step and particle (a task: the kernel stays free)."""
         if self.sequences is None:
-            return
+            return None
         task = asyncio.ensure_future(self.mask_at(self.step.value, self.particle.value))
 
         def show(done: asyncio.Task) -> None:
-            self.mask.clear_output()
-            with self.mask:
-                if done.cancelled():
-                    return
-                if done.exception() is not None:
-                    print(f"no mask: {done.exception()}")
-                else:
-                    from IPython.display import display
-
-                    display(done.result())
+            if done.cancelled():
+                return
+            if done.exception() is not None:
+                message = html.escape(str(done.exception()))
+                self.mask.children = (w.HTML(f"<div class='genlm-error'>no mask: {message}</div>"),)
+            else:
+                self.mask.children = (done.result(),)
 
         task.add_done_callback(show)
+        return task

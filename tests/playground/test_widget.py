@@ -35,13 +35,23 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     record = sequences.record
     assert len(record.steps) > 0
     assert pg.particles.view_data()["particles"]
-    assert "Alarms" in pg.alarms.value or "No alarms" in pg.alarms.value
+    assert pg.particles.view_data()["alarms"] == [
+        {"step": a[0], "kind": a[1], "text": a[2]} for a in record.alarms
+    ]
     assert "Where the time went" in pg.profile.value
     assert pg.step.max == len(record.steps) - 1 and not pg.step.disabled
     assert list(pg.particle.options) == list(range(3))
     mask = await pg.mask_at(1, 0)
     data = mask.view_data()
     assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
+    pg.step.value = 1  # what moving the slider does: the mask of that step appears below
+    await asyncio.sleep(0.5)
+    for _ in range(100):
+        if pg.mask.children:
+            break
+        await asyncio.sleep(0.05)
+    (shown,) = pg.mask.children
+    assert shown.view_data()["n_allowed"] == data["n_allowed"]
     assert "log ML" in pg.status.value
 
 
@@ -83,3 +93,15 @@ def test_copy_as_code_shows_the_code(tiny):
     pg.kind.value = "none"
     pg.code_button.click()
     assert pg.code.value.startswith("# cannot write this run as code")
+
+
+async def test_a_saved_notebook_shows_the_choices_and_the_run(tiny):
+    pg = _playground(tiny, constraint="[a-z]{2}", n_particles=2, max_tokens=5)
+    data, _ = pg._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "genlm-stored" in data["text/html"] and "[a-z]{2}" in data["text/html"]
+    assert "genlm-particles" not in data["text/html"]  # no run yet
+    await pg.run()
+    data, _ = pg._repr_mimebundle_()
+    assert "genlm-particles" in data["text/html"]
+    assert "<script" not in data["text/html"]
