@@ -298,7 +298,7 @@ class Run:
         profiler.step = self.steps + 1
         if self._lms is None:
             with profiler.timed("profiler"):  # its own set-up: a search for the LM backends
-                self._lms = _lm_stats(particles)
+                self._lms = profiler.lms if profiler.lms is not None else _lm_stats(particles)
         counts = [dict(lm.stats) for lm in self._lms]
         steps = call_all(particles, "step")
         previous = profiler.switch("lm.forward")
@@ -340,6 +340,8 @@ class Run:
             raised = self.alarms.step(entry)
         if raised:
             entry["alarms"] = raised
+        if self.profiler is not None:  # the step's rows so far, for live views
+            entry["profile"] = self.profiler.rows(self.steps)
         with self.timed("record"):
             self.record.steps.append(entry)
             if self.writer is not None:

@@ -103,6 +103,8 @@ class Profiler:
         self._calls: dict[tuple[int, str], int] = {}
         #: Components that are potentials' methods, with their potential's name.
         self.factors: dict[str, str] = {}
+        #: The LM backends whose `stats` the run reads (None: the run looks for them).
+        self.lms: list[Any] | None = None
 
     def switch(self, label: str) -> str:
         """Charge the time since the last switch to the current component; make `label` current.
@@ -150,10 +152,13 @@ class Profiler:
 
         return timed
 
-    def rows(self) -> list[list[Any]]:
-        """`[step, component, calls, seconds]` for every component seen, in step order."""
+    def rows(self, step: int | None = None) -> list[list[Any]]:
+        """`[step, component, calls, seconds]` for every component seen (of `step` only if
+        given), in step order."""
         self.switch(self.label)
         keys = sorted(set(self._seconds) | set(self._calls), key=lambda k: (k[0], k[1]))
+        if step is not None:
+            keys = [k for k in keys if k[0] == step]
         return [
             [step, label, self._calls.get((step, label), 0), self._seconds.get((step, label), 0.0)]
             for step, label in keys

@@ -18,6 +18,7 @@ observers receive (`on_step(entry)`) and views draw:
   "ancestors": [int, ...] | None # then: new particle i copies this step's particle ancestors[i]
   "extras": [dict | None, ...]   # only if some particle set `step_extras` (see below)
   "alarms": [[step, kind, sentence], ...]  # only if this step raised some (see alarms.py)
+  "profile": [[step, component, calls, seconds], ...]  # profiled runs: this step's rows so far
 }
 ```
 

@@ -10,6 +10,7 @@ from genlm_lab.widgets.figures import ess_log_ml_figure, weight_histogram
 from genlm_lab.widgets.mask_view import MaskView, mask_data, mask_data_of, mask_html
 from genlm_lab.widgets.monitor import BackendMonitor, monitor_data, monitor_html
 from genlm_lab.widgets.particle_view import ParticleView, particle_data, particles_html
+from genlm_lab.widgets.profile_view import ProfileView, profile_data, profile_html
 from genlm_lab.widgets.report import report_html, write_report
 from genlm_lab.widgets.trie_view import TrieView, trie_data, trie_html
 
@@ -19,6 +20,7 @@ __all__ = [
     "BeamView",
     "MaskView",
     "ParticleView",
+    "ProfileView",
     "TrieView",
     "beam_data",
     "beam_html",
@@ -30,6 +32,8 @@ __all__ = [
     "monitor_html",
     "particle_data",
     "particles_html",
+    "profile_data",
+    "profile_html",
     "report_html",
     "trie_data",
     "trie_html",

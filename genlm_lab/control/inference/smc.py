@@ -332,8 +332,14 @@ class SequenceModel(Model):
                 if not (lm or critic):
                     profiler.factors[label] = name
 
+        lms = {}
         for name, factor in zip(self.names, self.factors, strict=True):
             wrap(factor, name, critic=False)
+            for attr in ("model", "llm"):  # an LM factor's backend, for its forward counters
+                backend = getattr(factor, attr, None)
+                if isinstance(getattr(backend, "stats", None), dict):
+                    lms[id(backend)] = backend
+        profiler.lms = list(lms.values())
         if self.critic is not None:
             wrap(self.critic, "critic", critic=True)
             inner = getattr(self.critic, "potential", None)  # an autobatched critic's own

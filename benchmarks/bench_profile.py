@@ -1,0 +1,127 @@
+"""What profiling costs: control.SMC with `profile=True` against the same run without.
+
+The program: the README's JSON example (a `name` string required, prompt "A
+person as JSON: "), direct-sampler SMC with 4 particles, ESS threshold 0.5,
+24 tokens, on the embedded default model. Runs alternate off / on (after
+one warm-up of each, so caches and imports are paid before the clock), and
+each side keeps its best wall time: on a shared machine the best of several
+is the least disturbed measure of what the code costs.
+
+Rows:
+- wall s with profiling on vs off on the default model (target <= 1.03x);
+- the same on tiny-random, where the model is nearly free and the
+  profiler's own cost shows most (no target: the worst case);
+- the profile's "other" share and how far the parts' sum is from the wall.
+
+Run: `python benchmarks/bench_profile.py` (HF_HUB_OFFLINE=1; loads the model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import warnings
+from typing import Any
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+PROMPT = "A person as JSON: "
+N_PARTICLES, N_TOKENS = 4, 24
+REPEATS = int(os.environ.get("BENCH_PROFILE_REPEATS", "5"))
+
+
+def _row(**kw: Any) -> dict:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _row import result_row
+
+    return result_row(**kw)
+
+
+async def _measure(model_name: str) -> dict:
+    from genlm_lab.control import SMC, JsonSchema, PromptedLLM, direct_token_sampler
+
+    llm = PromptedLLM.from_name(model_name, backend="hf")
+    llm.set_prompt_from_str(PROMPT.rstrip())
+    target = llm * JsonSchema(SCHEMA).coerce(llm, f=b"".join)
+    smc = SMC(direct_token_sampler(target))
+
+    async def once(profile: bool) -> tuple[float, Any]:
+        llm.model.clear_cache()  # every run computes its forwards: equal work on both sides
+        start = time.perf_counter()
+        seqs = await smc(N_PARTICLES, 0.5, N_TOKENS, seed=0, profile=profile)
+        return time.perf_counter() - start, seqs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        await once(False)
+        await once(True)
+        off, on, last = [], [], None
+        for _ in range(REPEATS):
+            off.append((await once(False))[0])
+            wall, last = await once(True)
+            on.append(wall)
+    frame = last.record.profile
+    per = frame.groupby("component").seconds.sum()
+    return {
+        "off": min(off),
+        "on": min(on),
+        "other": float(per.get("other", 0.0)),
+        "sum": float(per.sum()),
+        "wall_on": on[-1],
+        "forward": float(per.get("lm.forward", 0.0)),
+        "components": len(per),
+    }
+
+
+async def _main() -> list[dict]:
+    rows = []
+    for name, label, target in (
+        ("default", "default model (SmolLM2-135M)", "<= 1.03x"),
+        ("tiny-random", "tiny-random (model nearly free)", ""),
+    ):
+        m = await _measure(name)
+        ratio = m["on"] / m["off"]
+        rows.append(
+            _row(
+                benchmark="profile_overhead",
+                metric=f"wall s, profile on vs off, {label}",
+                ours=round(m["on"], 4),
+                baseline=round(m["off"], 4),
+                ratio=round(ratio, 4),
+                target=target,
+                met=(ratio <= 1.03) if target else None,
+                note=f"best of {REPEATS} alternating runs; README JSON example, direct-sampler "
+                f"SMC, {N_PARTICLES} particles x {N_TOKENS} tokens; {m['components']} components",
+            )
+        )
+        rows.append(
+            _row(
+                benchmark="profile_overhead",
+                metric=f"profile 'other' share / parts vs wall, {label}",
+                ours=round(m["other"] / m["sum"], 4),
+                baseline=round(abs(m["sum"] - m["wall_on"]) / m["wall_on"], 4),
+                ratio="",
+                target="<= 0.05 each",
+                met=m["other"] / m["sum"] <= 0.05
+                and abs(m["sum"] - m["wall_on"]) <= 0.05 * m["wall_on"],
+                note=f"last profiled run: parts sum {m['sum']:.3f} s, wall {m['wall_on']:.3f} s, "
+                f"lm.forward {m['forward']:.3f} s",
+            )
+        )
+    return rows
+
+
+def run() -> list[dict]:
+    """Run the benchmark and return its rows (see module docstring)."""
+    return asyncio.run(_main())
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(
+            f"{row['metric']:<58} ours={row['ours']!s:<10} baseline={row['baseline']!s:<10} "
+            f"ratio={row['ratio']!s:<8} target={row['target']} met={row['met']}  {row['note']}"
+        )
