@@ -34,9 +34,8 @@ def plot_accuracy_cost(
     Raises:
         ValueError: for an unknown cost column.
     """
-    # A Figure outside pyplot: not shown twice in notebooks, no GUI backend needed.
+    import matplotlib.pyplot as plt  # in notebooks, registers the inline display of figures
     from matplotlib import rcParams
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     if cost not in ("runtime_mean", "lm_requests_mean"):
@@ -48,7 +47,8 @@ def plot_accuracy_cost(
     methods = sorted(summary["method"].unique())
     models = sorted(summary["model"].unique())
     colours = rcParams["axes.prop_cycle"].by_key()["color"]
-    fig = Figure(figsize=(4.2 * max(1, len(domains)) + 1.6, 3.4), layout="constrained")
+    fig = plt.figure(figsize=(4.2 * max(1, len(domains)) + 1.6, 3.4), layout="constrained")
+    plt.close(fig)  # returned, not also shown by pyplot at the end of a cell
     axes = fig.subplots(1, max(1, len(domains)), squeeze=False)
     for ax, domain in zip(axes[0], domains, strict=False):
         rows = summary[summary["domain"] == domain]

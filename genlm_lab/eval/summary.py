@@ -89,7 +89,8 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
 def summary_table(summary: Any, digits: int = 3) -> Any:
     """A summary as a paper shows it: accuracy "0.412 [0.301, 0.520]", runtime, counts.
 
-    `summary_table(summarize(store)).to_latex(index=False)`, or `summary_markdown(...)` of it.
+    `summary_table(summarize(store)).to_latex(index=False, escape=True)` (escape: method names
+    hold underscores), or `summary_markdown(...)` of it.
     """
     import pandas as pd
 

@@ -1,0 +1,57 @@
+"""plot_accuracy_cost and the paper tables: what they draw is what summarize says."""
+
+import numpy as np
+import pandas as pd
+
+from genlm_lab.eval import plot_accuracy_cost, summarize, summary_markdown, summary_table
+
+
+def _runs():
+    rng = np.random.default_rng(0)
+    rows = []
+    for model in ("default", "tiny-random"):
+        for method in ("lcd", "smc", "awrs_smc"):
+            for domain in ("pattern_matching", "json_schema"):
+                for i in range(6):
+                    rows.append(
+                        {
+                            "model": model,
+                            "method": method,
+                            "domain": domain,
+                            "instance_id": str(i),
+                            "status": "finished" if i else "all_dead",
+                            "weighted_accuracy": float(rng.random()),
+                            "runtime_seconds": float(rng.random() * 3),
+                            "lm_requests": int(rng.integers(1, 50)),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_the_figure_has_a_point_with_its_interval_per_row_a_marker_per_method_a_colour_per_model():
+    runs = _runs()
+    summary = summarize(runs, n_bootstrap=200)
+    fig = plot_accuracy_cost(summary)
+    assert len(fig.axes) == 2
+    for ax in fig.axes:
+        domain = ax.get_title()
+        rows = summary[summary["domain"] == domain]
+        lines = [c.lines[0] for c in ax.containers]  # each error bar's data point
+        points = sorted((float(ln.get_xdata()[0]), float(ln.get_ydata()[0])) for ln in lines)
+        expected = sorted(zip(rows["runtime_mean"], rows["weighted_accuracy"], strict=True))
+        assert np.allclose(points, expected)
+        assert {ln.get_marker() for ln in lines} == {"o", "s", "^"}  # one per method
+        assert len({ln.get_color() for ln in lines}) == 2  # one per model
+        assert ax.get_xlabel() and (ax is not fig.axes[0] or ax.get_ylabel())
+    labels = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert labels == {"lcd", "smc", "awrs_smc", "default", "tiny-random"}
+
+
+def test_the_paper_table_goes_to_latex_and_markdown():
+    table = summary_table(summarize(_runs(), n_bootstrap=200))
+    latex = table.to_latex(index=False, escape=True)
+    assert "\\begin{tabular}" in latex and "awrs\\_smc" in latex
+    md = summary_markdown(table)
+    lines = md.strip().splitlines()
+    assert len(lines) == 2 + len(table) and lines[0].count("|") == len(table.columns) + 1
+    assert set(table["unfinished"]) == {1}
