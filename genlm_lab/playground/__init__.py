@@ -1,7 +1,8 @@
 """The Playground: try a prompt, a model, a constraint and a method in one widget.
 
 `Playground()` in a notebook; `PlaygroundConfig` holds one run's choices,
-`to_code` writes the Python that reproduces it.
+`to_code` writes the Python that reproduces it, and `Playground.save(store)` /
+`Playground.reopen(store, run_id)` file a run in a `ResultsStore` and bring it back.
 """
 
 from genlm_lab.playground.config import (

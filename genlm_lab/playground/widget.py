@@ -14,7 +14,10 @@ test (or a script) `await playground.run()` does the same without buttons.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as w
@@ -30,10 +33,26 @@ from genlm_lab.playground.config import (
     to_code,
 )
 from genlm_lab.playground.steps import context_at
+from genlm_lab.playground.store import load_run, save_run
 from genlm_lab.widgets import MaskView, ParticleView
 from genlm_lab.widgets.base import stored_html
 
 __all__ = ["Playground"]
+
+
+@contextlib.contextmanager
+def _open_store(store: Any) -> Iterator[Any]:
+    """A `ResultsStore` as given, or one opened from a path (and closed after)."""
+    from genlm_lab.eval.store import ResultsStore
+
+    if isinstance(store, ResultsStore):
+        yield store
+        return
+    opened = ResultsStore(store)
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 def _profile_html(record: Any) -> str:
@@ -64,6 +83,9 @@ class Playground(w.VBox):
         self._task: asyncio.Task | None = None
         self._run: Any = None
         self.sequences: Sequences | None = None
+        self.record: Any = None  # the last run's SMCRecord, or a reopened one
+        self._started = 0.0
+        self._runtime: float | None = None
         c = self.config
         layout = w.Layout(width="100%")
         self.prompt = w.Textarea(value=c.prompt, description="prompt", layout=layout)
@@ -94,6 +116,9 @@ class Playground(w.VBox):
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.code_button = w.Button(description="Copy as code", icon="code")
         self.status = w.HTML("<i>ready</i>")
+        self.store_path = w.Text(placeholder="results.sqlite", description="store")
+        self.save_button = w.Button(description="Save run", icon="save")
+        self.save_button.on_click(lambda _: self._save_clicked())
         self.code = w.Textarea(layout=w.Layout(width="100%", height="12em", display="none"))
         self.particles = ParticleView()
         self.profile = w.HTML()
@@ -131,6 +156,8 @@ class Playground(w.VBox):
             "code_button",
             "status",
             "code",
+            "store_path",
+            "save_button",
             "profile",
             "step",
             "particle",
@@ -147,6 +174,7 @@ class Playground(w.VBox):
                 w.HBox([self.max_tokens, self.seed]),
                 w.HBox([self.run_button, self.stop_button, self.code_button, self.status]),
                 self.code,
+                w.HBox([self.store_path, self.save_button]),
                 self.particles,
                 self.profile,
                 w.HBox([self.step, self.particle]),
@@ -165,7 +193,7 @@ class Playground(w.VBox):
             for k, v in config.items()
         )
         parts = [f"<div class='genlm-view'><b>Playground</b><table>{rows}</table>"]
-        if self.sequences is not None:
+        if self.record is not None:
             parts.append(self.particles._repr_html_())  # its alarms included
         return "".join(parts) + "</div>"
 
@@ -229,6 +257,7 @@ class Playground(w.VBox):
         lm = self._model(config.model)
         self._run = build_run(config, lm)
         self.status.value = "<i>running...</i>"
+        self._started = time.perf_counter()
         sequences = await self._run.smc(
             config.n_particles,
             ess_threshold=config.ess_threshold,
@@ -238,7 +267,8 @@ class Playground(w.VBox):
             progress=False,
             profile=True,
         )
-        self.config, self.sequences = config, sequences
+        self._runtime = time.perf_counter() - self._started
+        self.config, self.sequences, self.record = config, sequences, sequences.record
         self._show_record(sequences.record)
         return sequences
 
@@ -282,17 +312,65 @@ class Playground(w.VBox):
 
     # -- the mask at a step ------------------------------------------------------------
     async def mask_at(self, step: int, particle: int) -> MaskView:
-        """The `MaskView` of the run's target for `particle`'s context before `step`'s token."""
-        if self.sequences is None or self._run is None:
+        """The `MaskView` of the run's target for `particle`'s context before `step`'s token.
+
+        A reopened run builds its potentials (and loads its model) the first time.
+        """
+        if self.record is None:
             raise ValueError("no finished run yet: run the Playground first")
-        record = self.sequences.record
+        if self._run is None:
+            self._run = build_run(self.config, self._model(self.config.model))
         target = self._run.smc.unit_sampler.target
-        context = context_at(record, step, particle, target.vocab_eos)
+        context = context_at(self.record, step, particle, target.vocab_eos)
         return await MaskView.of(target, context)
+
+    # -- a results store -----------------------------------------------------------------
+    def save(self, store: Any) -> int:
+        """File the last run in a `ResultsStore` (or a path to one); returns its run_id."""
+        if self.sequences is None or self._run is None:
+            raise ValueError("no finished run to save: run the Playground first")
+        with _open_store(store) as opened:
+            return save_run(
+                opened,
+                self.config,
+                self.sequences,
+                self._run.llm.model,
+                runtime_seconds=self._runtime,
+            )
+
+    def _save_clicked(self) -> None:
+        path = self.store_path.value.strip()
+        if not path:
+            self.status.value = "<span class='genlm-error'>name a store file to save to</span>"
+            return
+        try:
+            run_id = self.save(path)
+        except (ValueError, OSError) as error:
+            self.status.value = f"<span class='genlm-error'>{html.escape(str(error))}</span>"
+            return
+        self.status.value = (
+            f"saved as run {run_id} in <code>{html.escape(path)}</code> "
+            f"(reopen: <code>Playground.reopen({path!r}, {run_id})</code>)"
+        )
+
+    @classmethod
+    def reopen(cls, store: Any, run_id: int, lm: Any = None) -> Playground:
+        """A Playground showing a saved run: its choices, particles, alarms and profile."""
+        with _open_store(store) as opened:
+            config, record = load_run(opened, run_id)
+        playground = cls(config, lm=lm)
+        playground.record = record
+        old = playground.particles
+        playground.particles = ParticleView.from_record(record)
+        playground.children = tuple(
+            playground.particles if child is old else child for child in playground.children
+        )
+        playground._show_record(record)
+        return playground
 
     def _show_mask(self, _change: Any = None) -> asyncio.Task | None:
         """Draw the mask at the chosen step and particle (a task: the kernel stays free)."""
-        if self.sequences is None:
+        if self.record is None:
             return None
         task = asyncio.ensure_future(self.mask_at(self.step.value, self.particle.value))
 
