@@ -99,8 +99,9 @@ class Profiler:
         self.step = 0
         self.label = "other"
         self._last = clock()
-        self._seconds: dict[tuple[int, str], float] = {}
-        self._calls: dict[tuple[int, str], int] = {}
+        # step -> component -> seconds / calls
+        self._seconds: dict[int, dict[str, float]] = {}
+        self._calls: dict[int, dict[str, int]] = {}
         #: Components that are potentials' methods, with their potential's name.
         self.factors: dict[str, str] = {}
         #: The LM backends whose `stats` the run reads (None: the run looks for them).
@@ -113,16 +114,20 @@ class Profiler:
             The component that was current (to switch back to).
         """
         now = self._clock()
-        key = (self.step, self.label)
-        self._seconds[key] = self._seconds.get(key, 0.0) + (now - self._last)
+        cell = self._seconds.get(self.step)
+        if cell is None:
+            cell = self._seconds[self.step] = {}
+        cell[self.label] = cell.get(self.label, 0.0) + (now - self._last)
         self._last = now
         previous, self.label = self.label, label
         return previous
 
     def count(self, label: str, n: int = 1) -> None:
         """Add `n` calls of `label` in the current step (a counter row if it never takes time)."""
-        key = (self.step, label)
-        self._calls[key] = self._calls.get(key, 0) + n
+        cell = self._calls.get(self.step)
+        if cell is None:
+            cell = self._calls[self.step] = {}
+        cell[label] = cell.get(label, 0) + n
 
     @contextmanager
     def timed(self, label: str) -> Iterator[None]:
@@ -156,13 +161,13 @@ class Profiler:
         """`[step, component, calls, seconds]` for every component seen (of `step` only if
         given), in step order."""
         self.switch(self.label)
-        keys = sorted(set(self._seconds) | set(self._calls), key=lambda k: (k[0], k[1]))
-        if step is not None:
-            keys = [k for k in keys if k[0] == step]
-        return [
-            [step, label, self._calls.get((step, label), 0), self._seconds.get((step, label), 0.0)]
-            for step, label in keys
-        ]
+        steps = sorted(set(self._seconds) | set(self._calls)) if step is None else [step]
+        out = []
+        for t in steps:
+            seconds, calls = self._seconds.get(t, {}), self._calls.get(t, {})
+            for label in sorted(set(seconds) | set(calls)):
+                out.append([t, label, calls.get(label, 0), seconds.get(label, 0.0)])
+        return out
 
 
 def profile_frame(rows: list[list[Any]] | None) -> Any:

@@ -407,7 +407,13 @@ class ParticleView(LiveView):
 
     Live: `await smc_standard(model, n, observers=[view])`; one row per
     particle (text, normalised weight as bar and number, finished/dead), ESS
-    and log_ml over steps, resampling events; at the end, the genealogy.
+    and log_ml over steps, resampling events, the run's alarms; at the end,
+    the genealogy. For a `control.SMC` run each row also splits its
+    log-weight by factor, with a "rest" column for what the factors leave out
+    (the proposal's correction, the start weight, resampling), and a killed
+    particle says by what and why (e.g. "cut at max_tokens inside a string at
+    $.name"). A finished run that ended on a resampling shows the particles
+    the result holds.
     Updates are throttled (at most one push per `throttle_s` seconds), the
     final state is always sent. A view may follow several runs in turn (each
     new run starts afresh), but not two at once.

@@ -92,3 +92,14 @@ def test_sequences_without_a_record_have_an_empty_deaths_table():
 
     deaths = Sequences([[]], [0.0]).deaths
     assert deaths.empty and list(deaths.columns[:4]) == ["particle", "step", "factor", "reason"]
+
+
+def test_a_healthy_constrained_run_raises_no_alarm():
+    llm = toy_llm()
+    seqs, died = run(
+        SMC(direct_token_sampler(llm * RegexConstraint(llm.vocab, rb"(ab|b|c)*")))(
+            8, 0.5, 40, seed=0
+        )
+    )
+    assert died == [] and seqs.alarms == [] and seqs.record.alarms == []
+    assert all(seqs.finished) and seqs.deaths.empty
