@@ -16,16 +16,20 @@ function safeHtml(markup) {
 function drawResults(data, model) {
   const summary = data.summary || [];
   const picked = model.get("compare_rows") || [];
-  const pick = (i) => {
+  const pick = (i, ev) => {
     // Two rows picked: the kernel compares them (paired by instance) and pushes the result.
-    const now = picked.includes(i) ? picked.filter((j) => j !== i) : [...picked, i].slice(-2);
+    const was = model.get("compare_rows") || [];
+    const now = was.includes(i) ? was.filter((j) => j !== i) : [...was, i].slice(-2);
     model.set("compare_rows", now);
     model.save_changes();
+    for (const tr of ev.currentTarget.parentNode.children) {
+      tr.style.background = now.includes(Number(tr.dataset.row)) ? "var(--jp-brand-color3, #bbdefb)" : "";
+    }
   };
   const sumRows = summary.map((r, i) => h("tr", {
       "data-row": i, class: picked.includes(i) ? "genlm-clickable genlm-picked" : "genlm-clickable",
       style: picked.includes(i) ? "background: var(--jp-brand-color3, #bbdefb)" : null,
-      title: "pick two rows to compare them", onclick: () => pick(i) },
+      title: "pick two rows to compare them", onclick: (ev) => pick(i, ev) },
     h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain),
     h("td", {}, bar(r.weighted_accuracy, 80), " ", h("span", { class: "genlm-num" }, fmt(r.weighted_accuracy))),
     h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${fmt(r.ci_low)}, ${fmt(r.ci_high)}]`),
