@@ -245,7 +245,7 @@ def _control_run(vocab, schema, n, ess, max_tokens, seed=0, observers=()):
 
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-NAME_VOCAB = [b'{"name": "', b"a", b'"}', b"$"]
+NAME_VOCAB = [b'{"name":"', b"a", b'"}', b"$"]
 
 
 def test_a_killed_row_says_why_live_and_from_the_record():
@@ -317,7 +317,7 @@ def test_a_finished_view_shows_the_particles_the_result_holds():
 
 
 def test_the_rest_column_is_what_the_factor_columns_leave_out():
-    seqs = _control_run([b'{"name": "', b"a", b'"}', b"b", b"$"], NAME, 6, 0.0, 6, seed=1)
+    seqs = _control_run([b'{"name":"', b"a", b'"}', b"b", b"$"], NAME, 6, 0.0, 6, seed=1)
     data = ParticleView.from_record(seqs.record).view_data()
     start = seqs.record.steps[0][
         "weight_increments"

@@ -27,7 +27,7 @@ def json_sampler(vocab, schema):
 
 
 def test_a_document_cut_at_max_tokens_says_where_it_was_cut():
-    sampler = json_sampler([b'{"name": "', b"a", b'"}', b"$"], NAME)
+    sampler = json_sampler([b'{"name":"', b"a", b'"}', b"$"], NAME)
     seqs, died = run(SMC(sampler)(12, 0.0, 3, seed=0))
     deaths = seqs.deaths
     assert list(deaths.columns[:4]) == ["particle", "step", "factor", "reason"]
@@ -36,14 +36,14 @@ def test_a_document_cut_at_max_tokens_says_where_it_was_cut():
     assert set(cut.factor) == {"JsonSchema"} and set(cut.step) == {3}
     for i in cut.particle:  # without resampling the dead stay in place
         assert seqs.log_weights[i] == -math.inf
-        assert seqs.texts()[i] == '{"name": "a'
+        assert seqs.texts()[i] == '{"name":"a'
     alive = [t for t, w in zip(seqs.texts(), seqs.log_weights, strict=True) if w > -math.inf]
-    assert all(t == '{"name": ""}' for t in alive)
+    assert all(t == '{"name":""}' for t in alive)
     assert len(died) == (0 if alive else 1)
 
 
 def test_a_run_whose_particles_all_die_warns_once_with_the_commonest_reason():
-    sampler = json_sampler([b'{"name": "', b"a", b'"}', b"$"], NAME)
+    sampler = json_sampler([b'{"name":"', b"a", b'"}', b"$"], NAME)
     seqs, died = run(SMC(sampler)(6, 0.5, 2, seed=0))
     assert seqs.status == "all_dead" and seqs.log_ml == -math.inf
     assert len(died) == 1
@@ -55,7 +55,7 @@ def test_a_run_whose_particles_all_die_warns_once_with_the_commonest_reason():
 
 def test_a_completion_failure_gives_the_json_path_and_keyword():
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
-    sampler = json_sampler([b"[1", b", 1", b", 2", b"]", b"$"], schema)
+    sampler = json_sampler([b"[1", b",1", b",2", b"]", b"$"], schema)
     seqs, _ = run(SMC(sampler)(40, 0.0, 5, seed=0))
     deaths = seqs.deaths
     unique = deaths[deaths.reason.str.contains("keyword uniqueItems")]
