@@ -167,7 +167,8 @@ class JsonSchema(GrammarPotential):
           is too long" (jsonschema's best error: its path and keyword);
         - a document that stops early: "unfinished: inside a string at
           $.name" (or "inside the object at $", "after the key $.rank", ...);
-        - other broken JSON: "not JSON at $.items[2]: Expecting ',' delimiter ...";
+        - other broken JSON: "not JSON (inside the array at $.items, at item 2):
+          Expecting ',' delimiter ...";
         - a repeated key: "the key 'city' appears twice in one object".
         """
 
@@ -241,8 +242,7 @@ class JsonSchema(GrammarPotential):
         except json.JSONDecodeError as error:
             if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
                 return f"unfinished: {where(text)}"
-            place = where(text[: error.pos]).rsplit(" at ", 1)[-1]
-            return f"not JSON at {place}: {error}"
+            return f"not JSON ({where(text[: error.pos])}): {error}"
         except _RepeatedKey as error:
             return f"the key {error.args[0]!r} appears twice in one object"
         try:
