@@ -8,7 +8,7 @@ the runner hashes the dicts into a run's key:
 - `model_identity(llm)`: name, architecture, backend, dtype, device, the
   LoRA adapter, the sampling temperature and a fingerprint of the weights.
   The fingerprint hashes the weights in memory (0.05 s for tiny-random,
-  about 0.8 s for the 135M default model on two cores) and is cached per
+  0.75 s for the 135M default model on two quiet cores, 3.7 s on busy ones) and is cached per
   model object until a parameter changes in place; a model over
   `HASH_LIMIT_BYTES` loaded from a directory is fingerprinted by its weight
   files' names, sizes and modification times instead (cheap; sound as long
