@@ -31,7 +31,8 @@ calls, seconds):
 - "other": the loop's own remainder; small.
 
 With profiling off nothing of this runs: the inference loop takes the plain
-path.
+path. Profile one run at a time per event loop: runs that share a loop share
+its wall time, so each one's profile would hold some of the other's work.
 """
 
 from __future__ import annotations
