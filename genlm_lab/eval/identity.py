@@ -98,19 +98,26 @@ def weights_fingerprint(module: Any) -> str:
         "tensors:<hash>" (weights hashed in memory) or "files:<hash>" (weight files'
         names, sizes and mtimes).
     """
-    params = list(module.state_dict().values())
+    params = list(module.state_dict(keep_vars=True).values())  # the tensors themselves
     size = sum(p.numel() * p.element_size() for p in params)
     files = _weight_files(str(getattr(getattr(module, "config", None), "_name_or_path", "") or ""))
     if size > HASH_LIMIT_BYTES and files:
         stats = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
         return "files:" + identity_hash(stats)
-    # Cached while no parameter changed: torch bumps a tensor's version on every in-place write.
-    state = tuple((p.data_ptr(), p._version) for p in params)
+    # Cached while the very same tensors hold the weights (weak references: a freed tensor's
+    # memory may be reused by a new one) and none was written in place (torch bumps a
+    # tensor's version on every in-place write).
+    versions = [p._version for p in params]
     cached = _FINGERPRINTS.get(module)
-    if cached is not None and cached[0] == state:
-        return cached[1]
+    if (
+        cached is not None
+        and len(cached[0]) == len(params)
+        and all(r() is p for r, p in zip(cached[0], params, strict=True))
+        and cached[1] == versions
+    ):
+        return cached[2]
     fingerprint = _hash_tensors(module)
-    _FINGERPRINTS[module] = (state, fingerprint)
+    _FINGERPRINTS[module] = ([weakref.ref(p) for p in params], versions, fingerprint)
     return fingerprint
 
 

@@ -213,3 +213,30 @@ def test_an_old_store_is_migrated_with_its_runs_under_model_unknown(tmp_path):
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
     with ResultsStore(path) as store:  # opening again changes nothing
         assert len(store.runs_frame()) == 3
+
+
+def test_the_active_lora_adapter_and_its_weights_are_part_of_the_identity(tmp_path):
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from genlm_lab.backend import AsyncTransformer, load_hf_model
+
+    model, tokenizer = load_hf_model("tiny-random", device="cpu")
+    paths = {}
+    for name, seed in (("a", 1), ("b", 2)):
+        torch.manual_seed(seed)
+        config = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        get_peft_model(copy.deepcopy(model), config).save_pretrained(tmp_path / name)
+        paths[name] = str(tmp_path / name)
+    lm = AsyncTransformer(model, tokenizer)
+    base = model_identity(lm, name="tiny")
+    lm.add_new_lora(paths["a"], "x")
+    lm.set_lora(lora_name="x")
+    with_a = model_identity(lm, name="tiny")
+    lm.add_new_lora(paths["b"], "x")  # another adapter under the same name
+    lm.set_lora(lora_name="x")
+    with_b = model_identity(lm, name="tiny")
+    assert with_a["lora"] == with_b["lora"] == "x" and base["lora"] is None
+    assert len({base["weights"], with_a["weights"], with_b["weights"]}) == 3
