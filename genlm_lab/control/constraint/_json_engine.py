@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,15 +34,24 @@ def _holding(tokens: list[bytes], chars: bytes) -> np.ndarray:
 class KeyedEngine:
     """An `Engine` whose masks, checks and completions also obey `rules` (same interface).
 
+    `accepting` (a potential's `complete`) is `check` on the text alone, whatever
+    the mask: a valid document written with its keys in another order than the
+    mask's, or with more whitespace, is still complete.
+
     Args:
         inner: the llguidance engine of the relaxed schema.
         rules: the schema's key rules.
+        check: the exact check of a finished text (jsonschema's verdict).
         cache_size: how many contexts' key states and masks to keep.
     """
 
-    def __init__(self, inner: Engine, rules: KeyRules, cache_size: int = 4096) -> None:
+    def __init__(
+        self, inner: Engine, rules: KeyRules, check: Callable[[bytes], bool], cache_size: int = 4096
+    ) -> None:
         self.inner = inner
         self.rules = rules
+        self.check = check
+        self._checked: OrderedDict[Any, bool] = OrderedDict()
         self.n_tokens = inner.n_tokens
         self._tokens: list[bytes] = inner._tokens
         self._quote = _holding(self._tokens, b'"')
@@ -91,7 +100,15 @@ class KeyedEngine:
 
     def accepting(self, context: Any) -> bool:
         context = as_key(context)
-        return self.inner.accepting(context) and self.key_state(context) is not None
+        with self._lock:
+            found = self._checked.get(context)
+            if found is None:
+                try:
+                    text = self._text(context)
+                except IndexError:  # EOS inside the context
+                    return False
+                found = self._remember(self._checked, context, bool(self.check(text)))
+            return found
 
     def allows(self, context: Any, token: int) -> bool:
         context = as_key(context)
@@ -161,3 +178,4 @@ class KeyedEngine:
             self.inner.clear()
             self._states.clear()
             self._masks.clear()
+            self._checked.clear()

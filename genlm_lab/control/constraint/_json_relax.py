@@ -83,8 +83,9 @@ def _rust_regex_ok(pattern: str) -> bool:
 class Relaxer:
     """One pass over a schema: the relaxed copy and the coverage rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, ordered: bool = False) -> None:
         self.rows: list[dict[str, str]] = []
+        self.ordered = ordered
 
     def note(self, path: str, keyword: str, where: str, why: str = "") -> None:
         self.rows.append({"path": path or "/", "keyword": keyword, "where": where, "note": why})
@@ -217,9 +218,12 @@ class Relaxer:
             return
         by_key: dict[str, Any] = {}
         loose: list[Any] = []
+        ordered: dict[str, Any] = {}
         for name, schema in properties.items():
             relaxed = self.schema(schema, f"{path}/properties/{name}")
-            if not patterns:
+            if self.ordered:
+                ordered[name] = relaxed
+            elif not patterns:
                 by_key["^" + _rust_literal(name) + "$"] = relaxed
             else:
                 loose.append(relaxed)
@@ -233,8 +237,14 @@ class Relaxer:
             rest = {"anyOf": [rest, *loose]} if rest is not False else {"anyOf": loose}
         if by_key:
             out["patternProperties"] = by_key
+        if ordered:
+            out["properties"] = ordered
+            required = node.get("required")
+            if isinstance(required, list):
+                out["required"] = [k for k in required if k in ordered]
         out["additionalProperties"] = rest
-        self.note(path, "properties", "mask", "keys in any order")
+        order = "in the schema's order, then other keys" if self.ordered else "in any order"
+        self.note(path, "properties", "mask", "keys " + order)
 
 
 def _pointer(root: Any, ref: str) -> Any:
@@ -286,9 +296,16 @@ def _hoist_deep_refs(schema: Any) -> Any:
     return root
 
 
-def relax(schema: Any) -> tuple[Any, list[dict[str, str]]]:
-    """`(relaxed schema, coverage rows)`; see the module docstring."""
-    relaxer = Relaxer()
+def relax(schema: Any, ordered: bool = False) -> tuple[Any, list[dict[str, str]]]:
+    """`(relaxed schema, coverage rows)`; see the module docstring.
+
+    Args:
+        schema: the JSON schema.
+        ordered: object properties in the schema's order (then other keys), as
+            llguidance, outlines and xgrammar generate; the language no longer
+            contains documents with their keys in another order.
+    """
+    relaxer = Relaxer(ordered)
     relaxer.note("", "(unique keys)", "mask", "no key twice in one object")
     out = relaxer.schema(_hoist_deep_refs(schema))
     return out, relaxer.rows

@@ -1,10 +1,12 @@
 """`JsonSchema`: JSON documents valid under a schema, as a constraint over bytes.
 
 Two checks work together. The mask (llguidance, compiled from the schema as
-`_json_relax.relax` rewrites it) never blocks a byte that some valid document
-could continue with, and enforces as much of the schema as it can. The
-completion check (`jsonschema` with its format checker, on the parsed
-document) is exact. `coverage` lists which constraint is enforced where.
+`_json_relax.relax` rewrites it, plus the object-key rules of `_json_keys`:
+required keys before `}`, no key twice) enforces as much of the schema as it
+can; with `key_order="any"` and whitespace allowed it never blocks a byte that
+some valid document could continue with. The completion check (`jsonschema`
+with its format checker, on the parsed document) is exact whatever the
+options. `coverage` lists which constraint is enforced where.
 """
 
 from __future__ import annotations
@@ -69,17 +71,18 @@ def _validator(schema: Any):
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def _whitespace(max_whitespace: int | None, max_indent: int) -> dict[str, Any]:
+def _whitespace(max_whitespace: int | None, max_indent: int, line_breaks: int) -> dict[str, Any]:
     """llguidance's whitespace options: blank runs bounded on a line, indentation after a break."""
     if max_whitespace is None:
         return {"whitespace_flexible": True}
-    if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int):
-        raise ValueError(f"max_whitespace must be an int >= 0 or None, got {max_whitespace!r}")
-    if max_whitespace < 0:
-        raise ValueError(f"max_whitespace must be >= 0, got {max_whitespace}")
+    for name, value in (("max_whitespace", max_whitespace), ("line_breaks", line_breaks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     if max_whitespace == 0:
         return {"whitespace_flexible": False}
-    pattern = f"{_BLANK}{{0,{max_whitespace}}}(\\r?\\n{_BLANK}{{0,{max_indent}}}){{0,2}}"
+    pattern = f"{_BLANK}{{0,{max_whitespace}}}"
+    if line_breaks:
+        pattern += f"(\\r?\\n{_BLANK}{{0,{max_indent}}}){{0,{line_breaks}}}"
     return {"whitespace_flexible": True, "whitespace_pattern": pattern}
 
 
@@ -108,18 +111,32 @@ class JsonSchema(GrammarPotential):
     """JSON text valid under `schema`, as a constraint over bytes.
 
     Every schema `jsonschema` accepts works: the mask enforces what llguidance
-    can (object keys in any order), the rest is checked when the document
-    ends (`coverage` says which is which), so `complete` and the EOS weight
-    are exactly `jsonschema`'s verdict with its format checker.
+    can, and while the document is written an object closes only once its
+    required keys are present and no key appears twice; the rest is checked
+    when the document ends (`coverage` says which is which), so `complete`
+    and the EOS weight are exactly `jsonschema`'s verdict with its format
+    checker (a document repeating a key in one object is refused too).
+
+    The defaults are for generation (docs/json-schemas.md has the
+    measurements): object keys in the schema's order, as outlines, xgrammar
+    and llguidance generate, and whitespace on one line only (`{"a": 1, "b":
+    2}`, no pretty-printing); after the top-level value only EOS may follow.
+    A small model otherwise pretty-prints, wanders into other keys first and
+    is cut at `max_tokens`. To accept every valid document byte by byte
+    (checking documents rather than writing them), pass `key_order="any"`
+    and `line_breaks=2` (`max_whitespace=None`: any whitespace at all).
 
     Args:
         schema: the JSON schema (a dict, or its JSON text).
         max_whitespace: the longest run of blanks (spaces, tabs) on one line between
-            JSON tokens; a run may also hold up to two line breaks, each followed by up
-            to `max_indent` blanks, so pretty-printed documents of any nesting depth
-            pass. None: unbounded, as the spec allows; 0: compact JSON only. The cap
-            stops a model from padding forever, a known failure mode.
+            JSON tokens (16). None: any whitespace, as the spec allows; 0: compact
+            JSON only. A cap stops a model from padding forever, a known failure mode.
         max_indent: the most blanks after a line break (indentation).
+        key_order: "schema" (the default): an object's properties in the schema's
+            order, then any other keys it allows; "any": keys in any order.
+        line_breaks: the most line breaks in one whitespace run, each followed by up
+            to `max_indent` blanks: 0 (the default) keeps documents on one line, 2
+            lets pretty-printed documents of any nesting depth pass.
 
     Raises:
         InvalidGrammar (a ValueError): for invalid JSON, or a schema the
@@ -127,13 +144,21 @@ class JsonSchema(GrammarPotential):
     """
 
     def __init__(
-        self, schema: dict | str, max_whitespace: int | None = 16, max_indent: int = 1024
+        self,
+        schema: dict | str,
+        max_whitespace: int | None = 16,
+        max_indent: int = 1024,
+        key_order: str = "schema",
+        line_breaks: int = 0,
     ) -> None:
+        if key_order not in ("any", "schema"):
+            raise ValueError(f"key_order must be 'any' or 'schema', got {key_order!r}")
         self.schema = _load(schema)
         self._validator = _validator(self.schema)
-        options = _whitespace(max_whitespace, max_indent)
+        options = _whitespace(max_whitespace, max_indent, line_breaks)
         self.max_whitespace = max_whitespace
-        self.relaxed, rows = relax(self.schema)
+        self.key_order = key_order
+        self.relaxed, rows = relax(self.schema, ordered=key_order == "schema")
         grammar, fallback = _compile(self.relaxed, options)
         if fallback is not None:
             rows.append({"path": "/", "keyword": "(all)", "where": "completion", "note": fallback})
@@ -142,13 +167,13 @@ class JsonSchema(GrammarPotential):
         text = json.dumps(self.schema)
         super().__init__(grammar, text, "JSON schema", final=self._final_check)
         self.key_rules = KeyRules(self.schema)
-        self.engine = KeyedEngine(self.engine, self.key_rules)
+        self.engine = KeyedEngine(self.engine, self.key_rules, self._final_check)
 
     def _coerce_tokens(self, vocab, eos, special=None):
         """The schema over a vocabulary of byte strings: llguidance's mask and the key rules."""
         coerced = super()._coerce_tokens(vocab, eos, special)
         if coerced is not None:
-            coerced.engine = KeyedEngine(coerced.engine, self.key_rules)
+            coerced.engine = KeyedEngine(coerced.engine, self.key_rules, self._final_check)
         return coerced
 
     @property

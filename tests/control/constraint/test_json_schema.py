@@ -36,6 +36,9 @@ VALID = {
     "enum": [1, 10, "x", True, None],
 }
 SCHEMAS = {"person": PERSON, "numbers": NUMBERS, "enum": ENUM}
+# Acceptance-exact options: keys in any order, whitespace as pretty-printers write it (the
+# defaults, chosen for generation, keep keys in the schema's order and documents on one line).
+EXACT = {"key_order": "any", "line_breaks": 2}
 
 
 def run(coro):
@@ -53,7 +56,7 @@ def renderings(value) -> list[bytes]:
 
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_every_byte_of_valid_documents_is_allowed(name):
-    js = JsonSchema(SCHEMAS[name])
+    js = JsonSchema(SCHEMAS[name], **EXACT)
     for value in VALID[name]:
         for text in renderings(value):
             assert js.validate(text)
@@ -71,7 +74,7 @@ def test_every_string_the_masks_complete_is_valid(name):
     the document ends), so a walk may close a document that fails the schema:
     then nothing, not even EOS, may follow, and jsonschema names the reason.
     """
-    js = JsonSchema(SCHEMAS[name])
+    js = JsonSchema(SCHEMAS[name], **EXACT)
     rng = random.Random(0)
     closers = set(b'"]}0') | {ord(",")}
     ended = dead_ends = 0
@@ -108,7 +111,7 @@ def test_whitespace_runs_are_capped():
 
 
 def test_strings_take_only_valid_utf8():
-    js = JsonSchema({"type": "string"})
+    js = JsonSchema({"type": "string"}, **EXACT)
     start = list(b'"')
     assert not js.allowed(start)[0xFF] and not js.allowed(start)[0x80]
     assert js.allowed(start)[0xE2]
@@ -131,13 +134,13 @@ def test_strings_take_only_valid_utf8():
     ],
 )
 def test_number_edge_cases(prefix, byte, allowed):
-    js = JsonSchema(NUMBERS)
+    js = JsonSchema(NUMBERS, **EXACT)
     assert bool(js.allowed(list(prefix))[byte[0]]) == allowed
     assert js.validate(b"[-0.5e-3]") and not js.validate(b"[01]")
 
 
 def test_enum_edge_cases():
-    js = JsonSchema(ENUM)
+    js = JsonSchema(ENUM, **EXACT)
     one = js.allowed(list(b"1"))
     assert one[-1] and one[ord("0")] and not one[ord("1")]
     assert list(np.flatnonzero(js.allowed(list(b"10")))) == [256]
@@ -158,7 +161,7 @@ def test_smollm2_tokens_of_valid_documents_are_allowed(smollm2_tokenizer):
     """Over the real vocabulary: the tokenizer's own tokens of valid documents are never masked,
     and masks agree with the byte-level constraint token by token."""
     llm = PromptedLLM(MockAsyncLM(tokenizer=smollm2_tokenizer))
-    js = JsonSchema(PERSON)
+    js = JsonSchema(PERSON, **EXACT)
     tokens = js.coerce(llm, f=b"".join)
     position = {int(t.token_id): i for i, t in enumerate(llm.vocab)}
     rng = random.Random(3)
@@ -259,7 +262,7 @@ def all_renderings(value) -> list[bytes]:
 @pytest.mark.parametrize("name", BEYOND_THE_MASK)
 def test_beyond_the_mask_valid_pass_every_byte_and_invalid_die_at_completion(name):
     schema, valid, invalid = BEYOND_THE_MASK[name]
-    js = JsonSchema(schema)
+    js = JsonSchema(schema, **EXACT)
     for value in valid:
         for text in all_renderings(value):
             for cut in range(len(text)):
@@ -286,7 +289,7 @@ def test_pretty_printed_documents_at_depth_12_pass_and_blank_runs_stay_bounded()
     value: object = 1
     for _ in range(12):
         value = {"k": [value]}
-    js = JsonSchema({})
+    js = JsonSchema({}, **EXACT)
     text = json.dumps(value, indent=2).encode()
     assert run(js.complete(list(text))) == 0
     assert js.allowed(list(b"[" + b" " * 15))[ord(" ")]
@@ -304,8 +307,28 @@ def test_refs_into_a_subschema_survive_the_rewrite():
         "type": "object",
         "properties": {"c": {"$ref": "#/definitions/a/properties/b"}},
     }
-    js = JsonSchema(schema)
+    js = JsonSchema(schema, **EXACT)
     assert not [r for r in js.coverage if r["keyword"] == "(all)"]
     assert js.allowed(list(b'{"c": "x'))[ord("y")]
     assert not js.allowed(list(b'{"c": "xy'))[ord("z")]  # maxLength 2, from the mask
     assert js.validate(b'{"c": "xy"}') and not js.validate(b'{"c": 1}')
+
+
+def test_the_defaults_write_keys_in_the_schema_order_on_one_line():
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    js = JsonSchema(schema)
+    start = js.allowed(list(b'{"'))
+    assert start[ord("n")] and not start[ord("a")]  # "name" first: the schema's order
+    assert js.allowed(list(b'{"name": "x", "'))[ord("a")]  # then other keys
+    assert not js.allowed(list(b"{"))[ord("\n")]  # no pretty-printing
+    assert js.allowed(list(b"{ "))[ord('"')]
+    assert js.allowed(list(b'{"name": "x"}'))[-1]
+    assert not js.allowed(list(b'{"name": "x"}'))[ord(" ")]  # only EOS after the document
+    anywhere = JsonSchema(schema, **EXACT)
+    assert anywhere.allowed(list(b'{"'))[ord("a")] and anywhere.allowed(list(b"{"))[ord("\n")]
+    # whatever the mask, completion is jsonschema's verdict
+    assert run(js.complete(list(b'{"age": 1, "name": "x"}'))) == 0
+    with pytest.raises(ValueError, match="key_order"):
+        JsonSchema(schema, key_order="sorted")
+    with pytest.raises(ValueError, match="line_breaks"):
+        JsonSchema(schema, line_breaks=-1)
