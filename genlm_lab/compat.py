@@ -112,8 +112,12 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
         f"{_C}.sampler.set",
     ),
     "genlm.control.sampler.set": f"{_C}.sampler.set",
-    "genlm.control.sampler.sequence": (f"{_C}.inference.smc", f"{_C}.inference.sequences"),
-    "genlm.control.sampler.smc": (f"{_C}.inference.smc", _S),
+    "genlm.control.sampler.sequence": (
+        f"{_C}.inference.smc",
+        f"{_C}.inference.particle",
+        f"{_C}.inference.sequences",
+    ),
+    "genlm.control.sampler.smc": (f"{_C}.inference.smc", f"{_C}.inference.particle", _S),
     "genlm.control.sampler.unit": (f"{_C}.sampler.unit", f"{_C}.sampler.boundaries"),
     "genlm.control.sampler.resampling": f"{_S}.resample",
     "genlm.control.util": (

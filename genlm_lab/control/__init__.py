@@ -22,8 +22,9 @@ from genlm_lab.control.constraint.sql import sql_grammar
 from genlm_lab.control.core.constant import EOS, EOT, EndOfSequence
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.core.weights import LazyWeights
+from genlm_lab.control.inference.particle import SequenceModel
 from genlm_lab.control.inference.sequences import Sequences
-from genlm_lab.control.inference.smc import SMC, SequenceModel
+from genlm_lab.control.inference.smc import SMC
 from genlm_lab.control.lm.bytellm import ByteLLM
 from genlm_lab.control.lm.canonical import CanonicalTokenization
 from genlm_lab.control.lm.llm import PromptedLLM

@@ -1,0 +1,338 @@
+"""`SequenceModel`: one particle of `SMC`, a token list grown by one weighted draw per step.
+
+Its weight starts at `sampler.start_weight()` and gains each draw's
+log-weight. At `max_tokens - 1` tokens it gets EOS with weight
+`sampler.logw_eos(context)`; a critic twists each step and becomes real
+weight at the end; a step of weight -inf kills it, and it keeps the factor
+and the reason (`step_extras["killed_by"]`, `["killed_why"]`). Every step it
+sets `step_extras` (the draw, each factor's weight of it, AWRS's trace),
+which the record keeps for the views; with a profiler it times each
+potential's methods by factor name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from genlm_lab.control.core.constant import EOS, EndOfSequence
+from genlm_lab.control.core.tokens import join_bytes, token_label
+from genlm_lab.control.core.util import flatten_units
+from genlm_lab.control.potential.base import Potential, factor_names
+from genlm_lab.smc import Model
+
+__all__ = ["SequenceModel", "UnitSampler"]
+
+
+@runtime_checkable
+class UnitSampler(Protocol):
+    """What `SMC` needs of a token sampler; every `TokenSampler` has it.
+
+    SMC owns this small contract instead of importing the samplers, so the
+    samplers may offer `.smc(...)` without an import circle.
+    """
+
+    target: Potential
+
+    async def start_weight(self) -> float:
+        """Log-weight of the empty sequence under the target."""
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        """Log-weight of ending after `context` (EOS forced at `max_tokens`)."""
+
+    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
+        """A properly weighted `(token, logw, logp)` after `context`."""
+
+    async def cleanup(self) -> None:
+        """Release caches and background work."""
+
+
+#: The potential methods a profiled run times, by factor name.
+_TIMED = (
+    "prefix",
+    "complete",
+    "logw_next",
+    "score",
+    "batch_prefix",
+    "batch_complete",
+    "batch_logw_next",
+    "batch_score",
+)
+
+
+class SequenceModel(Model):
+    """One particle: a token sequence extended by the unit sampler, with forced EOS at max_tokens.
+
+    Args:
+        unit_sampler: draws each token with its weight.
+        critic: an optional potential that reweights (and twists) the sequences.
+        max_tokens: maximum length, EOS included.
+        twist_with_critic: twist by the critic every step (else only score at the end).
+        record_factors: compute each factor's weight of the drawn token for `step_extras`.
+        terminate_when: a `context -> bool` stop condition, asked after each
+            drawn token; when it holds, EOS closes the sequence in the same step
+            with no weight correction (the condition becomes part of the target).
+    """
+
+    progress_label = "control.SMC"  # the bar names what the user ran, not smc_standard
+    profile_label = "sampler"  # a profiled run charges the particle's own step code to this
+
+    def __init__(
+        self,
+        unit_sampler: UnitSampler,
+        critic: Potential | None = None,
+        max_tokens: float = math.inf,
+        twist_with_critic: bool = True,
+        record_factors: bool = True,
+        terminate_when: Callable[[list[Any]], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        if terminate_when is not None and not callable(terminate_when):
+            raise ValueError(f"terminate_when must be callable, got {terminate_when!r}")
+        self.terminate_when = terminate_when
+        self.unit_sampler = unit_sampler
+        self.critic = critic
+        self.max_tokens = max_tokens
+        self.max_steps = max_tokens  # one token per step: the progress bar's total
+        self.twist_with_critic = twist_with_critic
+        target = getattr(unit_sampler, "target", None)  # None: a duck-typed sampler
+        self.record_factors = record_factors and target is not None
+        self.factors = target.factors() if target is not None else []
+        self.names = factor_names(target) if target is not None else []
+        self.context: list[Any] = []
+        self.step_extras: dict | None = None
+
+    def immutable_properties(self) -> set[str]:
+        return {"unit_sampler", "critic", "factors", "names"}
+
+    def __deepcopy__(self, memo: dict) -> SequenceModel:
+        # Tokens and extras are never mutated: a new context list is all a copy needs.
+        clone = copy.copy(self)
+        clone.context = list(self.context)
+        return clone
+
+    def clone(self) -> SequenceModel:
+        """A copy sharing the sampler and critic, with its own context and weights."""
+        return self.__deepcopy__({})
+
+    @property
+    def done(self) -> bool:
+        """Whether the particle has finished (genlm-control's name for `done_stepping()`)."""
+        return self.done_stepping()
+
+    async def start(self) -> None:
+        """Weigh the empty prefix: a start weight of -inf kills the particle."""
+        self.score(await self.unit_sampler.start_weight())
+
+    async def _factor_weights(
+        self, context: list[Any], token: Any, forced: bool
+    ) -> dict[str, float | None]:
+        """The log-weight each factor gives `token` after `context` (None where it fails).
+
+        A forced EOS asks boolean factors one `score` (their prefix weight of a
+        live context is 0) rather than a whole mask.
+        """
+
+        async def one(f: Potential) -> float:
+            if forced and f.is_boolean:
+                return float(await f.score([*context, token]))
+            return float((await f.logw_next(context))[token])
+
+        values = await asyncio.gather(*(one(f) for f in self.factors), return_exceptions=True)
+        return {
+            name: None if isinstance(v, BaseException) else v
+            for name, v in zip(self.names, values, strict=True)
+        }
+
+    def _killer(self, factors: dict[str, float | None]) -> str:
+        """The first factor that gave the drawn token weight zero ("sampler" if none did)."""
+        for name, value in factors.items():
+            if value == -math.inf:
+                return name
+        return "sampler"
+
+    async def step(self) -> None:
+        """Draw one token (EOS when the length budget is spent), weigh it, apply the critic."""
+        context = list(self.context)
+        forced = len(context) >= self.max_tokens - 1
+        info: dict = {}
+        if forced:
+            eos = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            token, logw = eos, await self.unit_sampler.logw_eos(context)
+        else:
+            if hasattr(self.unit_sampler, "sample_with_info"):
+                token, logw, _, info = await self.unit_sampler.sample_with_info(context)
+            else:  # a sampler with only genlm-control's `sample`
+                (token, logw, _), info = await self.unit_sampler.sample(context), {}
+        logw = float(logw)
+        factors: dict[str, float | None] = {}
+        if info.get("factors") is not None and len(info["factors"]) == len(self.names):
+            factors = dict(zip(self.names, info["factors"], strict=True))
+        elif self.record_factors and not isinstance(token, list):  # a unit's factors: not known
+            factors = await self._factor_weights(flatten_units(context), token, forced)
+        extras: dict[str, Any] = {
+            "token": token_label(token),
+            "logw": logw,
+            "logZ": None if forced else logw,
+            "factors": factors,
+            "critic": None,
+            "killed_by": None,
+        }
+        if forced:
+            extras["cut"] = True
+        if "awrs" in info:
+            extras["awrs"] = info["awrs"]
+        self.step_extras = extras
+        self.score(logw)
+        if isinstance(token, list) and token and isinstance(token[-1], EndOfSequence):
+            # a unit that ended early: store the unit, then EOS, so finished contexts end with EOS
+            if len(token) > 1:
+                self.context.append(token[:-1])
+            token = token[-1]
+        self.context.append(token)
+        if (
+            self.terminate_when is not None
+            and self.weight > -math.inf
+            and not isinstance(token, EndOfSequence)
+            and self.terminate_when(self.context)
+        ):
+            token = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
+            self.context.append(token)  # no weight: the stop condition is part of the target
+        if self.weight == -math.inf:
+            if info.get("no_mass"):
+                extras["killed_by"] = await self._no_mass(flatten_units(context))
+                extras["killed_why"] = (
+                    f"no token has weight under every factor after {len(context)} tokens"
+                )
+            else:
+                extras["killed_by"] = self._killer(factors)
+                extras["killed_why"] = self._why(extras["killed_by"], token, forced)
+            self.finish()
+            return
+        ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
+        if self.critic is not None and (self.twist_with_critic or ends):
+            critic = float(await self.critic.score(self.context))
+            extras["critic"] = critic
+            if critic == -math.inf:
+                extras["killed_by"] = "critic"
+                extras["killed_why"] = f"the critic {self.critic.name} scored it -inf"
+                self.score(critic)
+                self.finish()
+                return
+            if ends:
+                self.finish()  # removes the twist of earlier steps (none is left here)
+                self.score(critic)  # at the end the critic's weight becomes real
+                return
+            self.twist(critic)
+        if ends:
+            self.finish()
+
+    def _why(self, name: str, token: Any, forced: bool) -> str:
+        """Why factor `name` refused the drawn token, in one phrase.
+
+        At EOS a constraint with `explain` (JsonSchema) says where the text
+        fails: the JSON path and keyword, or where an unfinished document
+        stops; a forced EOS reads "cut at max_tokens ...".
+        """
+        ends = isinstance(token, EndOfSequence)
+        why = None
+        if ends and name in self.names:
+            factor = self.factors[self.names.index(name)]
+            explain = getattr(factor, "explain", None) or getattr(
+                getattr(factor, "grammar", None), "explain", None
+            )
+            if explain is not None:
+                try:
+                    why = explain(join_bytes(self.context[:-1]))
+                except Exception as error:  # noqa: BLE001 - a reason must not end the run
+                    why = f"its explain() raised {type(error).__name__}: {error}"
+        if forced:
+            if why is not None and why.startswith("unfinished: "):
+                return "cut at max_tokens " + why[len("unfinished: ") :]
+            if why:
+                return f"cut at max_tokens; {why}"
+            return f"cut at max_tokens: {name} does not accept the text as complete"
+        if why:
+            return why
+        label = "EOS" if ends else repr(token_label(token))
+        return f"{name} gives {label} weight zero after {len(self.context) - 1} tokens"
+
+    async def _no_mass(self, context: list[Any]) -> str:
+        """The first factor after which the product of the factors so far has no mass left."""
+        if not self.record_factors:
+            return self.names[0] if len(self.factors) == 1 else "sampler"
+        rows = await asyncio.gather(
+            *(f.logw_next(context) for f in self.factors), return_exceptions=True
+        )
+        total = None
+        for name, row in zip(self.names, rows, strict=True):
+            if isinstance(row, BaseException):
+                return name
+            weights = np.asarray(row.weights, dtype=float)
+            total = weights if total is None else total + weights
+            if not np.any(total > -math.inf):
+                return name
+        return "sampler"
+
+    def profile_with(self, profiler: Any) -> Callable[[], None]:
+        """Time each potential's methods under its name (and the critic) for a profiled run.
+
+        The methods of the target's factors (and of the critic) are replaced
+        on the instances by timed ones for the run; the returned function
+        puts them back. LM factors are not listed as factors for the
+        "slow_factor" alarm: their forwards are what a run is meant to cost.
+        """
+        undo: list[tuple[Any, str]] = []
+
+        def wrap(obj: Any, name: str, critic: bool) -> None:
+            lm = any(
+                hasattr(getattr(obj, attr, None), "next_token_logprobs")
+                for attr in ("model", "llm")
+            )
+            for method in _TIMED:
+                original = getattr(obj, method, None)
+                if original is None or method in vars(obj):
+                    continue
+                short = method.removeprefix("batch_")
+                if short == "logw_next" and getattr(obj, "is_boolean", False):
+                    short = "mask"
+                label = "critic" if critic else f"{name}.{short}"
+                try:
+                    setattr(obj, method, profiler.timed_method(original, label))
+                except AttributeError:  # no instance dict (slots): left untimed
+                    continue
+                undo.append((obj, method))
+                if not (lm or critic):
+                    profiler.factors[label] = name
+
+        lms = {}
+        for name, factor in zip(self.names, self.factors, strict=True):
+            wrap(factor, name, critic=False)
+            for attr in ("model", "llm"):  # an LM factor's backend, for its forward counters
+                backend = getattr(factor, attr, None)
+                if isinstance(getattr(backend, "stats", None), dict):
+                    lms[id(backend)] = backend
+        profiler.lms = list(lms.values())
+        if self.critic is not None:
+            wrap(self.critic, "critic", critic=True)
+            inner = getattr(self.critic, "potential", None)  # an autobatched critic's own
+            if inner is not None:
+                wrap(inner, "critic", critic=True)
+
+        def restore() -> None:
+            for obj, method in undo:
+                vars(obj).pop(method, None)
+
+        return restore
+
+    def string_for_serialization(self) -> str:
+        """The text so far (token bytes joined, invalid UTF-8 replaced)."""
+        return join_bytes(self.context).decode("utf-8", errors="replace")
+
+    def __str__(self) -> str:
+        return self.string_for_serialization()
