@@ -83,9 +83,10 @@ def _rust_regex_ok(pattern: str) -> bool:
 class Relaxer:
     """One pass over a schema: the relaxed copy and the coverage rows."""
 
-    def __init__(self, ordered: bool = False) -> None:
+    def __init__(self, ordered: bool = False, strict: bool = False) -> None:
         self.rows: list[dict[str, str]] = []
         self.ordered = ordered
+        self.strict = strict
 
     def note(self, path: str, keyword: str, where: str, why: str = "") -> None:
         self.rows.append({"path": path or "/", "keyword": keyword, "where": where, "note": why})
@@ -127,7 +128,10 @@ class Relaxer:
                 out[key] = {k: self.schema(v, f"{where}/{k}") for k, v in value.items()}
             elif key == "type":
                 types = [value] if isinstance(value, str) else list(value)
-                if "integer" in types:
+                if "integer" in types and self.strict:
+                    self.note(path, "type", "mask", "strict: integers without fraction or "
+                              "exponent (1.0 and 1e2 are refused though jsonschema takes them)")  # fmt: skip
+                elif "integer" in types:
                     self.note(path, "type: integer", "completion", "the mask allows any number "
                               "(1.0 is an integer)")  # fmt: skip
                     types = ["number" if t == "integer" else t for t in types]
@@ -202,8 +206,12 @@ class Relaxer:
     def objects(self, node: dict, out: dict, path: str) -> None:
         """Properties as exact-name key patterns: keys in any order, each with its value schema."""
         properties = node.get("properties") or {}
-        additional = node.get("additionalProperties", True)
         patterns = node.get("patternProperties") or {}
+        closed = self.strict and properties and not patterns  # xgrammar's strict mode
+        additional = node.get("additionalProperties", not closed)
+        if closed and "additionalProperties" not in node:
+            self.note(path, "additionalProperties", "mask", "strict: no keys but the listed "
+                      "properties (jsonschema takes others)")  # fmt: skip
         if len(properties) <= 1 and additional is False and not patterns:
             out["properties"] = {
                 k: self.schema(v, f"{path}/properties/{k}") for k, v in properties.items()
@@ -296,7 +304,9 @@ def _hoist_deep_refs(schema: Any) -> Any:
     return root
 
 
-def relax(schema: Any, ordered: bool = False) -> tuple[Any, list[dict[str, str]]]:
+def relax(
+    schema: Any, ordered: bool = False, strict: bool = False
+) -> tuple[Any, list[dict[str, str]]]:
     """`(relaxed schema, coverage rows)`; see the module docstring.
 
     Args:
@@ -304,8 +314,11 @@ def relax(schema: Any, ordered: bool = False) -> tuple[Any, list[dict[str, str]]
         ordered: object properties in the schema's order (then other keys), as
             llguidance, outlines and xgrammar generate; the language no longer
             contains documents with their keys in another order.
+        strict: as xgrammar's strict mode generates: an object that lists properties
+            takes no other keys unless `additionalProperties` says so, and integers
+            are written without fraction or exponent.
     """
-    relaxer = Relaxer(ordered)
+    relaxer = Relaxer(ordered, strict)
     relaxer.note("", "(unique keys)", "mask", "no key twice in one object")
     out = relaxer.schema(_hoist_deep_refs(schema))
     return out, relaxer.rows

@@ -121,10 +121,13 @@ class JsonSchema(GrammarPotential):
     measurements): object keys in the schema's order, as outlines, xgrammar
     and llguidance generate, and whitespace on one line only (`{"a": 1, "b":
     2}`, no pretty-printing); after the top-level value only EOS may follow.
-    A small model otherwise pretty-prints, wanders into other keys first and
-    is cut at `max_tokens`. To accept every valid document byte by byte
-    (checking documents rather than writing them), pass `key_order="any"`
-    and `line_breaks=2` (`max_whitespace=None`: any whitespace at all).
+    Objects that list properties take no others unless `additionalProperties`
+    says so, and integers have no fraction (`strict`, xgrammar's default). A
+    small model otherwise pretty-prints, wanders into other keys or endless
+    decimals and is cut at `max_tokens`. To accept every valid document byte
+    by byte (checking documents rather than writing them), pass
+    `key_order="any", line_breaks=2, strict=False` (`max_whitespace=None`:
+    any whitespace at all).
 
     Args:
         schema: the JSON schema (a dict, or its JSON text).
@@ -137,6 +140,9 @@ class JsonSchema(GrammarPotential):
         line_breaks: the most line breaks in one whitespace run, each followed by up
             to `max_indent` blanks: 0 (the default) keeps documents on one line, 2
             lets pretty-printed documents of any nesting depth pass.
+        strict: as xgrammar's strict mode (its default) generates: an object that
+            lists `properties` takes no other keys unless `additionalProperties`
+            says so, and integers are written without fraction or exponent.
 
     Raises:
         InvalidGrammar (a ValueError): for invalid JSON, or a schema the
@@ -150,6 +156,7 @@ class JsonSchema(GrammarPotential):
         max_indent: int = 1024,
         key_order: str = "schema",
         line_breaks: int = 0,
+        strict: bool = True,
     ) -> None:
         if key_order not in ("any", "schema"):
             raise ValueError(f"key_order must be 'any' or 'schema', got {key_order!r}")
@@ -158,7 +165,8 @@ class JsonSchema(GrammarPotential):
         options = _whitespace(max_whitespace, max_indent, line_breaks)
         self.max_whitespace = max_whitespace
         self.key_order = key_order
-        self.relaxed, rows = relax(self.schema, ordered=key_order == "schema")
+        self.strict = strict
+        self.relaxed, rows = relax(self.schema, ordered=key_order == "schema", strict=strict)
         grammar, fallback = _compile(self.relaxed, options)
         if fallback is not None:
             rows.append({"path": "/", "keyword": "(all)", "where": "completion", "note": fallback})

@@ -38,7 +38,7 @@ VALID = {
 SCHEMAS = {"person": PERSON, "numbers": NUMBERS, "enum": ENUM}
 # Acceptance-exact options: keys in any order, whitespace as pretty-printers write it (the
 # defaults, chosen for generation, keep keys in the schema's order and documents on one line).
-EXACT = {"key_order": "any", "line_breaks": 2}
+EXACT = {"key_order": "any", "line_breaks": 2, "strict": False}
 
 
 def run(coro):
@@ -319,7 +319,9 @@ def test_the_defaults_write_keys_in_the_schema_order_on_one_line():
     js = JsonSchema(schema)
     start = js.allowed(list(b'{"'))
     assert start[ord("n")] and not start[ord("a")]  # "name" first: the schema's order
-    assert js.allowed(list(b'{"name": "x", "'))[ord("a")]  # then other keys
+    assert not js.allowed(list(b'{"name": "x"'))[ord(",")]  # strict: no other keys
+    loose = JsonSchema(schema, strict=False)
+    assert loose.allowed(list(b'{"name": "x", "'))[ord("a")]  # else other keys after "name"
     assert not js.allowed(list(b"{"))[ord("\n")]  # no pretty-printing
     assert js.allowed(list(b"{ "))[ord('"')]
     assert js.allowed(list(b'{"name": "x"}'))[-1]
@@ -328,6 +330,10 @@ def test_the_defaults_write_keys_in_the_schema_order_on_one_line():
     assert anywhere.allowed(list(b'{"'))[ord("a")] and anywhere.allowed(list(b"{"))[ord("\n")]
     # whatever the mask, completion is jsonschema's verdict
     assert run(js.complete(list(b'{"age": 1, "name": "x"}'))) == 0
+    assert run(js.complete(list(b'{"name": "x",\n "n": 1.0}'))) == 0
+    rank = JsonSchema({"type": "object", "properties": {"rank": {"type": "integer"}}})
+    assert not rank.allowed(list(b'{"rank": 1'))[ord(".")]  # strict integers
+    assert JsonSchema(rank.schema, strict=False).allowed(list(b'{"rank": 1'))[ord(".")]
     with pytest.raises(ValueError, match="key_order"):
         JsonSchema(schema, key_order="sorted")
     with pytest.raises(ValueError, match="line_breaks"):
