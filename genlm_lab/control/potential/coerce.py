@@ -4,9 +4,11 @@
 `f(x)`. For the usual case, a potential over bytes (ints 0..255) read through
 `b"".join`, the next-token weights are computed by walking the tokens' byte
 trie once, asking `p.logw_next` at each byte prefix and skipping every subtree
-`p` rules out. Potentials backed by a compiled grammar go further: they hand
-back a token-level matcher (`_coerce_tokens`) that masks the whole vocabulary
-in one native call.
+`p` rules out. A byte-level potential may walk the trie itself instead
+(`walk_byte_trie(trie, data)`: `PythonRegex` asks its engine only about bytes
+that lead to a token). Potentials backed by a compiled grammar go further:
+they hand back a token-level matcher (`_coerce_tokens`) that masks the whole
+vocabulary in one native call.
 """
 
 from __future__ import annotations
@@ -134,6 +136,9 @@ class Coerced(Potential):
             weights[:-1][self._outside] = -math.inf
             return self.make_lazy_weights(weights)
         self.encode(context)
+        walk = getattr(self.potential, "walk_byte_trie", None)
+        if walk is not None:  # the potential masks the whole trie itself (e.g. PythonRegex)
+            return self.make_lazy_weights(walk(self._trie, bytes(self._image(context))))
         return self.make_lazy_weights(await self._trie.walk(self.potential, self._image(context)))
 
     def spawn(self) -> Coerced:

@@ -1,0 +1,110 @@
+"""PythonRegex token masks through the vocabulary's trie against the old byte-mask walk.
+
+`walk_byte_trie` (what `Coerced` calls) must give exactly the mask of
+`byte_mask_walk`, which asks for a full 257-entry byte mask at every live node
+(the path before the trie walk). Checked on the AWRS paper's patterns over a
+slice of SmolLM2's vocabulary (every single byte and every 97th other token), at the empty context and at contexts reached by
+walking the byte masks. The default run takes every 16th pattern; `-m slow`
+runs all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import functools
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import genlm_lab
+from genlm_lab.control import PromptedLLM, PythonRegex
+from genlm_lab.control.constraint.python_regex import byte_mask_walk
+
+PATTERNS_CSV = Path(genlm_lab.__file__).parent / "eval" / "data" / "patterns.csv"
+with PATTERNS_CSV.open(newline="", encoding="utf-8") as _f:
+    PATTERNS = [row[0] for row in list(csv.reader(_f))[1:] if row]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@functools.cache
+def tokens(step: int) -> list[bytes]:
+    """Every single-byte token, every `step`-th other token of SmolLM2, and a few made-up ones."""
+    llm = PromptedLLM.from_name("tiny-random", backend="mock")
+    vocab = [bytes(t) for t in llm.vocab]
+    picked = [t for i, t in enumerate(vocab) if len(t) == 1 or i % step == 0]
+    return list(dict.fromkeys([*picked, b"", b"\xce\xb1\xce", b"ab12", b"\xe4\xb8", b"  "]))
+
+
+def contexts(p: PythonRegex, seed: int) -> list[bytes]:
+    """The empty context and up to two live ones reached by walking `p`'s byte masks."""
+    rng = random.Random(seed)
+    out = [b""]
+    for steps in (2, 5):
+        text = b""
+        for _ in range(steps):
+            options = np.flatnonzero(p.allowed_bytes(text)[:256])
+            if not len(options):
+                break
+            ascii_options = options[options < 128]
+            pool = ascii_options if len(ascii_options) and rng.random() < 0.8 else options
+            text += bytes([int(rng.choice(pool))])
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def check(pattern: str, tokens: list[bytes], seed: int) -> int:
+    """Assert the two masks agree at each context; the number of contexts checked."""
+    coerced = PythonRegex(pattern, timeout=2.0).coerce(tokens, f=b"".join)
+    reference = PythonRegex(pattern, timeout=2.0)
+    checked = 0
+    for data in contexts(reference, seed):
+        old = byte_mask_walk(reference, coerced._trie, data)
+        new = coerced.potential.walk_byte_trie(coerced._trie, data)
+        assert np.array_equal(new, old), (pattern, data, np.flatnonzero(new != old)[:5])
+        if not data:
+            via_coerced = run(coerced.logw_next([])).weights
+            assert np.array_equal(via_coerced, old), pattern
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("index", range(0, len(PATTERNS), 16))
+def test_trie_masks_equal_the_byte_mask_walk_on_a_sample_of_the_patterns(index):
+    assert check(PATTERNS[index], tokens(97), index) >= 1
+
+
+@pytest.mark.slow
+def test_trie_masks_equal_the_byte_mask_walk_on_every_pattern():
+    vocab = tokens(97)
+    assert sum(check(pattern, vocab, i) for i, pattern in enumerate(PATTERNS)) > len(PATTERNS)
+
+
+def test_the_walk_asks_the_engine_far_less_and_caches_masks_per_context():
+    tokens = [b"ab", b"abc", b"a1", b"x", b"", b"\xc3\xa9", b"\xc3", b"12"]
+    p = PythonRegex(r"[a-z]+\d?")
+    coerced = p.coerce(tokens, f=b"".join)
+    weights = run(coerced.logw_next([])).weights
+    allowed = {tokens[i] for i in np.flatnonzero(weights[:-1] == 0)}
+    assert allowed == {b"ab", b"abc", b"a1", b"x", b""} and weights[-1] == -math.inf
+    reference = PythonRegex(r"[a-z]+\d?")
+    assert np.array_equal(weights, byte_mask_walk(reference, coerced._trie, b""))
+    assert p.calls < reference.calls / 10
+    calls = p.calls
+    weights[:] = 7.0  # the caller's copy: the cached mask is untouched
+    again = run(coerced.logw_next([])).weights
+    assert p.calls == calls and np.array_equal(again, byte_mask_walk(reference, coerced._trie, b""))
+    after = run(coerced.logw_next([b"ab"])).weights
+    assert after[-1] == 0 and after[tokens.index(b"12")] == -math.inf
+    assert after[tokens.index(b"x")] == 0 and after[tokens.index(b"a1")] == 0
+    with pytest.raises(ValueError, match="weight zero"):
+        run(coerced.logw_next([b"12"]))
+    run(coerced.cleanup())
+    assert np.array_equal(run(coerced.logw_next([])).weights, again)
