@@ -321,12 +321,16 @@ async def main() -> None:
         budget = 2 * shortest + 40
         row: dict[str, Any] = {"id": entry["id"], "licence": entry["licence"], "budget": budget}
         for method in methods:
+            if hasattr(lm, "clear_cache"):  # no method reads logits another one computed
+                lm.clear_cache()
             row[method] = await run_one(llm, entry, method, options, budget, args.seed)
         row["mask_ours"], row["mask_bare"] = mask_cost(llm, entry, options)
         if k < args.theirs:
             row["theirs"] = _theirs(entry, budget, args.their_cap)
         rows.append(row)
         print(_line(row, methods), flush=True)
+        if args.json:  # after each schema: a cut-short run keeps what it measured
+            Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     elapsed = time.perf_counter() - began
     report = render(rows, methods, options, elapsed)
     print(report)
