@@ -34,7 +34,7 @@ from genlm_lab.playground.config import (
 )
 from genlm_lab.playground.steps import context_at
 from genlm_lab.playground.store import load_run, save_run
-from genlm_lab.widgets import MaskView, ParticleView
+from genlm_lab.widgets import MaskView, ParticleView, ProfileView
 from genlm_lab.widgets.base import stored_html
 
 __all__ = ["Playground"]
@@ -53,19 +53,6 @@ def _open_store(store: Any) -> Iterator[Any]:
         yield opened
     finally:
         opened.close()
-
-
-def _profile_html(record: Any) -> str:
-    frame = record.profile
-    if frame is None or len(frame) == 0:
-        return ""
-    total = frame.groupby("component")[["calls", "seconds"]].sum()
-    total = total.sort_values("seconds", ascending=False).reset_index()
-    total["share"] = total["seconds"] / max(float(total["seconds"].sum()), 1e-12)
-    table = total.to_html(
-        index=False, border=0, classes="genlm-table", formatters={"share": "{:.1%}".format}
-    )
-    return f"<div class='genlm-view'><b>Where the time went</b>{table}</div>"
 
 
 class Playground(w.VBox):
@@ -121,7 +108,7 @@ class Playground(w.VBox):
         self.save_button.on_click(lambda _: self._save_clicked())
         self.code = w.Textarea(layout=w.Layout(width="100%", height="12em", display="none"))
         self.particles = ParticleView()
-        self.profile = w.HTML()
+        self.profile = ProfileView()
         self.step = w.IntSlider(
             value=0,
             min=0,
@@ -263,7 +250,7 @@ class Playground(w.VBox):
             ess_threshold=config.ess_threshold,
             max_tokens=config.max_tokens,
             seed=config.seed,
-            observers=[self.particles],
+            observers=[self.particles, self.profile],
             progress=False,
             profile=True,
         )
@@ -273,7 +260,6 @@ class Playground(w.VBox):
         return sequences
 
     def _show_record(self, record: Any) -> None:
-        self.profile.value = _profile_html(record)
         n_steps = len(record.steps)
         self.step.max = max(n_steps - 1, 0)
         self.step.disabled = n_steps == 0
@@ -360,11 +346,13 @@ class Playground(w.VBox):
             config, record = load_run(opened, run_id)
         playground = cls(config, lm=lm)
         playground.record = record
-        old = playground.particles
-        playground.particles = ParticleView.from_record(record)
-        playground.children = tuple(
-            playground.particles if child is old else child for child in playground.children
-        )
+        swap = {
+            id(playground.particles): ParticleView.from_record(record),
+            id(playground.profile): ProfileView.from_record(record),
+        }
+        playground.children = tuple(swap.get(id(c), c) for c in playground.children)
+        playground.particles = swap[id(playground.particles)]
+        playground.profile = swap[id(playground.profile)]
         playground._show_record(record)
         return playground
 

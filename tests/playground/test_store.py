@@ -31,6 +31,12 @@ async def test_a_saved_run_reopens_with_its_choices_and_particles(tiny, tmp_path
         p["text"] for p in pg.particles.view_data()["particles"]
     ]
     assert again.record.steps == pg.record.steps
+    reopened = {r["component"]: r["seconds"] for r in again.profile.view_data()["table"]}
+    live = {r["component"]: r["seconds"] for r in pg.profile.view_data()["table"]}
+    # the record's rows gain the finishing observers' own time after the live view has seen them
+    assert reopened.keys() == live.keys()
+    settled = set(live) - {"observers", "other"}
+    assert {k: reopened[k] for k in settled} == pytest.approx({k: live[k] for k in settled})
     mask = await again.mask_at(1, 0)  # the reopened run builds its potentials on demand
     assert mask.view_data()["n_allowed"] == (await pg.mask_at(1, 0)).view_data()["n_allowed"]
 
