@@ -64,11 +64,14 @@ SUITES: dict[str, tuple[str, str, float, bool]] = {
 
 #: The score `--check` (and so `make test`) requires: under the last measured one by a
 #: few tests (timeouts on a loaded machine), so a regression fails; the targets are the goal.
+#: genlm-control and llamppl were lowered when their baselines gained the test files that
+#: had not collected on the original (test_json.py: 100 passes; test_examples.py: 4):
+#: measured 393/471 = 83% and 41/45 = 91% (load average 10-15 on 2 cores).
 FLOORS: dict[str, float] = {
     "genlm-backend": 0.86,
     "genlm-bytes": 0.93,
-    "genlm-control": 0.86,
-    "llamppl": 0.95,
+    "genlm-control": 0.82,
+    "llamppl": 0.88,
 }
 
 
