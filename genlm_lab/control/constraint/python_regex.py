@@ -8,7 +8,9 @@ may still be the start of a match. That is this potential's prefix check;
 `fullmatch` is its complete check. Each call re-runs the backtracking engine
 over the whole text, so this is an *expensive* potential: a full next-byte
 mask costs one call per allowed byte, which is why samplers such as `AWRS`
-(a few calls per token) suit it.
+(a few calls per token) suit it. Coerced onto a tokenizer's vocabulary, its
+token mask walks the tokens' byte trie (`walk_byte_trie`): one call per trie
+node whose parent is live, a dead node ruling out its subtree.
 
 Bytes are read as UTF-8. A context that ends inside a multi-byte character is
 live when some character starting with those bytes keeps the match alive; the
