@@ -362,6 +362,9 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
         "files vendored by check-jsonschema (licence per row). Mask: median per step along the "
         "shortest document, ours / llguidance's mask of the same grammar alone.",
         "",
+        "Per schema: solved (a finished document valid under jsonschema; 'budget: cut' when "
+        "particles were cut at max_tokens), valid mass, mean tokens, wall.",
+        "",
         "| method | solved | valid mass on solved (min) | schemas with a particle cut at max_tokens "
         "| mean tokens | mean wall (s) |",
         "|---|---|---|---|---|---|",
@@ -393,7 +396,8 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
         for m in methods:
             x = r[m]
             why = "" if x["solved"] else (" (budget: cut)" if x["cut"] else " (mask/model)")
-            cells.append(f"{'yes' if x['solved'] else 'no'}{why} {x['valid_mass']:.2f} "
+            mass = f" {x['valid_mass']:.2f}" if x["solved"] else ""
+            cells.append(f"{'yes' if x['solved'] else 'no'}{why}{mass} "
                          f"{x['tokens']:.0f}t {x['wall']:.0f}s")  # fmt: skip
         head.append(f"| {r['id']} | {r['licence']} | {r['budget']} | " + " | ".join(cells)
                     + f" | {r['mask_ours'] * 1e3:.2f} / {r['mask_bare'] * 1e3:.2f} ms |")  # fmt: skip
