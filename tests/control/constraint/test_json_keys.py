@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from functools import cache
 
 import pytest
@@ -207,3 +208,46 @@ def test_open_objects_refuse_only_the_repeated_key_itself():
     assert js.allowed(list(b'{"id": 1, "i\\"d'))[ord('"')]  # the key 'i"d', escaped
     assert not js.allowed(list(b'{"i\\"d": 1, "i\\"d'))[ord('"')]
     assert not js.allowed(list(b'{"x": 1'))[ord("}")]
+
+
+def _in_order(text: str) -> bool:
+    """Every object's keys come in the order "a", "b" (the SMALL schemas' property order)."""
+    ordered = True
+
+    def hook(pairs):
+        nonlocal ordered
+        keys = [k for k, _ in pairs]
+        ordered &= keys == sorted(keys, key="ab".index)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=hook)
+    return ordered
+
+
+@pytest.mark.parametrize("name", ["two required, closed", "array of objects", "nested required"])
+def test_the_default_mask_is_exact_on_documents_in_the_schema_order(name):
+    """With the defaults (keys in the schema's order, strict), a prefix is live iff some valid
+    document with its keys in that order extends it."""
+    schema, bound = SMALL[name]
+    js = JsonSchema(schema, max_whitespace=0)
+    documents = {t.encode() for t in texts(schema, bound) if js.validate(t) and _in_order(t)}
+    live = {d[:k] for d in documents for k in range(len(d) + 1)}
+    refused = 0
+    for prefix in sorted(live, key=len):
+        if len(prefix) > bound - SLACK:
+            continue
+        mask = js.allowed(list(prefix))
+        assert bool(mask[256]) == (prefix in documents), (name, prefix, "EOS")
+        in_string = prefix.count(b'"') % 2 == 1
+        for byte in ALPHABET:
+            if in_string and byte not in STRING_BYTES:
+                continue
+            longer = prefix + bytes([byte])
+            if longer in live:
+                assert mask[byte], (name, prefix, bytes([byte]))
+            elif mask[byte]:
+                found = witness(js, longer)
+                assert found is not None and _in_order(found.decode()), (name, longer)
+            else:
+                refused += 1
+    assert refused > 20
