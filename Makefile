@@ -21,12 +21,17 @@ lab: setup
 
 # One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
 # the conformance suites share the machine's cores, and oversubscribed threads make small
-# forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers (--dist loadgroup: a
-# notebook's cells, and the browser tests, each stay on one worker; tests/conftest.py)
-# while the GenLM suites run beside it; the recipe waits for both and fails if either
-# does, then shows the suites' log. The models are converted once first, so that the
-# parallel processes find the cache ready instead of each converting it.
+# forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers while the GenLM suites
+# run beside it; the recipe waits for both and fails if either does, then shows the
+# suites' log. --dist loadfile keeps a file's tests on one worker: a notebook's cells
+# share one kernel, and a module's own module-scoped fixtures (the docs site, a wheel
+# installed in a venv) are built once. (loadgroup would be finer, but pytest-xdist 3.8
+# cannot rename test ids under pytest 9.2, so its groups are silently ignored.) No
+# reordering: files go out in collection order, which keeps the browser tests last
+# (tests/browser/conftest.py), after every asyncio test of their worker. The models are
+# converted once first, so that the parallel processes find the cache ready.
 PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
 	$(VENV)/bin/ruff check .
@@ -38,7 +43,7 @@ test: setup
 		> $(CONFORMANCE_LOG) 2>&1 & conformance=$$!; \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
-		-n $(PYTEST_WORKERS) --dist loadgroup --durations=10; pytest=$$?; \
+		$(XDIST) --durations=10; pytest=$$?; \
 	wait $$conformance; suites=$$?; \
 	echo "--- conformance (scripts/conformance.py --fast --check, $(CONFORMANCE_LOG)):"; \
 	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
@@ -47,7 +52,7 @@ test: setup
 
 # Under 3 minutes: no real-model or browser tests, on both cores.
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n $(PYTEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest tests -m "not slow and not browser" -x -q $(XDIST)
 
 bench-quick: setup ; $(PY) benchmarks/bench_quick.py  # this tree vs the merge-base with main, ~3 min; exit 1 on a regression
 bench: setup

@@ -28,40 +28,8 @@ sys.path.append(str(Path(__file__).parent))
 torch.set_num_threads(1)
 
 
-_BROWSER = Path(__file__).parent / "browser"
-
-
-def _xdist_group(item: pytest.Item) -> str | None:
-    """The xdist group of a test that must share its worker with others, or None.
-
-    The browser tests share one JupyterLab server and one chromium (session
-    fixtures, started once per worker). The tests of a module that uses a
-    module- or session-scoped fixture of its own (a docs site built, a wheel
-    installed in a venv, a model loaded) stay together, so the fixture is built
-    once rather than once per worker.
-    """
-    if _BROWSER in Path(str(item.fspath)).parents:
-        return "browser"
-    module = item.nodeid.split("::")[0]
-    info = getattr(item, "_fixtureinfo", None)
-    for defs in info.name2fixturedefs.values() if info else ():
-        last = defs[-1]
-        if last.baseid == module and last.scope in ("module", "package", "session"):
-            return module
-    return None
-
-
 def pytest_collection_modifyitems(config, items):
-    """Skip tests marked `gpu` where CUDA is not available; group what must share a worker.
-
-    The groups take effect under `pytest -n N --dist loadgroup` (what `make test`
-    runs); without xdist the marks do nothing. (A notebook's cells are grouped in
-    notebooks/conftest.py.)
-    """
-    for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    """Skip tests marked `gpu` where CUDA is not available."""
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs CUDA (marked gpu)")
