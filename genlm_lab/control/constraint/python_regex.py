@@ -90,6 +90,15 @@ def _representatives(tail: bytes) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
+def _positional_partial() -> bool:
+    """Whether `fullmatch` takes `partial` as its 5th positional argument (faster than keywords)."""
+    try:
+        return regex.compile("ab").fullmatch("a", None, None, None, True) is not None
+    except TypeError:
+        return False
+
+
+_POSITIONAL = _positional_partial()
 _ASCII = [chr(b) for b in range(128)]
 _BYTES = [bytes((b,)) for b in range(256)]
 
@@ -201,8 +210,9 @@ class PythonRegex(Potential):
     # ------------------------------------------------------------ the engine
     def _partial(self, text: str) -> bool:
         self.calls += 1
-        timeout = None if len(text) <= _UNTIMED_CHARS else self.timeout
-        return self.compiled.fullmatch(text, partial=True, timeout=timeout) is not None
+        if self.timeout is None or len(text) <= _UNTIMED_CHARS:
+            return self.compiled.fullmatch(text, partial=True) is not None  # a timeout= costs
+        return self.compiled.fullmatch(text, partial=True, timeout=self.timeout) is not None
 
     def _candidates(self, tail: bytes) -> list[str]:
         if self._ascii:
@@ -308,7 +318,13 @@ class PythonRegex(Potential):
                 f"the context {data!r:.60} has weight zero under {self.name}; nothing can follow it"
             )
         children, ends = trie.children, trie.ends
-        fullmatch, timeout, alive = self.compiled.fullmatch, self.timeout, self._alive
+        timeout, alive, compiled = self.timeout, self._alive, self.compiled
+        fullmatch = compiled.fullmatch
+        if not _POSITIONAL:
+
+            def fullmatch(text: str, _p: Any, _e: Any, _c: Any, partial: bool, *limit: Any) -> Any:
+                return compiled.fullmatch(text, partial=partial, timeout=(limit or [None])[0])
+
         live = list(ends[0])  # empty tokens leave the context unchanged
         calls = 0
         stack = [(0, *split)]
@@ -318,8 +334,11 @@ class PythonRegex(Potential):
                 if not tail and byte < 0x80:
                     longer, rest = text + _ASCII[byte], b""
                     calls += 1
-                    limit = None if len(longer) <= _UNTIMED_CHARS else timeout
-                    if fullmatch(longer, partial=True, timeout=limit) is None:
+                    if timeout is None or len(longer) <= _UNTIMED_CHARS:
+                        found = fullmatch(longer, None, None, None, True)
+                    else:
+                        found = fullmatch(longer, None, None, None, True, timeout)
+                    if found is None:
                         continue
                 else:
                     step = _split_utf8(tail + _BYTES[byte])
