@@ -50,9 +50,10 @@ test: setup
 	echo "make test: pytest exit $$pytest, conformance exit $$suites"; \
 	[ $$pytest -eq 0 ] && [ $$suites -eq 0 ]
 
-# Under 3 minutes: no real-model or browser tests, on both cores.
+# Under 3 minutes: no real-model, browser or notebook tests, on both cores; test by test
+# (--dist load balances best, and nothing here needs to share a worker).
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow and not browser" -x -q $(XDIST)
+	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n $(PYTEST_WORKERS) --dist load
 
 bench-quick: setup ; $(PY) benchmarks/bench_quick.py  # this tree vs the merge-base with main, ~3 min; exit 1 on a regression
 bench: setup
