@@ -31,6 +31,8 @@ download --no-deps "arsenal==3.1.3"
 echo "wheelhouse: genlm-grammar and frozendict (genlm-control's suite imports them, for make test)"
 download --no-deps "genlm-grammar==0.2.0"
 download "frozendict>=2.4"
+echo "wheelhouse: hypothesis-jsonschema and nltk (the suites' other test dependencies, for make test)"
+download "hypothesis-jsonschema==0.23.1" "nltk==3.10.4"
 # pip download keeps a source archive of the project itself: setup.sh installs the checkout.
 rm -f "$dir"/genlm_lab-*.tar.gz "$dir"/genlm_lab-*.zip "$dir"/genlm-lab-*.zip
 n=$(ls "$dir" | wc -l)

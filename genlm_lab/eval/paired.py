@@ -182,9 +182,11 @@ def compare(
 
     Args:
         store: a `ResultsStore`, or a runs DataFrame (`runs_frame()`).
-        a, b: a method or model name, or a dict with some of model, method, domain.
+        a: a method or model name, or a dict with some of model, method, domain.
+        b: the other side, in the same form as `a`.
         ci: coverage of the bootstrap interval.
-        alpha, power: levels of the minimum detectable effect.
+        alpha: the test level of the minimum detectable effect.
+        power: the power of the minimum detectable effect.
         n_bootstrap: bootstrap resamples.
         seed: seeds the resampling.
         **common: filters applied to both sides, e.g. `model="tiny-random"` or `domain="json_schema"`.
