@@ -1,5 +1,5 @@
 // ResultsView: summary per model x method x domain (pick two rows to compare), accuracy vs runtime, runs that open.
-function safeHtml(markup) {
+function safeHtml(markup, cls) {
   // Kernel-rendered particle table: parsed as inert HTML, scripts and handlers dropped.
   const doc = new DOMParser().parseFromString(markup, "text/html");
   for (const bad of doc.querySelectorAll("script, iframe, object, embed, link")) bad.remove();
@@ -8,7 +8,7 @@ function safeHtml(markup) {
       if (a.name.startsWith("on") || a.name === "src" || (a.name.endsWith("href") && !a.value.startsWith("#"))) node.removeAttribute(a.name);
     }
   }
-  const box = h("div", { class: "genlm-selected" });
+  const box = h("div", { class: cls || "genlm-kernel-html" });
   box.append(...Array.from(doc.body.childNodes).map((n) => document.importNode(n, true)));
   return box;
 }
@@ -54,7 +54,7 @@ function drawResults(data, model) {
     cmp ? [h("div", { class: "genlm-title" }, "Comparison"), safeHtml(cmp.html)] : null,
     safeHtml(data.scatter_svg || ""),
     table(["run", "model", "method", "domain", "instance", "content", "rep", "weighted acc.", "runtime (s)", "LM requests", "status"], runRows),
-    sel ? [h("div", { class: "genlm-title" }, sel.title || `Run #${sel.run_id}`), safeHtml(sel.html)] : null);
+    sel ? [h("div", { class: "genlm-title" }, sel.title || `Run #${sel.run_id}`), safeHtml(sel.html, "genlm-selected")] : null);
 }
 
 export default {
