@@ -26,7 +26,8 @@ def test_a_real_run_is_split_by_component_and_sums_to_its_wall_time():
     frame = seqs.record.profile
     per = frame.groupby("component").seconds.sum()
     assert abs(per.sum() - wall) <= 0.05 * wall
-    assert per.get("other", 0.0) <= 0.05 * wall, per
+    # a run of ~50 ms: scheduling jitter of a few ms is not a profiling gap
+    assert per.get("other", 0.0) <= max(0.05 * wall, 0.01), per
     assert {"sampler", "lm.forward", "JsonSchema.mask", "PromptedLLM.logw_next"} <= set(per.index)
     calls = frame.groupby("component").calls.sum()
     assert calls["lm.forward"] >= 1 and calls["lm.batch_rows"] >= calls["lm.forward"]
