@@ -28,7 +28,7 @@ from genlm_lab.eval.store import ResultsStore, instance_label
 from genlm_lab.eval.summary import FINISHED, summarize
 from genlm_lab.widgets.base import LiveView, asset, esm
 from genlm_lab.widgets.particle_view import ParticleView
-from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
+from genlm_lab.widgets.render import CATEGORY_COLOURS, bar, esc, fmt, table, wrap
 
 __all__ = [
     "ResultsView",
@@ -56,19 +56,8 @@ _RUN_KEYS = (
 )
 #: Rows the per-run table shows (worst first, then the newest); the report shows all.
 MAX_ROWS = 200
-#: Method colours (colour-blind-safe Tableau 10) and model markers of the scatter.
-COLOURS = (
-    "#4e79a7",
-    "#f28e2b",
-    "#e15759",
-    "#76b7b2",
-    "#59a14f",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#bab0ac",
-)
+#: Method colours and model markers of the scatter.
+COLOURS = CATEGORY_COLOURS
 MARKERS = ("circle", "square", "triangle", "diamond")
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from genlm_lab.widgets.base import LiveView, esm
-from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
+from genlm_lab.widgets.render import CATEGORY_COLOURS, bar, esc, fmt, table, wrap
 from genlm_lab.widgets.smc_data import as_record
 
 __all__ = ["ProfileView", "profile_data", "profile_html"]
@@ -23,18 +23,6 @@ __all__ = ["ProfileView", "profile_data", "profile_html"]
 MAX_COLOURED = 9
 #: Counters: rows whose seconds are always 0 (shown in the table, not in the bars).
 COUNTERS = ("lm.batch_rows", "lm.cache_hits")
-_PALETTE = (
-    "#4e79a7",
-    "#f28e2b",
-    "#e15759",
-    "#76b7b2",
-    "#59a14f",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#bab0ac",
-)
 
 
 def _rows_of(profile: Any) -> list[list[Any]]:
@@ -109,7 +97,7 @@ def profile_data(profile: Any, *, done: bool = True, run_id: str | None = None) 
 
 
 def _colour(i: int) -> str:
-    return _PALETTE[i % len(_PALETTE)]
+    return CATEGORY_COLOURS[i % len(CATEGORY_COLOURS)]
 
 
 def bars_svg(data: dict, height: int = 140) -> str:

@@ -18,6 +18,7 @@ from genlm_lab.util import escape_bytes
 from genlm_lab.widgets.base import asset
 
 __all__ = [
+    "CATEGORY_COLOURS",
     "badge",
     "bar",
     "esc",
@@ -28,6 +29,20 @@ __all__ = [
     "token_text",
     "wrap",
 ]
+
+#: Colours for categories (methods, profile components): colour-blind-safe Tableau 10.
+CATEGORY_COLOURS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 
 
 def esc(text: Any) -> str:

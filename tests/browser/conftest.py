@@ -132,14 +132,20 @@ def browser(lab):
         b.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh page whose console errors are collected in `page.console_errors`."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def open_page(browser, width: int = 1400, height: int = 1000):
+    """`(context, page)`: a fresh page whose console errors go to `page.console_errors`."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     pg = context.new_page()
     pg.console_errors = []
     pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
     pg.on("pageerror", lambda e: pg.console_errors.append(f"pageerror: {e}"))
+    return context, pg
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page whose console errors are collected in `page.console_errors`."""
+    context, pg = open_page(browser)
     yield pg
     context.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 from _views_page import NOISE, open_and_run_all
+from conftest import open_page
 from nbformat.v4 import new_code_cell, new_notebook
 
 CELL = """from genlm_lab.backend import load_model_by_name
@@ -36,11 +37,7 @@ def _type(page, selector: str, text: str) -> None:
 @pytest.fixture
 def tall_page(browser):
     """A page tall enough to hold the whole Playground (for its screenshot)."""
-    context = browser.new_context(viewport={"width": 1300, "height": 2600})
-    page = context.new_page()
-    page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
-    page.on("pageerror", lambda e: page.console_errors.append(f"pageerror: {e}"))
+    context, page = open_page(browser, width=1300, height=2600)
     yield page
     context.close()
 
