@@ -14,6 +14,10 @@ characters, whose one-time cost is printed first).
 `--old N` times the old walk on the first N patterns measured (it takes
 seconds per pattern, up to hours; `--old-cap S` gives up after S seconds and
 prints S, so such ratios are lower bounds). Target: the new mask within 50x the `BoolFSA` mask.
+Each row says which path gave the mask: `[automaton]` (the pattern has an
+exact automaton, `_CharAutomaton`) or `[engine]` (the engine walks the trie).
+The trie's edges grouped by depth, which the automaton path builds once per
+trie, are built first and timed apart, like the representative characters.
 """
 
 from __future__ import annotations
@@ -30,12 +34,23 @@ import numpy as np
 
 import genlm_lab
 from genlm_lab.control import BoolFSA, InvalidGrammar, PromptedLLM, PythonRegex
-from genlm_lab.control.constraint.python_regex import _representatives, byte_mask_walk
+from genlm_lab.control.constraint.python_regex import (
+    _ByteLevels,
+    _representatives,
+    byte_mask_walk,
+)
 
 PATTERNS_CSV = Path(genlm_lab.__file__).parent / "eval" / "data" / "patterns.csv"
 TARGET = 50.0
 ISSUE_PATTERNS = [r"[a-z]{3}\d{2}", r"(\w+) \1"]  # issue #33's two examples, measured first
 TIMEOUT = 2.0  # the pattern-matching domain's per-match timeout
+WATCH = [  # over 50x a BoolFSA before PythonRegex read masks off an automaton where it has one
+    r"^[a-z]++\d*+$",
+    r"^[^<>{}\[\]]+$",
+    r"^[^\W\d_]+$",
+    r"^(?:[a-z]+(?:-[a-z]+)*|[0-9]+(?:-[0-9]+)*)$",
+    r"\P{Greek}",
+]
 
 
 def load_patterns() -> list[str]:
@@ -95,13 +110,18 @@ def main() -> None:
     # The trie Coerced builds for this vocabulary, shared by every pattern here.
     trie = PythonRegex("a").coerce(llm, f=b"".join)._trie
     _, warm = timed(lambda: [_representatives(bytes([b])) for b in range(0xC2, 0xF5)])
-    print(f"{len(llm.vocab)} tokens; representative characters (once per process): {warm:.2f} s")
+    _, levels = timed(lambda: _ByteLevels.of(trie))
+    print(
+        f"{len(llm.vocab)} tokens; representative characters (once per process): {warm:.2f} s; "
+        f"the trie's edges by depth for the automaton path (once per trie): {levels * 1e3:.0f} ms"
+    )
 
     patterns = load_patterns()[:: args.every][: args.limit]
     if args.issue:
         patterns = ISSUE_PATTERNS + patterns
     print(f"{'#':>4} {'old s':>8} {'new s':>8} {'FSA s':>8} {'old/new':>8} {'new/FSA':>8}  pattern")
     ratios, news, olds, misses = [], [], [], []
+    by_pattern: dict[str, str] = {}
     shift = len(ISSUE_PATTERNS) if args.issue else 0
 
     def label(i: int) -> str:
@@ -120,6 +140,11 @@ def main() -> None:
             more = ">" if old is None else ""
             old_txt, speedup = f"{more}{old_s:.2f}", f"{more}{old_s / new_s:.0f}x"
         ratio = None if fsa_s is None else new_s / fsa_s
+        by_pattern[pattern] = (
+            f"{pattern!r}: new {new_s * 1e3:.1f} ms, BoolFSA "
+            f"{'n/a' if fsa_s is None else f'{fsa_s * 1e3:.2f} ms'}"
+            f"{'' if ratio is None else f', {ratio:.1f}x'}"
+        )
         if ratio is not None:
             ratios.append(ratio)
             if ratio > TARGET:
@@ -129,6 +154,7 @@ def main() -> None:
             if fsa is None
             else ("" if np.array_equal(fsa[:-1], new[:-1]) else "  (FSA mask differs)")
         )
+        agree += "  [automaton]" if p._automaton is not None else "  [engine]"
         print(
             f"{label(i):>4} {old_txt:>8} {new_s:>8.4f} "
             f"{'n/a' if fsa_s is None else f'{fsa_s:.4f}':>8} "
@@ -151,6 +177,9 @@ def main() -> None:
         )
     for ratio, pattern in sorted(misses, reverse=True)[:10]:
         print(f"  over target: {ratio:.0f}x {pattern[:70]!r}")
+    for pattern in WATCH:  # the five over 50x before the automaton path
+        if pattern in by_pattern:
+            print(f"  {by_pattern[pattern]}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,11 @@ over the whole text, so this is an *expensive* potential: a full next-byte
 mask costs one call per allowed byte, which is why samplers such as `AWRS`
 (a few calls per token) suit it. Coerced onto a tokenizer's vocabulary, its
 token mask walks the tokens' byte trie (`walk_byte_trie`): one call per trie
-node whose parent is live, a dead node ruling out its subtree.
+node whose parent is live, a dead node ruling out its subtree. Where the
+pattern is one character set, or is regular in the syntax Python's `re` reads
+the same way (no backreferences, lookarounds, `\b`, flags, ...), the mask is
+read off an automaton instead (`_CharAutomaton`): it gives exactly the engine's
+partial-match verdicts, and runs over every node of a trie depth at once.
 
 Bytes are read as UTF-8. A context that ends inside a multi-byte character is
 live when some character starting with those bytes keeps the match alive; the
@@ -30,6 +34,8 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
+from re._constants import MAXREPEAT as _MAXREPEAT
 from typing import Any
 
 import numpy as np
@@ -162,6 +168,321 @@ def _ascii_only(pattern: str, flags: int) -> bool:
     return True
 
 
+# ------------------------------------------------------------ the automaton path
+_PRED, _EXCL, _EPS, _FINAL = 0, 1, 2, 3
+_MAX_STATES = 4096  # a pattern whose automaton would be larger keeps to the engine
+_CATEGORIES = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+
+
+class _NotRegular(Exception):
+    """The pattern holds something `_CharAutomaton` does not model (it keeps to the engine)."""
+
+
+def _char(code: int) -> str:
+    return f"\\U{code:08x}"
+
+
+def _class_source(op: str, arg: Any) -> str:
+    """`regex`-module source of one character item of `re`'s parse (a literal, `.` or a set)."""
+    if op == "LITERAL":
+        return _char(arg)
+    if op == "NOT_LITERAL":
+        return f"[^{_char(arg)}]"
+    if op == "ANY":
+        return "."
+    parts = []
+    for item, value in arg:  # op == "IN"
+        name = item.name
+        if name == "NEGATE":
+            parts.insert(0, "^")
+        elif name == "LITERAL":
+            parts.append(_char(value))
+        elif name == "RANGE":
+            parts.append(f"{_char(value[0])}-{_char(value[1])}")
+        elif name == "CATEGORY" and value.name in _CATEGORIES:
+            parts.append(_CATEGORIES[value.name])
+        else:
+            raise _NotRegular(name)
+    return "[" + "".join(parts) + "]"
+
+
+_ONE_CHARACTER = ("Any", "AnyAll", "AnyU", "Character", "Property", "Range")
+
+
+def _one_character(pattern: str) -> bool:
+    """Whether the `regex` module parses `pattern` (no flags) as one character or character set.
+
+    Such a pattern matches exactly one character, so a text is live iff it is
+    empty or one character the pattern matches. Read with the module's own
+    (private) parser, so `\\p{..}` and set operations are read as it reads
+    them; False wherever that parser is not there or says anything else.
+    """
+    try:
+        from regex._main import _Info, _parse_pattern, _Source
+
+        source = _Source(pattern)
+        info = _Info(0, source.char_type, {})
+        parsed = _parse_pattern(source, info)
+        items = parsed.items if type(parsed).__name__ == "Sequence" else [parsed]
+        if not source.at_end() or info.flags or len(items) != 1:
+            return False
+        name = type(items[0]).__name__
+    except Exception:  # noqa: BLE001 - an unknown parser version: keep to the engine
+        return False
+    return name in _ONE_CHARACTER or name.startswith("Set")
+
+
+class _CharAutomaton:
+    """A pattern's partial matching as a DFA over characters, built lazily from an NFA.
+
+    Only for patterns that Python's own `re` parser reads (without warnings,
+    flags or case folding) and that hold nothing but characters, sets, `.`,
+    alternation, groups and greedy or lazy repeats, `^`/`\\A` only at the start
+    and `$`/`\\Z` only at the end, and possessive repeats of one character
+    outside any repeat. For those, `fullmatch(text, partial=True)` finds a
+    match iff some path of the backtracking engine reads all of `text`: the
+    set of NFA states reached after `text` is not empty (a possessive repeat
+    of one character leaves its loop only on a character it cannot take).
+    Each character set is tested by the `regex` module itself (its `\\w`, `\\s`
+    and `.` differ from `re`'s), so the automaton agrees with the engine
+    character for character. A pattern the `regex` module itself parses as
+    one character set (`\\P{Greek}`, `[\\p{L}&&\\P{Lu}]`) is the automaton of
+    that set, tested with the pattern. `build` returns None for any other.
+    """
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.pred: list[int] = []  # PRED/EXCL: the character set tested
+        self.next: list[Any] = []  # PRED: target; EXCL: (loop, exit); EPS: targets
+        self.sets: list[Any] = []  # the compiled character sets
+        self._set_ids: dict[str, int] = {}
+        self._closures: dict[int, frozenset[int]] = {}
+        self._ids: dict[frozenset[int], int] = {}
+        self.states: list[frozenset[int]] = []  # DFA state -> its NFA states
+        self.rows: list[dict[str, int]] = []  # DFA state -> char -> DFA state (-1: dead)
+        self.ascii: list[list[int]] = []  # the same for the 128 ASCII chars (-2: not yet known)
+        self.start = -1
+
+    # ---- building
+    @classmethod
+    def build(cls, pattern: str, flags: int) -> _CharAutomaton | None:
+        """The automaton of `pattern`, or None where it is not exactly the engine's (see above)."""
+        import re._parser as sre
+
+        if flags:
+            return None
+        out = cls()
+        final = out._add(_FINAL, -1, None)
+        if _one_character(pattern):  # the engine's own set, tested on each character
+            out.sets.append(regex.compile(pattern).fullmatch)
+            out.start = out._dfa(out._closure(out._add(_PRED, 0, final)))
+            return out
+        if "[:" in pattern:  # POSIX classes: `re` reads `[[:alpha:]]` as a plain set
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                parsed = sre.parse(pattern)
+            if parsed.state.flags & ~re.UNICODE:
+                return None
+            out.start = out._dfa(out._closure(out._seq(list(parsed), final, True, True, False)))
+        except Exception:  # noqa: BLE001 - anything not modelled keeps to the engine
+            return None
+        return out
+
+    def _add(self, kind: int, pred: int, nxt: Any) -> int:
+        if len(self.kind) >= _MAX_STATES:
+            raise _NotRegular("too many states")
+        self.kind.append(kind)
+        self.pred.append(pred)
+        self.next.append(nxt)
+        return len(self.kind) - 1
+
+    def _set(self, op: str, arg: Any) -> int:
+        source = _class_source(op, arg)
+        found = self._set_ids.get(source)
+        if found is None:
+            found = self._set_ids[source] = len(self.sets)
+            self.sets.append(regex.compile(source).fullmatch)
+        return found
+
+    def _seq(self, items: list, nxt: int, head: bool, tail: bool, looped: bool) -> int:
+        """Entry state of the sequence `items` followed by state `nxt` (built back to front)."""
+        anchors = [op.name == "AT" for op, _ in items]
+        for i in reversed(range(len(items))):
+            in_head = head and all(anchors[:i])
+            in_tail = tail and all(anchors[i + 1 :])
+            nxt = self._item(items[i], nxt, in_head, in_tail, looped)
+        return nxt
+
+    def _item(self, item: tuple, nxt: int, head: bool, tail: bool, looped: bool) -> int:
+        op, arg = item[0].name, item[1]
+        if op in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            return self._add(_PRED, self._set(op, arg), nxt)
+        if op == "AT":
+            name = arg.name
+            if (name in ("AT_BEGINNING", "AT_BEGINNING_STRING") and head) or (
+                name in ("AT_END", "AT_END_STRING") and tail
+            ):
+                return nxt  # always true there: fullmatch starts at 0 and must reach the end
+            raise _NotRegular(name)
+        if op == "BRANCH":
+            return self._add(
+                _EPS, -1, [self._seq(list(b), nxt, head, tail, looped) for b in arg[1]]
+            )
+        if op == "SUBPATTERN":
+            _, add_flags, del_flags, body = arg
+            if add_flags or del_flags:
+                raise _NotRegular("scoped flags")
+            return self._seq(list(body), nxt, head, tail, looped)
+        if op in ("MAX_REPEAT", "MIN_REPEAT"):  # greedy or lazy: the same paths exist
+            low, high, body = arg
+            body = list(body)
+            if high == _MAXREPEAT:
+                loop = self._add(_EPS, -1, None)
+                self.next[loop] = [self._seq(body, loop, False, False, True), nxt]
+                entry = loop
+            else:
+                entry = nxt
+                for _ in range(high - low):
+                    entry = self._add(_EPS, -1, [self._seq(body, entry, False, False, True), nxt])
+            for _ in range(low):
+                entry = self._seq(body, entry, False, False, True)
+            return entry
+        if op == "POSSESSIVE_REPEAT" and not looped:
+            low, high, body = arg
+            body = list(body)
+            if len(body) != 1 or body[0][0].name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+                raise _NotRegular("possessive repeat of more than one character")
+            pred = self._set(body[0][0].name, body[0][1])
+            if high == _MAXREPEAT:
+                entry = self._add(_EXCL, pred, None)
+                self.next[entry] = (entry, nxt)
+            else:
+                entry = nxt
+                for _ in range(high - low):
+                    entry = self._add(_EXCL, pred, (entry, nxt))
+            for _ in range(low):
+                entry = self._add(_PRED, pred, entry)
+            return entry
+        raise _NotRegular(op)
+
+    # ---- running
+    def _closure(self, state: int) -> frozenset[int]:
+        found = self._closures.get(state)
+        if found is None:
+            out, seen, stack = set(), {state}, [state]
+            while stack:
+                s = stack.pop()
+                if self.kind[s] == _EPS:
+                    for t in self.next[s]:
+                        if t not in seen:
+                            seen.add(t)
+                            stack.append(t)
+                else:
+                    out.add(s)
+            found = self._closures[state] = frozenset(out)
+        return found
+
+    def _dfa(self, states: frozenset[int]) -> int:
+        if not states:
+            return -1
+        found = self._ids.get(states)
+        if found is None:
+            found = self._ids[states] = len(self.states)
+            self.states.append(states)
+            self.rows.append({})
+            self.ascii.append([-2] * 128)
+        return found
+
+    def _step_states(self, states: frozenset[int], char: str) -> set[int]:
+        out: set[int] = set()
+        for s in states:
+            kind = self.kind[s]
+            if kind == _FINAL:
+                continue
+            hit = self.sets[self.pred[s]](char) is not None
+            if kind == _PRED:
+                if hit:
+                    out |= self._closure(self.next[s])
+            elif hit:
+                out |= self._closure(self.next[s][0])
+            else:  # a possessive loop that cannot take `char` hands it to what follows
+                out |= self._step_states(self._closure(self.next[s][1]), char)
+        return out
+
+    def step(self, state: int, char: str) -> int:
+        """The DFA state after `char` from `state` (-1: no path reads it, the text is dead)."""
+        row = self.rows[state]
+        found = row.get(char)
+        if found is None:
+            found = row[char] = self._dfa(frozenset(self._step_states(self.states[state], char)))
+            if len(char) == 1 and ord(char) < 128:
+                self.ascii[state][ord(char)] = found
+        return found
+
+    def run(self, text: str, state: int | None = None) -> int:
+        """The DFA state after `text` (from the start, or from `state`); -1 if dead."""
+        state = self.start if state is None else state
+        for char in text:
+            if state < 0:
+                break
+            state = self.step(state, char)
+        return state
+
+
+class _ByteLevels:
+    """A byte trie's edges grouped by depth, to walk each depth with numpy (cached per trie).
+
+    `levels`: per depth 1, 2, ..., arrays (child node, parent node, byte) of
+    its edges; `token_node`: the node each token ends at.
+    """
+
+    _cache: weakref.WeakKeyDictionary[Any, _ByteLevels] = weakref.WeakKeyDictionary()
+
+    def __init__(self, trie: Any) -> None:
+        children = trie.children
+        self.n_nodes = n = len(children)
+        counts = np.fromiter(map(len, children), dtype=np.int64, count=n)
+        edges = int(counts.sum())
+        parent_of = np.zeros(n, dtype=np.int64)
+        byte_of = np.zeros(n, dtype=np.int64)
+        child = np.fromiter(chain.from_iterable(d.values() for d in children), np.int64, edges)
+        parent_of[child] = np.repeat(np.arange(n), counts)
+        byte_of[child] = np.fromiter(chain.from_iterable(children), np.int64, edges)
+        # Depths by pointer jumping: after round k, `up` is each node's 2**k-th ancestor (the
+        # root at most) and `depth` its distance to it; the root is its own parent.
+        up, depth = parent_of, (np.arange(n) != 0).astype(np.int64)
+        while up.any():
+            depth = depth + depth[up]
+            up = up[up]
+        order = child[np.argsort(depth[child], kind="stable")]
+        bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 2))
+        self.levels = [
+            (nodes, parent_of[nodes], byte_of[nodes])
+            for nodes in np.split(order, bounds[1:-1])
+            if len(nodes)
+        ]
+        ends = trie.ends
+        self.token_node = np.zeros(trie.n_tokens, dtype=np.int64)
+        tokens = np.fromiter(chain.from_iterable(ends), np.int64)
+        self.token_node[tokens] = np.repeat(np.arange(n), [len(e) for e in ends])
+
+    @classmethod
+    def of(cls, trie: Any) -> _ByteLevels:
+        found = cls._cache.get(trie)
+        if found is None:
+            found = cls._cache[trie] = cls(trie)
+        return found
+
+
 class PythonRegex(Potential):
     """A `regex`-module pattern as a constraint over bytes: the whole text must match.
 
@@ -206,6 +527,13 @@ class PythonRegex(Potential):
             weakref.WeakKeyDictionary()
         )
         self.calls = 0
+        self._automaton: _CharAutomaton | None | bool = False  # False: not built yet
+        # The automaton's byte-level states: (DFA state, unfinished UTF-8 bytes), 0 the dead one,
+        # and their transitions (-1: not worked out yet).
+        self._byte_keys: list[tuple[int, bytes]] = [(-1, b"")]
+        self._byte_ids: dict[tuple[int, bytes], int] = {}
+        self._table = np.full((16, 256), -1, dtype=np.int32)
+        self._table[0] = 0
 
     # ------------------------------------------------------------ the engine
     def _partial(self, text: str) -> bool:
@@ -298,9 +626,11 @@ class PythonRegex(Potential):
         `children` (per node, a dict byte -> child; node 0 is the root),
         `ends` (per node, the tokens its path spells) and `n_tokens`. The
         engine is asked only about bytes that lead to a token, and a dead node
-        rules out its subtree. Liveness at each node is that of
-        `allowed_bytes`, so the mask is the one `byte_mask_walk` gives, in far
-        fewer calls. Masks are cached per trie and context.
+        rules out its subtree; where the pattern has an exact automaton
+        (`_CharAutomaton.build`), no engine call is made but for EOS: its
+        states run over the trie's edges a depth at a time. Liveness at each
+        node is that of `allowed_bytes`, so the mask is the one
+        `byte_mask_walk` gives. Masks are cached per trie and context.
 
         Raises:
             ValueError: if `data` is already ruled out (nothing can follow it).
@@ -313,10 +643,88 @@ class PythonRegex(Potential):
             cache.move_to_end(data)
             return found.copy()
         split = _split_utf8(data)
-        if split is None or not self._alive(*split):
+        if self._automaton is False:
+            self._automaton = _CharAutomaton.build(self.pattern, self.flags)
+        if self._automaton is not None:
+            live = self._walk_automaton(self._automaton, trie, split)
+        else:
+            live = self._walk_engine(trie, split)
+        if live is None:
             raise ValueError(
                 f"the context {data!r:.60} has weight zero under {self.name}; nothing can follow it"
             )
+        out = np.full(trie.n_tokens + 1, -math.inf)
+        if isinstance(live, np.ndarray):
+            out[:-1][live] = 0.0
+        else:
+            out[live] = 0.0
+        out[-1] = 0.0 if not split[1] and self.accepts(data) else -math.inf
+        cache[data] = out
+        if len(cache) > _MASKS_PER_TRIE:
+            cache.popitem(last=False)
+        return out.copy()
+
+    def _walk_automaton(
+        self, auto: _CharAutomaton, trie: Any, split: tuple[str, bytes] | None
+    ) -> np.ndarray | None:
+        """Which tokens of `trie` are live after `split`, read off the automaton (None: dead).
+
+        The automaton's byte-level states run over the trie's edges depth by
+        depth, all nodes of a depth at once; a transition is worked out (in
+        Python, as `_alive` would decide it) the first time it is met.
+        """
+        state = 0 if split is None else self._byte_state(auto, split[1], auto.run(split[0]))
+        if state == 0:
+            return None
+        levels = _ByteLevels.of(trie)
+        states = np.empty(levels.n_nodes, dtype=np.int32)
+        states[0] = state
+        for child, parent, byte in levels.levels:
+            here = states[parent]
+            nxt = self._table[here, byte]
+            unknown = nxt < 0
+            if unknown.any():
+                for s, b in set(zip(here[unknown].tolist(), byte[unknown].tolist(), strict=True)):
+                    self._table[s, b] = self._byte_step(auto, s, b)
+                nxt = self._table[here, byte]
+            states[child] = nxt
+        return states[levels.token_node] != 0
+
+    def _byte_state(self, auto: _CharAutomaton, tail: bytes, char_state: int) -> int:
+        """The byte-level state (id) for a text in DFA state `char_state` plus the unfinished `tail`.
+
+        0 is the dead state: the text is dead, or no character starting with
+        `tail` keeps it live (the test `_alive` makes, on the same candidates).
+        """
+        if char_state < 0:
+            return 0
+        if tail and not any(auto.step(char_state, c) >= 0 for c in self._candidates(tail)):
+            return 0
+        key = (char_state, tail)
+        found = self._byte_ids.get(key)
+        if found is None:
+            found = self._byte_ids[key] = len(self._byte_keys)
+            self._byte_keys.append(key)
+            if found >= len(self._table):
+                grown = np.full((2 * len(self._table), 256), -1, dtype=np.int32)
+                grown[: len(self._table)] = self._table
+                self._table = grown
+        return found
+
+    def _byte_step(self, auto: _CharAutomaton, state: int, byte: int) -> int:
+        """The byte-level state after `byte` from `state` (0: dead)."""
+        char_state, tail = self._byte_keys[state]
+        if not tail and byte < 0x80:
+            return self._byte_state(auto, b"", auto.step(char_state, _ASCII[byte]))
+        step = _split_utf8(tail + _BYTES[byte])
+        if step is None:
+            return 0
+        return self._byte_state(auto, step[1], auto.run(step[0], char_state))
+
+    def _walk_engine(self, trie: Any, split: tuple[str, bytes] | None) -> list[int] | None:
+        """The live tokens of `trie` after `split`, one engine call per node reached (None: dead)."""
+        if split is None or not self._alive(*split):
+            return None
         children, ends = trie.children, trie.ends
         timeout, alive, compiled = self.timeout, self._alive, self.compiled
         fullmatch = compiled.fullmatch
@@ -349,13 +757,7 @@ class PythonRegex(Potential):
                 if children[child]:
                     stack.append((child, longer, rest))
         self.calls += calls
-        out = np.full(trie.n_tokens + 1, -math.inf)
-        out[live] = 0.0
-        out[-1] = 0.0 if not split[1] and self.accepts(data) else -math.inf
-        cache[data] = out
-        if len(cache) > _MASKS_PER_TRIE:
-            cache.popitem(last=False)
-        return out.copy()
+        return live
 
     async def cleanup(self) -> None:
         self._live.clear()

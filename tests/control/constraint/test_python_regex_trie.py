@@ -5,7 +5,9 @@
 (the path before the trie walk). Checked on the AWRS paper's patterns over a
 slice of SmolLM2's vocabulary (every single byte and every 97th other token), at the empty context and at contexts reached by
 walking the byte masks. The default run takes every 16th pattern; `-m slow`
-runs all of them.
+runs all of them. Where a pattern has an exact automaton (`_CharAutomaton`),
+the walk reads the mask off it: the tests below check which patterns get one
+and that it agrees with the engine's partial matching.
 """
 
 from __future__ import annotations
@@ -20,10 +22,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import regex
 
 import genlm_lab
 from genlm_lab.control import PromptedLLM, PythonRegex
-from genlm_lab.control.constraint.python_regex import byte_mask_walk
+from genlm_lab.control.constraint.python_regex import (
+    _CharAutomaton,
+    _split_utf8,
+    byte_mask_walk,
+)
 
 PATTERNS_CSV = Path(genlm_lab.__file__).parent / "eval" / "data" / "patterns.csv"
 with PATTERNS_CSV.open(newline="", encoding="utf-8") as _f:
@@ -113,3 +120,93 @@ def test_the_walk_asks_the_engine_far_less_and_caches_masks_per_context():
         run(coerced.logw_next([b"12"]))
     run(coerced.cleanup())
     assert np.array_equal(run(coerced.logw_next([])).weights, again)
+
+
+# ---------------------------------------------------------------- the automaton path
+AUTOMATON = [r"[a-z]{3}\d{2}", r"^[a-z]++\d*+$", r"^[^<>{}\[\]]+$", r"^[^\W\d_]+$", r"\P{Greek}"]
+ENGINE_ONLY = [
+    r"(\w+) \1",  # backreference
+    r"(?<!A)B",  # lookaround
+    r"\bcat\b",  # word boundary
+    r"a$b",  # `$` before the end: the engine calls "a" live though nothing follows
+    r"(?:ab)++c",  # possessive repeat of more than one character
+    r"(?:a++b)*",  # possessive repeat inside a repeat
+    r"(?i)abc",  # case folding
+    r"[[:alpha:]]+",  # POSIX class
+    r"(?>one|two)",  # atomic group
+    r"[\p{InGreek}&&[^\p{Lu}]]",  # version 0 reads a set and a literal "]": not one character
+]
+
+
+def test_which_patterns_get_an_automaton():
+    for pattern in AUTOMATON:
+        assert _CharAutomaton.build(pattern, 0) is not None, pattern
+    for pattern in ENGINE_ONLY:
+        assert _CharAutomaton.build(pattern, 0) is None, pattern
+    assert _CharAutomaton.build("abc", regex.IGNORECASE) is None
+
+
+def test_the_automaton_agrees_with_the_engine_where_the_engine_is_subtle():
+    cases = {
+        r"abc$": ["abc", "abc\n", "ab"],
+        r"^a+\Z": ["aaa", "aaa\n", ""],
+        r"a[^\s\S]": ["a", "ab"],  # an empty set still leaves "a" partial
+        r"^[a-z]++\d*+$": ["abc", "abc12", "abc12a", "1", "", "a1b"],
+        r"[a-z]{2,3}+x": ["ab", "abcx", "abx", "abcd", "abcdx"],
+        r"\s\w.": ["\x1c", " a\n", " é-", "\u00a0ab"],  # the regex module's \s, \w and .
+        r"\P{Greek}": ["", "a", "α", "ab"],
+    }
+    for pattern, texts in cases.items():
+        auto = _CharAutomaton.build(pattern, 0)
+        engine = regex.compile(pattern)
+        for text in texts:
+            expected = engine.fullmatch(text, partial=True) is not None
+            assert (auto.run(text) >= 0) == expected, (pattern, text)
+
+
+def _guided_texts(engine, alphabet: list[str], seed: int, n: int = 30) -> list[str]:
+    """Texts grown a character at a time, mostly by characters the engine keeps live."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        text = ""
+        for _ in range(rng.randint(1, 12)):
+            pool = rng.sample(alphabet, min(30, len(alphabet)))
+            live = [c for c in pool if engine.fullmatch(text + c, partial=True) is not None]
+            text += rng.choice(live) if live and rng.random() < 0.85 else rng.choice(alphabet)
+            out.append(text)
+            if engine.fullmatch(text, partial=True) is None:
+                break
+    return out
+
+
+@pytest.mark.parametrize("index", range(0, len(PATTERNS), 4))
+def test_the_automaton_agrees_with_partial_matching_on_the_patterns(index):
+    pattern = PATTERNS[index]
+    auto = _CharAutomaton.build(pattern, 0)
+    if auto is None:
+        pytest.skip("no automaton for this pattern: the engine walks the trie")
+    engine = regex.compile(pattern)
+    alphabet = sorted({*pattern, *map(chr, range(32, 127)), *"\n\t éß中αΩ٣𝟘\u00a0"})
+    for text in _guided_texts(engine, alphabet, index):
+        assert (auto.run(text) >= 0) == (engine.fullmatch(text, partial=True) is not None), text
+
+
+def test_automaton_masks_equal_the_engine_walk_on_the_full_vocabulary():
+    llm = PromptedLLM.from_name("tiny-random", backend="mock")
+    vocab = [bytes(t) for t in llm.vocab]
+    for pattern in AUTOMATON:
+        p = PythonRegex(pattern, timeout=2.0)
+        trie = p.coerce(llm, f=b"".join)._trie
+        data = b""
+        for step in range(3):
+            mask = p.walk_byte_trie(trie, data)
+            assert p._automaton is not None
+            old = p._walk_engine(trie, _split_utf8(data))
+            expected = np.zeros(trie.n_tokens, dtype=bool)
+            expected[old] = True
+            assert np.array_equal(mask[:-1] == 0, expected), (pattern, data)
+            live = np.flatnonzero(mask[:-1] == 0)
+            if not len(live):
+                break
+            data += vocab[int(live[(step * 7919) % len(live)])]
