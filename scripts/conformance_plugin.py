@@ -9,6 +9,9 @@ imported before the suite's own conftest.py. Environment:
   exclusions of that suite (applied in `ours` mode only).
 * `GENLM_CONFORMANCE_OUT`: where to write the JSON of per-test outcomes.
 * `GENLM_CONFORMANCE_TIMEOUT`: seconds one test may take (default 180).
+* `GENLM_CONFORMANCE_COUNTED`: a file of node ids, one per line; if set, only
+  those run (`--fast`: the tests the score counts). The others are reported
+  as a number, `not_counted`.
 
 In both modes hub model names (`"gpt2"`, ...) load the embedded SmolLM2: no
 hub is reachable here, and the originals are measured on the same model.
@@ -32,6 +35,7 @@ SUITE = os.environ.get("GENLM_CONFORMANCE_SUITE", "")
 OUT = os.environ.get("GENLM_CONFORMANCE_OUT")
 TIMEOUT = int(os.environ.get("GENLM_CONFORMANCE_TIMEOUT", "180"))
 EXCLUSIONS = Path(__file__).with_name("conformance_exclusions.toml")
+COUNTED = os.environ.get("GENLM_CONFORMANCE_COUNTED", "")
 
 #: Hub names the suites load; all served by the embedded SmolLM2-135M-Instruct.
 HUB_NAMES = (
@@ -86,22 +90,25 @@ def load_exclusions(suite: str) -> list[tuple[str, str]]:
 _outcomes: dict[str, str] = {}
 _excluded: dict[str, str] = {}
 _collection_errors: dict[str, str] = {}
+_not_counted: list[str] = []
 _started = time.monotonic()
 
 
 def pytest_collection_modifyitems(config, items):
-    if MODE != "ours" or not SUITE:
-        return
-    rules = load_exclusions(SUITE)
+    rules = load_exclusions(SUITE) if MODE == "ours" and SUITE else []
+    counted = set(Path(COUNTED).read_text().splitlines()) if COUNTED else None
     kept = []
     for item in items:
         reason = next((r for p, r in rules if fnmatch.fnmatchcase(item.nodeid, p)), None)
-        if reason is None:
-            kept.append(item)
-        else:
+        if reason is not None:
             _excluded[item.nodeid] = reason
+        elif counted is not None and item.nodeid not in counted:
+            _not_counted.append(item.nodeid)
+        else:
+            kept.append(item)
     if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in _excluded])
+        left_out = set(_excluded) | set(_not_counted)
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in left_out])
         items[:] = kept
 
 
@@ -152,6 +159,7 @@ def pytest_sessionfinish(session, exitstatus):
                 "outcomes": dict(sorted(_outcomes.items())),
                 "excluded": dict(sorted(_excluded.items())),
                 "collection_errors": _collection_errors,
+                "not_counted": len(_not_counted),
             },
             indent=1,
         )

@@ -93,3 +93,42 @@ def test_original_run_with_collection_errors_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr(conformance, "run_suite", lambda *args, **kwargs: broken)
     assert conformance.main(["--original", "--suite", "llamppl"]) == 2
     assert not conformance.BASELINE.exists() or "llamppl" not in conformance.load_baseline()
+
+
+def test_a_counted_only_run_skips_what_cannot_change_the_score(tmp_path):
+    """`--fast` runs the baseline's passes only; the score is the full run's."""
+    import os
+    import subprocess
+    import sys
+
+    suite = tmp_path / "suite"
+    (suite / "tests").mkdir(parents=True)
+    (suite / "tests" / "test_x.py").write_text(
+        "def test_a():\n    pass\n\n"
+        "def test_b():\n    assert False\n\n"
+        "def test_slow_failure_the_original_has_too():\n    assert False\n"
+    )
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    baseline = {"s": {"passed": ["tests/test_x.py::test_a", "tests/test_x.py::test_b"]}}
+    counted = tmp_path / "counted.txt"
+    counted.write_text("\n".join(baseline["s"]["passed"]) + "\n")
+
+    def run(counted_file: str) -> dict:
+        out = tmp_path / f"out{len(counted_file)}.json"
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join([str(SCRIPTS.parent), str(SCRIPTS)]),
+            GENLM_CONFORMANCE_MODE="original",  # no compat: these tests import nothing
+            GENLM_CONFORMANCE_SUITE="s",
+            GENLM_CONFORMANCE_OUT=str(out),
+            GENLM_CONFORMANCE_COUNTED=counted_file,
+        )
+        cmd = [sys.executable, "-m", "pytest", "tests", "-p", "conformance_plugin", "-q"]
+        subprocess.run(cmd + ["-p", "no:cacheprovider"], cwd=suite, env=env, capture_output=True)
+        return json.loads(out.read_text())
+
+    full, fast = run(""), run(str(counted))
+    assert len(full["outcomes"]) == 3 and full["not_counted"] == 0
+    assert sorted(fast["outcomes"]) == baseline["s"]["passed"] and fast["not_counted"] == 1
+    assert conformance.score("s", fast, baseline) == conformance.score("s", full, baseline)
+    assert conformance.score("s", fast, baseline)[:2] == (1, 2)

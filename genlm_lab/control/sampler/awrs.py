@@ -125,6 +125,8 @@ class AWRS(TokenSampler):
         self.max_rejects = max_rejects
         self.prune_logws = prune_logws
         self.proper_weights = proper_weights
+        #: The target's tokens and EOS as a set: what every draw is one of (genlm-control's name).
+        self.vocab_eos_set = set(self.target.vocab_eos)
 
     async def _accepts(self, context: list[Any], token: Any) -> bool:
         """Whether the condition allows `token` after `context` (one condition call)."""
