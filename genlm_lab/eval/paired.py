@@ -88,7 +88,12 @@ class Comparison:
             f"({self.ci:.0%} CI [{self.ci_low:+.3f}, {self.ci_high:+.3f}]) on {self.n} instances; "
             f"a better on {self.n_a_better}, b on {self.n_b_better}, {self.n_ties} ties; "
             f"{self.test} p = {self.p_value:.3g} ({verdict}); "
-            f"smallest effect detectable at this n: {self.mde:.3f}"
+            + (
+                f"smallest effect detectable at this n: {self.mde:.3f}"
+                if math.isfinite(self.mde)
+                else "smallest detectable effect: unsizeable "
+                + ("(fewer than two pairs)" if self.n < 2 else "(no spread among the pairs)")
+            )
         )
 
     def __str__(self) -> str:
@@ -120,12 +125,20 @@ def sign_test(n_plus: int, n_minus: int) -> float:
 
 
 def minimum_detectable_effect(diffs: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float:
-    """(z_{1-alpha/2} + z_power) x sd(d) / sqrt(n): NaN below two pairs."""
+    """(z_{1-alpha/2} + z_power) x sd(d) / sqrt(n).
+
+    NaN below two pairs, and when every pair differs by the same amount (all ties,
+    say): with no spread observed the formula would claim that any effect, however
+    small, is detectable, which n instances cannot show.
+    """
     n = len(diffs)
     if n < 2:
         return math.nan
+    sd = float(np.std(diffs, ddof=1))
+    if sd == 0:
+        return math.nan
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return float(z * np.std(diffs, ddof=1) / math.sqrt(n))
+    return float(z * sd / math.sqrt(n))
 
 
 def _select(runs: Any, side: Any, common: dict) -> tuple[Any, str]:

@@ -136,3 +136,14 @@ def test_holm_equals_its_definition_and_pairwise_applies_it():
     table = pairwise(runs, n_bootstrap=200)
     assert len(table) == 4  # two model pairs, two method pairs; no diagonal pairs
     assert table["p_holm"].tolist() == pytest.approx(holm(table["p_value"].tolist()))
+
+
+def test_pairs_that_all_tie_leave_the_detectable_effect_unsizeable():
+    c = compare(_runs([1, 0, 1, 1], [1, 0, 1, 1]), "x", "y")
+    assert c.n_ties == 4 and math.isnan(c.mde)
+    assert "unsizeable (no spread among the pairs)" in c.summary()
+    assert "0.000" not in c.summary().split("smallest")[1]
+    shifted = compare(_runs([1, 1, 1], [0, 0, 0]), "x", "y")  # the same difference everywhere
+    assert math.isnan(shifted.mde) and "unsizeable" in shifted.summary()
+    spread = compare(_runs([1, 0, 1, 1], [0, 0, 1, 0]), "x", "y")
+    assert spread.mde > 0 and "smallest effect detectable at this n" in spread.summary()
