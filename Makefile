@@ -22,8 +22,8 @@ lab: setup
 # One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
 # the conformance suites share the machine's cores, and oversubscribed threads make small
 # forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers while the GenLM suites
-# run beside it; the recipe waits for both and fails if either does, then shows the
-# suites' log. --dist loadfile keeps a file's tests on one worker: a notebook's cells
+# run beside it, then the wheelhouse test (BESIDE); the recipe waits for both and fails
+# if either does, then shows that lane's log. --dist loadfile keeps a file's tests on one worker: a notebook's cells
 # share one kernel, and a module's own module-scoped fixtures (the docs site, a wheel
 # installed in a venv) are built once. (loadgroup would be finer, but pytest-xdist 3.8
 # cannot rename test ids under pytest 9.2, so its groups are silently ignored.) No
@@ -31,6 +31,9 @@ lab: setup
 # (tests/browser/conftest.py), after every asyncio test of their worker. The models are
 # converted once first, so that the parallel processes find the cache ready.
 PYTEST_WORKERS ?= 2
+# The wheelhouse install (2-3 minutes of pip, one process) runs in the conformance lane,
+# which ends minutes before the main run: the same tests, less wall time.
+BESIDE := tests/test_wheelhouse.py
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
@@ -39,15 +42,16 @@ test: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
-	OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report \
-		> $(CONFORMANCE_LOG) 2>&1 & conformance=$$!; \
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --nbval-lax \
+	( OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
+	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=1; \
+	  w=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] ) > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --ignore=$(BESIDE) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \
-	wait $$conformance; suites=$$?; \
-	echo "--- conformance (scripts/conformance.py --fast --check, $(CONFORMANCE_LOG)):"; \
+	wait $$beside; suites=$$?; \
+	echo "--- conformance, then $(BESIDE) ($(CONFORMANCE_LOG)):"; \
 	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
-	echo "make test: pytest exit $$pytest, conformance exit $$suites"; \
+	echo "make test: pytest exit $$pytest, conformance and $(BESIDE) exit $$suites"; \
 	[ $$pytest -eq 0 ] && [ $$suites -eq 0 ]
 
 # Under 3 minutes: no real-model, browser or notebook tests, on both cores; test by test
