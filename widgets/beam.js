@@ -12,6 +12,14 @@ function beamControls(model, data) {
     h("button", { class: "genlm-run", onclick: () => send("run"), disabled: atEnd }, "run to end"));
 }
 
+function beamAlarms(data) {
+  const alarms = data.alarms || [];
+  if (!alarms.length) return null;
+  return h("div", { class: "genlm-note genlm-alarms", role: "alert" }, "\u26a0 alarms",
+    h("ul", {}, ...alarms.map((a) => h("li", { "data-kind": a.kind },
+      h("b", {}, `position ${a.step}, ${a.kind}`), `: ${a.text}`))));
+}
+
 function drawBeam(data, model) {
   const pos = data.position || 0, text = data.text || [], st = data.step;
   const kids = [
@@ -22,6 +30,8 @@ function drawBeam(data, model) {
       h("span", { class: "genlm-note" }, text.slice(pos).join(""))),
   ];
   if (data.error) kids.push(h("div", { class: "genlm-error" }, data.error));
+  const alarms = beamAlarms(data);
+  if (alarms) kids.push(alarms);
   if (!st) return h("div", {}, kids);
   kids.push(h("div", { class: "genlm-note" },
     `${st.byte === null ? "initial beam" : `after byte ${st.byte}`}: logZ ${fmt(st.logZ)}, ` +

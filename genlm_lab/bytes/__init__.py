@@ -9,12 +9,15 @@ Typical use::
     beam.logZ                           # log P(bytes read so far), summed over tokenizations
     beam.logZ_upper                     # the exact value lies in [logZ, logZ_upper]
     beam.history[-1].to_dict()          # what the last step did, for views
+    beam.alarms                         # what went wrong, one sentence each (bytes.alarms)
+    beam.profile                        # with BeamParams(profile=True): where the time went
 
 Reading a known text, `beam.expect(text)` (and `prefill`, which does it by
 default) batches the next byte's token extensions into the forward of this
 one: the same results in about half the forwards.
 """
 
+from genlm_lab.bytes.alarms import BEAM_ALARM_KINDS, BeamAlarmThresholds
 from genlm_lab.bytes.base import StatefulByteLM, sample_dict
 from genlm_lab.bytes.beam import ByteBeamState
 from genlm_lab.bytes.heal import TokenHealer
@@ -27,9 +30,11 @@ from genlm_lab.bytes.trie import EOS, AsyncTokenByteTrie, TokenByteTrie, TrieMod
 from genlm_lab.bytes.trie_state import LazyTrieState
 
 __all__ = [
+    "BEAM_ALARM_KINDS",
     "EOS",
     "EOT",
     "AsyncTokenByteTrie",
+    "BeamAlarmThresholds",
     "BeamParams",
     "BeamStep",
     "ByteBeamState",

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from genlm_lab.bytes._beam_profile import awaiting
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.lookahead import (
     DEFAULT_DEPTH,
@@ -102,8 +103,8 @@ class ExtensionMixin:
         if not todo:
             return 0
         spec = self._speculate(todo)
-        made = await asyncio.gather(
-            *(s._materialize_counted() for s in todo), *(_warm(lm) for lm in spec)
+        made = await awaiting(
+            asyncio.gather(*(s._materialize_counted() for s in todo), *(_warm(lm) for lm in spec))
         )
         return sum(made[: len(todo)])
 
@@ -147,8 +148,7 @@ class ExtensionMixin:
         text = check_text(text)
         depth = check_depth(lookahead)
         budget = check_budget(budget)
-        beam = self._derive(self.states, self._rows, self.position)
-        beam._history, beam._hlen = self._history, self._hlen
+        beam = self._share_history(self._derive(self.states, self._rows, self.position))
         beam._ext, beam._ext_dropped, beam._ext_skipped = (
             self._ext,
             self._ext_dropped,

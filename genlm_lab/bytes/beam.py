@@ -14,20 +14,51 @@ top K after this byte is not evaluated.
 Every candidate dropped on the way (pruned, or an extension left
 unevaluated) adds its weight to `log_dropped`: the exact log-probability of
 the bytes read lies in `[logZ, logZ_upper]` (see `genlm_lab.bytes.interval`).
+
+Alarms (`beam.alarms`): each `<<` checks the new beam (an empty beam, a
+healed one, a byte of very low probability, a wide certified interval, a
+runaway text; see `genlm_lab.bytes.alarms`) and keeps what it raised in its
+step record.
+
+Profile (`BeamParams(profile=True)`, `beam.profile`): every `<<`,
+`logp_next()` and `prune()` charges its wall time to components, per step
+(the `BeamStep` position: `<<` to the step it makes, `prune()` and
+`logp_next()` to the step of their beam), so a step's parts add up to its
+wall time (`genlm_lab.util.profile.Profiler`). Components:
+
+- "lm.forward": the model's calls and the event loop while the beam awaits
+  them (batched forwards run there); "lm.calls" is a counter (seconds 0):
+  the LM calls the step made, `lm_calls + lm_calls_next` of its record;
+- "trie": node masses from the model's probabilities (the trie pass, one
+  per evaluated extension); "trie.build": finding (or, the first time for
+  a model, building) the trie, in `initial`;
+- "extend": the beam's own bookkeeping (advancing candidates, choosing the
+  extensions to evaluate);
+- "mixture": the next-byte distribution of `logp_next`;
+- "heal": token healing's own code (its model calls are "lm.forward");
+- "prune", "record" (the step record), "alarms" (the checks).
+
+A profile measures wall time: beams read concurrently on one event loop
+(SMC particles) each see the others' work in their own.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from genlm_lab.bytes import alarms as checks
 from genlm_lab.bytes._beam_display import BeamDisplay
 from genlm_lab.bytes._beam_ext import WIDEN_FACTOR, ExtensionMixin
 from genlm_lab.bytes._beam_heal import HealingMixin
+from genlm_lab.bytes._beam_profile import awaiting, profiling, timed
+from genlm_lab.bytes.alarms import AlarmChain
 from genlm_lab.bytes.base import StatefulByteLM, byte_bar
 from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
@@ -39,6 +70,8 @@ from genlm_lab.bytes.trie import TrieMode
 from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.bytes.tries import trie_for
 from genlm_lab.util import logsumexp
+from genlm_lab.util.alarms import Alarm
+from genlm_lab.util.profile import Profiler, add_rows, profile_frame
 
 __all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]
 
@@ -93,6 +126,12 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         self._ext_skipped = 0
         #: why `<<` left this beam empty; raised when the empty beam is used
         self._empty_reason: EmptyBeamError | None = None
+        self._chain: AlarmChain | None = None  # alarms raised along the chain (shared)
+        self._tail = b""  # the last bytes read, for the runaway check
+        # profile rows and alarms that have no step record of their own to go to (an
+        # empty beam read from a parent that another beam had already read from)
+        self._loose_profile: list[list[Any]] | None = None
+        self._loose_alarms: list[Alarm] | None = None
 
     # -- construction ---------------------------------------------------------------
 
@@ -109,12 +148,22 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         """
         if not isinstance(params, BeamParams):
             raise ValueError(f"params must be a BeamParams, got {type(params).__name__}")
-        lm_state = llm if isinstance(llm, StatefulTokenizedLM) else StatefulTokenizedLM.initial(llm)
-        trie = trie_for(lm_state.model, params.eos_byte_strings, trie_opts)
-        state = LazyTrieState.initial(lm_state, trie, mode=TrieMode.WITH_EOS)
-        await state.materialize()
-        beam = cls([state], params, base_len=len(lm_state.context))
-        beam._record(None, {id(state): "new"}, lm_calls=1)
+        profiler = Profiler(label="extend", step=0) if params.profile else None
+        with nullcontext() if profiler is None else profiling(profiler):
+            lm_state = (
+                llm if isinstance(llm, StatefulTokenizedLM) else StatefulTokenizedLM.initial(llm)
+            )
+            with timed("trie.build"):
+                trie = trie_for(lm_state.model, params.eos_byte_strings, trie_opts)
+            state = LazyTrieState.initial(lm_state, trie, mode=TrieMode.WITH_EOS)
+            await awaiting(state.materialize())
+            beam = cls([state], params, base_len=len(lm_state.context))
+            beam._chain = AlarmChain()
+            with timed("record"):
+                beam._record(None, {id(state): "new"}, lm_calls=1)
+        if profiler is not None:
+            profiler.count("lm.calls")
+            beam._charge(profiler.rows())
         return beam
 
     def _derive(
@@ -124,9 +173,9 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         position: int,
         dropped: Sequence[float] = (),
     ) -> ByteBeamState:
-        history = self._history
+        history, chain = self._history, self._chain
         if len(history) != self._hlen:  # another branch grew the shared list: fork it
-            history = history[: self._hlen]
+            history, chain = history[: self._hlen], None  # its alarms: rebuilt when needed
         beam = ByteBeamState(
             states,
             self.params,
@@ -141,6 +190,12 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         beam._warned = self._warned
         beam._ahead = self._ahead
         beam._empty_reason = self._empty_reason  # an empty beam stays empty, for that reason
+        beam._chain, beam._tail = chain, self._tail
+        return beam
+
+    def _share_history(self, beam: ByteBeamState) -> ByteBeamState:
+        """`beam`, made to share this beam's history (the same step, another form of it)."""
+        beam._history, beam._hlen, beam._chain = self._history, self._hlen, self._chain
         return beam
 
     def _check_width(self) -> None:
@@ -199,6 +254,32 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         return self._history[self._hlen - 1] if self._hlen else None
 
     @property
+    def profile_rows(self) -> list[list[Any]]:
+        """`[position, component, calls, seconds]` rows of the steps up to this beam.
+
+        Empty unless `BeamParams(profile=True)`; see the module docstring.
+        """
+        rows = [list(r) for step in self.history for r in step.profile]
+        return rows + [list(r) for r in self._loose_profile or ()]
+
+    @property
+    def profile(self) -> Any:
+        """Where the time of the steps up to this beam went: a pandas DataFrame.
+
+        Columns step (the `BeamStep` position), component, calls, seconds, as
+        `SMCRecord.profile`; empty unless `BeamParams(profile=True)`.
+        """
+        return profile_frame(self.profile_rows)
+
+    @property
+    def alarms(self) -> list[Alarm]:
+        """The alarms raised along the chain up to this beam, `(position, kind, sentence)`.
+
+        See `genlm_lab.bytes.alarms`; empty for a healthy beam.
+        """
+        return [a for step in self.history for a in step.alarms] + list(self._loose_alarms or ())
+
+    @property
     def trie(self) -> Any:
         """The shared `AsyncTokenByteTrie`."""
         return self.states[0].trie if self.states else None
@@ -221,12 +302,25 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
             raise EmptyBeamError(
                 EOS, self.position, "the beam has ended (EOS consumed): nothing follows"
             )
+        if not self.params.profile:
+            return (await self._next_probs())[0]
+        profiler = Profiler(label="extend", step=self.position)
+        with profiling(profiler):
+            probs, calls = await self._next_probs()
+        if calls:
+            profiler.count("lm.calls", calls)
+        self._charge(profiler.rows())
+        return probs
+
+    async def _next_probs(self) -> tuple[LazyByteProbs, int]:
+        """`logp_next` after its checks: the distribution and the LM calls it made."""
         calls = 0
         if self._ext is None:
             keep, dropped = self._extension_candidates()
             calls = await self._evaluate(keep)
             self._set_ext(keep, dropped)
-        logps = self._mixture()
+        with timed("mixture"):
+            logps = self._mixture()
         if not np.isfinite(logps).any() and self._ext_dropped:
             # The thresholds skipped every continuation (say, each of two equal
             # extensions is below prune_threshold): evaluate them after all.
@@ -238,13 +332,15 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
             raise EmptyBeamError(
                 EOS, self.position, "no candidate has a continuation of positive probability"
             )
-        logps -= logsumexp(logps[finite])
-        probs = LazyByteProbs(logps)
+        with timed("mixture"):
+            logps -= logsumexp(logps[finite])
+            probs = LazyByteProbs(logps)
         step = self.last_step
-        if step is not None and self._hlen == len(self._history):
-            step.next_logprobs = [float(x) for x in logps]
-            step.lm_calls_next += calls
-        return probs
+        if step is not None and self._is_tip:
+            with timed("record"):
+                step.next_logprobs = [float(x) for x in logps]
+                step.lm_calls_next += calls
+        return probs, calls
 
     async def __lshift__(self, a: int) -> ByteBeamState:
         """The beam after reading byte `a` (0..255, or 257 for EOS).
@@ -260,6 +356,23 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         """
         a = _check_byte(a)
         self._raise_if_empty()
+        if not self.params.profile:
+            return (await self._read(a))[0]
+        tip = self._is_tip
+        profiler = Profiler(label="extend", step=self.position + 1)
+        with profiling(profiler):
+            beam, calls = await self._read(a)
+        if calls:
+            profiler.count("lm.calls", calls)
+        rows = profiler.rows()
+        if beam.states:
+            beam._charge(rows)
+        else:  # no step record of its own: the time goes to the step whose byte it failed
+            beam._charge([[self.position, *r[1:]] for r in rows], tip)
+        return beam
+
+    async def _read(self, a: int) -> tuple[ByteBeamState, int]:
+        """`<<` after its checks: the new beam and the LM calls it made."""
         new: list[LazyTrieState] = []
         status: list[str] = []
         for s in self.states:
@@ -294,28 +407,106 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         lost = [e.weight for e in dropped]
         heals: list[HealEvent] = []
         if not new:
-            reason = await self._why_unreadable(a, heals)
+            reason = await awaiting(self._why_unreadable(a, heals), "heal")
             calls += sum(h.lm_calls for h in heals)
             if isinstance(reason, EmptyBeamError):
-                empty = self._derive([], None, self.position, lost)
-                empty._empty_reason = reason
-                return empty
+                return self._emptied(a, reason, heals, lost), calls
             healed = reason
             new, status = [healed], ["healed"]
         beam = self._derive(new, None, self.position + 1, lost)
         if beam._ahead is not None and not beam._ahead.expects(self.position, a):
             beam._ahead = None  # another byte than the one announced: stop looking ahead
-        beam._record(
-            a,
-            {id(s): st for s, st in zip(new, status, strict=True)},
-            lm_calls=calls,
-            skipped=skipped,
-            healing=heals,
-        )
+        with timed("record"):
+            beam._record(
+                a,
+                {id(s): st for s, st in zip(new, status, strict=True)},
+                lm_calls=calls,
+                skipped=skipped,
+                healing=heals,
+            )
+        if self.params.alarms is not None:
+            with timed("alarms"):
+                beam._check_read(self, a, heals)
         beam._check_width()
         if self.params.verbose:
             print(beam.show())
-        return beam
+        return beam, calls
+
+    def _emptied(
+        self, a: int, reason: EmptyBeamError, heals: list[HealEvent], lost: list[float]
+    ) -> ByteBeamState:
+        """The empty beam after `a`, which no candidate could read, with its alarms."""
+        tip = self._is_tip
+        empty = self._derive([], None, self.position, lost)
+        empty._empty_reason = reason
+        if self.params.alarms is not None:
+            with timed("alarms"):
+                if heals:
+                    calls = sum(h.lm_calls for h in heals)
+                    empty._raise(checks.heal_failed(self.position, a, len(heals), calls), tip)
+                empty._raise(checks.empty(self.position, a, reason.reason), tip)
+        return empty
+
+    # -- alarms and profile ------------------------------------------------------------------
+
+    @property
+    def _is_tip(self) -> bool:
+        """Whether this beam's step record is the newest of its history (no one read on)."""
+        return self._hlen == len(self._history)
+
+    def _alarm_chain(self) -> AlarmChain:
+        if self._chain is None:
+            self._chain = AlarmChain(self.history)
+        return self._chain
+
+    def _raise(self, alarm: Alarm | None, tip: bool | None = None) -> None:
+        """Keep `alarm` (in the step record, or on this beam if that record is not its own),
+        unless its kind was raised along the chain."""
+        if alarm is None:
+            return
+        chain = self._alarm_chain()
+        if alarm.kind in chain.kinds:
+            return
+        step = self.last_step
+        if (self._is_tip if tip is None else tip) and step is not None:
+            chain.kinds.add(alarm.kind)
+            step.alarms.append(alarm)
+        elif all(a.kind != alarm.kind for a in self._loose_alarms or ()):
+            self._loose_alarms = [*(self._loose_alarms or ()), alarm]
+
+    def _max_width(self, limits: checks.BeamAlarmThresholds) -> float | None:
+        return self.params.max_width if limits.max_width is None else limits.max_width
+
+    def _check_read(self, parent: ByteBeamState, a: int, heals: list[HealEvent]) -> None:
+        """The alarms of this beam, which `parent << a` made."""
+        limits = self.params.alarms
+        kinds = self._alarm_chain().kinds
+        if heals and "healed" not in kinds:
+            self._raise(checks.healed(self.position, a, heals[-1]))
+        if "low_mass" not in kinds:
+            logp = self.logZ - parent.logZ
+            self._raise(checks.low_mass(self.position, a, logp, limits.min_mass))
+        if "wide_interval" not in kinds:
+            self._raise(checks.wide_interval(self.position, self.width, self._max_width(limits)))
+        if a < 256:
+            self._tail = (parent._tail + bytes((a,)))[-limits.tail_bytes :]
+            if "runaway" not in kinds:
+                self._raise(checks.runaway(self.position, self._tail, limits))
+
+    def _charge(self, rows: list[list[Any]], tip: bool | None = None) -> None:
+        """Add profile rows to this beam's step record (or to this beam), and check them."""
+        tip = self._is_tip if tip is None else tip
+        step = self.last_step
+        if not tip or step is None:
+            self._loose_profile = add_rows(self._loose_profile or [], rows)
+            return
+        add_rows(step.profile, rows)
+        limits = self.params.alarms
+        if limits is not None:
+            chain = self._alarm_chain()
+            chain.add_seconds(rows)
+            if "slow_component" not in chain.kinds:
+                self._raise(checks.slow_component(self.position, chain.seconds, limits), tip)
 
     def _raise_if_empty(self) -> None:
         if not self.states:
@@ -332,6 +523,14 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         threshold (two candidates of share 0.5 under a threshold of 0.6), an
         empty beam would read nothing more.
         """
+        if not self.params.profile:
+            return self._prune()
+        start = time.perf_counter()
+        beam = self._prune()
+        beam._charge([[self.position, "prune", 1, time.perf_counter() - start]])
+        return beam
+
+    def _prune(self) -> ByteBeamState:
         logZ = self.logZ
         cut = self.params.log_prune_threshold
         keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
@@ -358,19 +557,20 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
             self.position,
             [s.weight for i, s in enumerate(self.states) if i not in kept],
         )
-        beam._hlen = self._hlen
-        beam._history = self._history
+        self._share_history(beam)
         step = self.last_step
         if step is not None:
             step.pruned_logZ = beam.logZ
         beam._check_width()
+        limits = self.params.alarms
+        if limits is not None and "wide_interval" not in beam._alarm_chain().kinds:
+            beam._raise(checks.wide_interval(beam.position, beam.width, self._max_width(limits)))
         return beam
 
     def with_mode(self, mode: TrieMode) -> ByteBeamState:
         """The same beam, materializing future masses in `mode`."""
         beam = self._derive([s.with_mode(mode) for s in self.states], self._rows, self.position)
-        beam._history, beam._hlen = self._history, self._hlen
-        return beam
+        return self._share_history(beam)
 
     async def prefill(
         self, bs: bytes, lookahead: int = DEFAULT_DEPTH, progress: bool | None = None

@@ -6,6 +6,7 @@ import math
 from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
+from genlm_lab.bytes.alarms import BeamAlarmThresholds
 from genlm_lab.util.renamed import renamed_argument
 
 
@@ -101,6 +102,10 @@ class BeamParams:
         eos_tokens: the name of `eos_byte_strings` before genlm-bytes 0.2;
             still accepted with a `DeprecationWarning` (giving both is a
             `TypeError`), and reads back as the same set.
+        profile: charge each step's wall time to components (`beam.profile`,
+            `BeamStep.profile`; see `genlm_lab.bytes.beam`). Off: nothing is timed.
+        alarms: when the beam's alarms go off (`beam.alarms`, see
+            `genlm_lab.bytes.alarms`); None turns the checks off.
     """
 
     K: int
@@ -114,6 +119,8 @@ class BeamParams:
     max_width: float | None = None
     on_wide: str = "warn"
     eos_tokens: InitVar[Any] = None
+    profile: bool = False
+    alarms: BeamAlarmThresholds | None = BeamAlarmThresholds()
 
     def __post_init__(self, eos_tokens: Any) -> None:
         if not isinstance(eos_tokens, _OldName):  # not passed back by dataclasses.replace
@@ -136,6 +143,12 @@ class BeamParams:
             )
         if self.on_wide not in ("warn", "widen"):
             raise ValueError(f"on_wide must be 'warn' or 'widen', got {self.on_wide!r}")
+        if not isinstance(self.profile, bool):
+            raise ValueError(f"profile must be True or False, got {self.profile!r}")
+        if self.alarms is not None and not isinstance(self.alarms, BeamAlarmThresholds):
+            raise ValueError(
+                f"alarms must be a BeamAlarmThresholds or None, got {type(self.alarms).__name__}"
+            )
         _check_optional_count("heal_max_backoff", self.heal_max_backoff)
         _check_optional_count("heal_max_splits", self.heal_max_splits)
         self.eos_byte_strings = set(_check_eos_tokens(self.eos_byte_strings))

@@ -26,6 +26,12 @@ array, so keeping them is cheap and views draw them without recomputing.
         the weight of every candidate dropped so far (pruned or left
         unevaluated); the exact log-probability of the bytes consumed lies in
         [logZ, logZ_upper] (pruning leaves the upper end unchanged).
+    profile: with `BeamParams(profile=True)`, `[position, component, calls,
+        seconds]` rows: the wall time of the `<<` that made this step, and of
+        `prune()` and `logp_next()` on its beam, by component (see
+        `genlm_lab.bytes.beam`); empty otherwise.
+    alarms: the alarms this step raised, `Alarm(position, kind, sentence)`
+        (see `genlm_lab.bytes.alarms`); empty for a healthy beam.
 
 `CandidateRow` fields:
     token_ids: committed token ids after the initial context (e.g. BOS).
@@ -40,8 +46,8 @@ array, so keeping them is cheap and views draw them without recomputing.
     terminated: whether the candidate consumed EOS.
 
 `to_dict()` gives JSON-ready data: bytes become lists of ints (`tokens`,
-`partial`) with readable twins (`tokens_text`, `partial_text`), and -inf
-log-probabilities become None.
+`partial`) with readable twins (`tokens_text`, `partial_text`), -inf
+log-probabilities become None, and alarms `[position, kind, sentence]` lists.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from genlm_lab.util import escape_bytes
+from genlm_lab.util.alarms import Alarm
 
 STATUSES = ("new", "kept", "extended", "healed", "pruned")
 
@@ -142,6 +149,8 @@ class BeamStep:
     next_logprobs: list[float] | None = None
     pruned_logZ: float | None = None
     logZ_upper: float | None = None
+    profile: list[list[Any]] = field(default_factory=list)
+    alarms: list[Alarm] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of this record."""
@@ -159,4 +168,6 @@ class BeamStep:
             else [_num(x) for x in self.next_logprobs],
             "pruned_logZ": _num(self.pruned_logZ) if self.pruned_logZ is not None else None,
             "logZ_upper": _num(self.logZ_upper) if self.logZ_upper is not None else None,
+            "profile": [[int(t), str(c), int(n), float(x)] for t, c, n, x in self.profile],
+            "alarms": [[int(p), str(k), str(m)] for p, k, m in self.alarms],
         }

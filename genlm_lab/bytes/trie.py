@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from genlm_lab.bytes._beam_profile import charge_batch
 from genlm_lab.trie.async_trie import AsyncTrieBase, check_request
 from genlm_lab.trie.base import TrieBase
 from genlm_lab.trie.structure import EOS, as_byte_vocab, build_structure
@@ -235,6 +236,10 @@ class AsyncTokenByteTrie(AsyncTrieBase):
         return cls(TokenByteTrie(vocab, **kwargs))
 
     def _run_batch(self, key: tuple[TrieOp, TrieMode], payloads: list) -> np.ndarray:
+        # Runs in the batcher's task: profiled beams waiting on it charge it to "trie".
+        return charge_batch("trie", self._run_batch_now, key, payloads)
+
+    def _run_batch_now(self, key: tuple[TrieOp, TrieMode], payloads: list) -> np.ndarray:
         op, mode = key
         if op is TrieOp.SUM:
             return self.trie.batch_weight_sum(payloads, mode)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.bytes._beam_profile import PROFILER
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.bytes.probs import EOS, EOT, N_SLOTS, LazyByteProbs
 from genlm_lab.bytes.trie import TrieMode
@@ -299,17 +300,27 @@ class LazyTrieState:
     async def _compute(self) -> None:
         pending = self._pending = asyncio.get_running_loop().create_future()
         try:
-            logp = await self.lm_state.logp_next()
-            probs = logp.detach().to("cpu").double().exp().numpy()
-            mass = await self.trie.weight_sum(probs, self.mode)
+            profiler = PROFILER.get()
+            if profiler is None:
+                logp = await self.lm_state.logp_next()
+                probs, mass = await self._masses(logp)
+            else:  # a profiled beam (BeamParams(profile=True)): the model's part, the trie's
+                logp = await profiler.wrap(self.lm_state.logp_next(), "lm.forward", count=False)
+                probs, mass = await profiler.wrap(self._masses(logp), "trie")
             self._probs = probs
-            self._mass = np.asarray(mass, dtype=np.float64)
+            self._mass = mass
         finally:
             self._pending = None
             if self._mass is None:
                 pending.cancel()  # waiters retry and meet their own error, if any
             else:
                 pending.set_result(None)
+
+    async def _masses(self, logp: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Token probabilities from log-probabilities, and the trie's node masses of them."""
+        probs = logp.detach().to("cpu").double().exp().numpy()
+        mass = await self.trie.weight_sum(probs, self.mode)
+        return probs, np.asarray(mass, dtype=np.float64)
 
     async def cleanup(self) -> None:
         """Stop the trie's background worker."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genlm_lab.smc.record import step_links
+from genlm_lab.util.alarms import text_runaway
 
 __all__ = ["ALARM_KINDS", "AlarmMonitor", "AlarmThresholds", "runaway"]
 
@@ -78,21 +79,11 @@ class AlarmThresholds:
 
 
 def runaway(text: str, limits: AlarmThresholds) -> str | None:
-    """ "whitespace" or "repetition" if `text` ends in a runaway, else None."""
-    n = limits.whitespace_run
-    if len(text) >= n and text[-n:].isspace():
-        return "whitespace"
-    tail = text[-(limits.repeat_period * max(4, limits.repeat_chars)) :]
-    for period in range(1, limits.repeat_period + 1):
-        length = max(limits.repeat_chars, 4 * period)
-        if len(tail) < length:
-            break
-        piece = tail[-period:]
-        if piece.isspace():
-            continue  # whitespace has its own, longer threshold
-        if tail[-length:] == (piece * (length // period + 1))[-length:]:
-            return "repetition"
-    return None
+    """ "whitespace" or "repetition" if `text` ends in a runaway, else None.
+
+    `genlm_lab.util.alarms.text_runaway` with the thresholds of `limits`.
+    """
+    return text_runaway(text, limits.whitespace_run, limits.repeat_period, limits.repeat_chars)
 
 
 def _float(value: Any) -> float | None:

@@ -1,4 +1,9 @@
-"""`BeamView` / `BeamDebugger`: step a byte-level beam through a text and see its candidates."""
+"""`BeamView` / `BeamDebugger`: step a byte-level beam through a text and see its candidates.
+
+The view also lists the beam's alarms up to the step shown (see
+`genlm_lab.bytes.alarms`), and `profile_view()` draws a profiled beam's
+time (`BeamParams(profile=True)`) in a `ProfileView`.
+"""
 
 from __future__ import annotations
 
@@ -72,6 +77,12 @@ def step_view(step: Any, index: int = 0) -> dict:
     }
 
 
+def _alarms(step: Any, index: int) -> list[dict]:
+    """A step's alarms as `{step, kind, text}` (records without any read as none)."""
+    raw = step.alarms if hasattr(step, "to_dict") else _step_dict(step, index).get("alarms")
+    return [{"step": int(a[0]), "kind": str(a[1]), "text": str(a[2])} for a in raw or ()]
+
+
 def beam_data(
     steps: Sequence[Any],
     text: bytes | str | None = None,
@@ -86,6 +97,9 @@ def beam_data(
             consumed and what is left.
         current: the step index shown (default: the last).
         error: a message to show (e.g. the beam emptied).
+
+    Returns:
+        A dict with "alarms": the alarms of the steps up to the one shown.
     """
     heads = [_head(s, i) for i, s in enumerate(steps)]
     for i, (pos, *_) in enumerate(heads):
@@ -108,6 +122,9 @@ def beam_data(
         "lm_calls": [h[2] for h in heads[: cur + 1]],
         "logZ_upper": [h[3] for h in heads[: cur + 1]],
         "step": step_view(steps[cur], cur) if heads else None,
+        "alarms": [
+            a for i, s in enumerate(steps[: cur + 1] if heads else ()) for a in _alarms(s, i)
+        ],
         "error": error,
     }
 
@@ -140,6 +157,7 @@ def beam_html(data: dict) -> str:
     ]
     if data["error"]:
         parts.append(f"<div class='genlm-error'>{esc(data['error'])}</div>")
+    parts.append(alarms_html(data.get("alarms")))
     if st is None:
         return wrap("".join(parts), "beam")
     byte = "initial beam" if st["byte"] is None else f"after byte {st['byte']}"
@@ -186,6 +204,18 @@ def beam_html(data: dict) -> str:
     return wrap("".join(parts), "beam")
 
 
+def alarms_html(alarms: list[dict] | None) -> str:
+    """One line per alarm ("position 3, low_mass: ..."), or nothing for a healthy beam."""
+    if not alarms:
+        return ""
+    items = "".join(
+        f"<li data-kind='{esc(a['kind'])}'><b>position {a['step']}, {esc(a['kind'])}</b>: "
+        f"{esc(a['text'])}</li>"
+        for a in alarms
+    )
+    return f"<div class='genlm-note genlm-alarms' role='alert'>⚠ alarms<ul>{items}</ul></div>"
+
+
 def _check_count(n: Any) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"step count must be an int >= 0, got {n!r}")
@@ -227,6 +257,13 @@ class BeamView(LiveView):
     def position(self) -> int:
         """Bytes read at the step shown."""
         return max(self._current, 0)
+
+    def profile_view(self) -> Any:
+        """A `ProfileView` of the steps recorded so far (empty unless `BeamParams(profile=True)`)."""
+        from genlm_lab.widgets.profile_view import ProfileView
+
+        rows = [list(r) for s in self._steps for r in getattr(s, "profile", None) or ()]
+        return ProfileView.from_rows(rows)
 
     def back(self, n: int = 1) -> None:
         """Show the step `n` bytes earlier.

@@ -1,4 +1,4 @@
-"""`ProfileView`: where an SMC run's wall time went, step by step.
+"""`ProfileView`: where an SMC run's (or a byte beam's) wall time went, step by step.
 
 One stacked bar per step (a colour per component: LM forwards, each
 potential's methods, the sampler, resampling, observers, ...) and a table of
@@ -6,6 +6,8 @@ the whole run (calls, seconds, share). The data is a profiled record's
 `profile` rows (`SMCRecord.profile_rows`, see `genlm_lab.smc.profile`):
 from a saved record, or live, from the rows each step entry of a profiled
 run carries ("profile"), replaced at the end by the record's complete rows.
+A profiled byte beam's rows (`ByteBeamState.profile`) draw the same way
+(`ProfileView.from_rows`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ __all__ = ["ProfileView", "profile_data", "profile_html"]
 #: Components drawn in their own colour; the rest share "the rest".
 MAX_COLOURED = 9
 #: Counters: rows whose seconds are always 0 (shown in the table, not in the bars).
-COUNTERS = ("lm.batch_rows", "lm.cache_hits")
+COUNTERS = ("lm.batch_rows", "lm.cache_hits", "lm.calls")
 
 
 def _rows_of(profile: Any) -> list[list[Any]]:
@@ -183,6 +185,13 @@ class ProfileView(LiveView):
         self._rows: list[list[Any]] = []
         self._run_id: str | None = None
         self._send_now(profile_data([], done=False))
+
+    @classmethod
+    def from_rows(cls, profile: Any) -> ProfileView:
+        """A finished view of profile rows, a profile DataFrame or a profiled beam."""
+        view = cls()
+        view._send_now(profile_data(profile))
+        return view
 
     @classmethod
     def from_record(cls, record: Any) -> ProfileView:

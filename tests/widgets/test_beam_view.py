@@ -189,3 +189,47 @@ async def test_the_logZ_chart_draws_the_certified_upper_bound_as_a_band(odd_llm)
     assert "certified upper bound" in beam_html(data)
     old = [{k: v for k, v in s.to_dict().items() if k != "logZ_upper"} for s in beam.history]
     assert beam_data(old, TEXT)["logZ_upper"] == data["logZ"]  # older records: no band
+
+
+async def test_the_beams_alarms_are_shown_up_to_the_step_shown():
+    from genlm_lab.backend import ToyLM
+    from genlm_lab.bytes import BeamAlarmThresholds
+
+    lm = ToyLM([b"a", b"b", b"<", b"ab"], seed=2)
+    text = b"ab" + b"<" * 40  # a repetition runaway, and nothing to flag before it
+    dbg = BeamDebugger(lm, text, BeamParams(K=2, alarms=BeamAlarmThresholds(repeat_chars=8)))
+    await dbg.run()
+    final = dbg.beam
+    (alarm,) = final.alarms
+    data = dbg.view_data()
+    assert data["alarms"] == [{"step": alarm.step, "kind": "runaway", "text": alarm.sentence}]
+    html = beam_html(data)
+    assert "genlm-alarms" in html and f"position {alarm.step}, runaway" in html
+    assert "&lt;" in html and "<<<" not in html  # the sentence is escaped
+    dbg.back(len(text) - alarm.step + 1)  # before the alarm: none shown
+    assert dbg.view_data()["alarms"] == []
+    assert "genlm-alarms" not in beam_html(dbg.view_data())
+    # JSON records (to_dict) carry them too
+    steps = [s.to_dict() for s in final.history]
+    assert beam_data(steps, text)["alarms"] == data["alarms"]
+
+
+async def test_an_emptied_beam_shows_why_as_an_alarm(odd_llm):
+    dbg = BeamDebugger(odd_llm, b"a\xfe", BeamParams(K=2, heal=False))
+    with pytest.raises(Exception, match="empty"):
+        await dbg.step(2)
+    kinds = [a["kind"] for a in dbg.view_data()["alarms"]]
+    assert kinds == ["empty"]
+
+
+async def test_profile_view_draws_the_profiled_steps(odd_llm):
+    dbg = BeamDebugger(odd_llm, b"ab<", BeamParams(K=2, profile=True))
+    await dbg.run()
+    frame = dbg.beam.profile
+    data = dbg.profile_view().view_data()
+    timed = frame[frame.component != "lm.calls"]
+    assert data["total"] == pytest.approx(timed.seconds.sum())
+    assert data["steps"] == sorted(set(timed.step))
+    assert data["counters"]["lm.calls"] == frame[frame.component == "lm.calls"].calls.sum()
+    assert "lm.calls" not in data["components"]
+    assert BeamDebugger(odd_llm, b"a").profile_view().view_data()["table"] == []
