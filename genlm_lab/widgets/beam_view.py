@@ -14,7 +14,17 @@ from typing import Any
 
 from genlm_lab.util import byte_label, escape_bytes
 from genlm_lab.widgets.base import LiveView, esm
-from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
+from genlm_lab.widgets.render import (
+    alarms_html,
+    badge,
+    bar,
+    esc,
+    fmt,
+    line_chart,
+    table,
+    tok_box,
+    wrap,
+)
 
 _STATUSES = ("new", "kept", "extended", "healed", "pruned")
 _TOP_BYTES = 12
@@ -157,7 +167,7 @@ def beam_html(data: dict) -> str:
     ]
     if data["error"]:
         parts.append(f"<div class='genlm-error'>{esc(data['error'])}</div>")
-    parts.append(alarms_html(data.get("alarms")))
+    parts.append(alarms_html(data.get("alarms"), "position"))
     if st is None:
         return wrap("".join(parts), "beam")
     byte = "initial beam" if st["byte"] is None else f"after byte {st['byte']}"
@@ -202,18 +212,6 @@ def beam_html(data: dict) -> str:
         + "</div>"
     )
     return wrap("".join(parts), "beam")
-
-
-def alarms_html(alarms: list[dict] | None) -> str:
-    """One line per alarm ("position 3, low_mass: ..."), or nothing for a healthy beam."""
-    if not alarms:
-        return ""
-    items = "".join(
-        f"<li data-kind='{esc(a['kind'])}'><b>position {a['step']}, {esc(a['kind'])}</b>: "
-        f"{esc(a['text'])}</li>"
-        for a in alarms
-    )
-    return f"<div class='genlm-note genlm-alarms' role='alert'>⚠ alarms<ul>{items}</ul></div>"
 
 
 def _check_count(n: Any) -> None:

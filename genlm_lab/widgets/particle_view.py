@@ -9,7 +9,17 @@ from genlm_lab.smc.record import SMCRecord
 from genlm_lab.util import normalize_log_weights
 from genlm_lab.widgets._factor_data import FactorTally, tally_of
 from genlm_lab.widgets.base import LiveView, esm
-from genlm_lab.widgets.render import badge, bar, esc, fmt, line_chart, table, tok_box, wrap
+from genlm_lab.widgets.render import (
+    alarms_html,
+    badge,
+    bar,
+    esc,
+    fmt,
+    line_chart,
+    table,
+    tok_box,
+    wrap,
+)
 from genlm_lab.widgets.smc_data import (
     as_record,
     genealogy,
@@ -324,18 +334,6 @@ def record_data(record: Any) -> dict:
         alarms=rec.alarms,
         final=rec.final,
     )
-
-
-def alarms_html(alarms: list[dict] | None) -> str:
-    """One line per alarm ("step 3, low_ess: ..."), or nothing for a healthy run."""
-    if not alarms:
-        return ""
-    items = "".join(
-        f"<li data-kind='{esc(a['kind'])}'><b>step {a['step']}, {esc(a['kind'])}</b>: "
-        f"{esc(a['text'])}</li>"
-        for a in alarms
-    )
-    return f"<div class='genlm-note genlm-alarms' role='alert'>⚠ alarms<ul>{items}</ul></div>"
 
 
 def _killed_html(p: dict) -> str:

@@ -19,6 +19,7 @@ from genlm_lab.widgets.base import asset
 
 __all__ = [
     "CATEGORY_COLOURS",
+    "alarms_html",
     "badge",
     "bar",
     "esc",
@@ -151,6 +152,23 @@ def line_chart(
             parts.append(f"<path class='{cls}' d='{d}'><title>{esc(name)}</title></path>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+def alarms_html(alarms: list[dict] | None, where: str = "step") -> str:
+    """One line per alarm ("step 3, low_ess: ..."), or nothing when there are none.
+
+    Args:
+        alarms: dicts with "step", "kind" and "text" (SMC and beam records alike).
+        where: what an alarm's "step" counts: "step" (SMC) or "position" (a beam's bytes).
+    """
+    if not alarms:
+        return ""
+    items = "".join(
+        f"<li data-kind='{esc(a['kind'])}'><b>{esc(where)} {a['step']}, {esc(a['kind'])}</b>: "
+        f"{esc(a['text'])}</li>"
+        for a in alarms
+    )
+    return f"<div class='genlm-note genlm-alarms' role='alert'>⚠ alarms<ul>{items}</ul></div>"
 
 
 def wrap(body: str, kind: str) -> str:
