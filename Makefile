@@ -30,7 +30,10 @@ lab: setup
 # reordering: files go out in collection order, which keeps the browser tests last
 # (tests/browser/conftest.py), after every asyncio test of their worker. The models are
 # converted once first, so that the parallel processes find the cache ready.
-PYTEST_WORKERS ?= 2
+# Three workers on two cores: a worker waiting on a browser, a kernel or pip leaves its
+# core to another, and once the conformance lane ends both cores stay busy (2 workers
+# left one idle for the last ~4 minutes: 15 min 16 s; the tests pass under heavier load).
+PYTEST_WORKERS ?= 3
 # The wheelhouse install (2-3 minutes of pip, one process) runs in the conformance lane,
 # which ends minutes before the main run: the same tests, less wall time.
 BESIDE := tests/test_wheelhouse.py
@@ -57,7 +60,7 @@ test: setup
 # Under 3 minutes: no real-model, browser or notebook tests, on both cores; test by test
 # (--dist load balances best, and nothing here needs to share a worker).
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n $(PYTEST_WORKERS) --dist load
+	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n auto --dist load
 
 bench-quick: setup ; $(PY) benchmarks/bench_quick.py  # this tree vs the merge-base with main, ~3 min; exit 1 on a regression
 bench: setup
