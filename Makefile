@@ -22,7 +22,7 @@ lab: setup
 # One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
 # the conformance suites share the machine's cores, and oversubscribed threads make small
 # forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers while the GenLM suites
-# run beside it, then the wheelhouse test (BESIDE); the recipe waits for both and fails
+# run beside it, then the files in BESIDE; the recipe waits for both and fails
 # if either does, then shows that lane's log. --dist loadfile keeps a file's tests on one worker: a notebook's cells
 # share one kernel, and a module's own module-scoped fixtures (the docs site, a wheel
 # installed in a venv) are built once. (loadgroup would be finer, but pytest-xdist 3.8
@@ -30,13 +30,12 @@ lab: setup
 # reordering: files go out in collection order, which keeps the browser tests last
 # (tests/browser/conftest.py), after every asyncio test of their worker. The models are
 # converted once first, so that the parallel processes find the cache ready.
-# Three workers on two cores: a worker waiting on a browser, a kernel or pip leaves its
-# core to another, and once the conformance lane ends both cores stay busy (2 workers
-# left one idle for the last ~4 minutes: 15 min 16 s; the tests pass under heavier load).
-PYTEST_WORKERS ?= 3
-# The wheelhouse install (2-3 minutes of pip, one process) runs in the conformance lane,
-# which ends minutes before the main run: the same tests, less wall time.
-BESIDE := tests/test_wheelhouse.py
+PYTEST_WORKERS ?= 2
+# Three self-contained files run in the conformance lane, which otherwise ends minutes
+# before the main run: the wheelhouse install (2-3 minutes of pip in one process), the
+# bench-quick guard (subprocesses) and the docs site build. Same tests, less wall time.
+# (Three workers instead measured slower: 15 min 46 s against 15 min 16 s for two.)
+BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
@@ -46,9 +45,9 @@ test: setup
 	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
 	( OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
-	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=1; \
+	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
 	  w=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] ) > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
-	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks --ignore=$(BESIDE) --nbval-lax \
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks $(addprefix --ignore=,$(BESIDE)) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \
 	wait $$beside; suites=$$?; \
