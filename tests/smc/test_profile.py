@@ -82,7 +82,7 @@ async def test_a_wrapped_coroutine_that_raises_or_is_cancelled_restores_the_comp
 async def test_the_parts_of_a_profiled_run_sum_to_its_wall_time():
     class Busy(Walk):
         async def step(self):
-            time.sleep(0.002)
+            time.sleep(0.01)
             await super().step()
 
     await smc_standard(Busy(steps=1), 2, seed=0, profile=True)  # one-time imports: not timed
@@ -91,9 +91,11 @@ async def test_the_parts_of_a_profiled_run_sum_to_its_wall_time():
     wall = time.perf_counter() - start
     frame = result.record.profile
     assert list(frame.columns) == list(PROFILE_COLUMNS)
-    assert abs(frame.seconds.sum() - wall) <= 0.05 * wall
+    # within 5%, plus 5 ms for the OS: a preemption outside the profiled region (between the
+    # clock here and the run's own) is in `wall` only; CI saw 4.2 ms of it on a 48 ms run
+    assert abs(frame.seconds.sum() - wall) <= 0.05 * wall + 5e-3
     per = frame.groupby("component").seconds.sum()
-    assert per["model"] >= 5 * 4 * 0.002  # every particle's step, each step
+    assert per["model"] >= 5 * 4 * 0.01  # every particle's step, each step
     assert frame[frame.component == "model"].calls.sum() == 20
     assert set(frame.step) == {0, 1, 2, 3, 4, 5}
     assert {"start", "record", "resampling", "alarms"} <= set(frame.component)
