@@ -15,6 +15,9 @@ budget of twice the shortest document's tokens plus 40 (the issue's rule):
 
 - `awrs`: AWRS-SMC with our `JsonSchema` (its defaults);
 - `direct`: direct-sampler SMC with our `JsonSchema`;
+- `budgeted`: AWRS-SMC with our `JsonSchema` inside `WithinBudget` (the run's
+  `max_tokens`): a token is refused once the document could no longer end
+  in time (the schema's greedy `finish`, counted in tokens, must fit);
 - `llg`: AWRS-SMC with llguidance's own mask of the schema (keys in the
   schema's order, compact, `lenient`), no completion check: what outlines,
   xgrammar and llguidance generate;
@@ -208,7 +211,7 @@ def _summary(sequences, validate, wall: float, budget: int) -> dict:
 
 
 async def run_one(llm, entry: dict, method: str, options: dict, budget: int, seed: int) -> dict:
-    from genlm_lab.control import AWRS, SMC, JsonSchema, direct_token_sampler
+    from genlm_lab.control import AWRS, SMC, JsonSchema, WithinBudget, direct_token_sampler
     from genlm_lab.control.constraint.grammar import GrammarPotential
 
     checker = JsonSchema(entry["schema"])
@@ -221,7 +224,10 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
         potential = GrammarPotential(grammar, entry["id"], "JSON schema")
     else:
         potential = JsonSchema(entry["schema"], **options)
-    constraint = potential.coerce(llm, f=b"".join)
+    if method == "budgeted":
+        constraint = WithinBudget(potential, llm, budget)
+    else:
+        constraint = potential.coerce(llm, f=b"".join)
     sampler = (
         direct_token_sampler(llm * constraint) if method == "direct" else AWRS(llm, constraint)
     )
@@ -230,6 +236,8 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
         n_particles=N_PARTICLES, ess_threshold=0.5, max_tokens=budget, seed=seed
     )
     row = _summary(sequences, checker.validate, time.perf_counter() - start, budget)
+    if method == "budgeted":
+        row["budget_stats"] = dict(constraint.stats)
     await constraint.cleanup()
     return row
 
@@ -296,7 +304,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 schemas")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--methods", default="awrs,direct,llg")
+    parser.add_argument("--methods", default="awrs,direct,budgeted,llg")
     parser.add_argument("--theirs", type=int, default=0, help="genlm-control on the first N")
     parser.add_argument("--their-cap", type=float, default=120.0)
     parser.add_argument("--set", action="append", default=[], type=_option)

@@ -11,6 +11,7 @@ next tokens from a potential; `SMC` runs them as particles on
 genlm-control.
 """
 
+from genlm_lab.control.constraint.budget import WithinBudget
 from genlm_lab.control.constraint.cfg import BoolCFG
 from genlm_lab.control.constraint.fsa import WFSA, BoolFSA
 from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
@@ -116,6 +117,7 @@ __all__ = [
     "TopKSetSampler",
     "TrieSetSampler",
     "WeightedGrammar",
+    "WithinBudget",
     "coerce",
     "convert_to_weighted_logop",
     "direct_token_sampler",

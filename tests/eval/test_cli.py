@@ -56,6 +56,7 @@ def test_bad_input_is_one_line(args, message, capsys, tmp_path, monkeypatch):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two models through a whole `eval run` (~19 s)
 def test_models_are_a_dimension_of_eval_run(tmp_path, capsys):
     from genlm_lab.backend import load_tokenizer, save_tiny_llama
 

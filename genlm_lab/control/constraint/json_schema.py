@@ -17,6 +17,7 @@ from typing import Any
 import llguidance
 
 from genlm_lab.control.constraint._json_engine import KeyedEngine
+from genlm_lab.control.constraint._json_finish import finish
 from genlm_lab.control.constraint._json_keys import KeyRules
 from genlm_lab.control.constraint._json_relax import relax
 from genlm_lab.control.constraint.grammar import GrammarPotential
@@ -287,6 +288,17 @@ class JsonSchema(GrammarPotential):
         if error is None:
             return None
         return f"at {path(error.absolute_path)}, keyword {error.validator}: {error.message}"
+
+    def finish(self, prefix: str | bytes, limit: int = 1024) -> bytes | None:
+        """A short completion that makes `prefix` a valid document (None if none is found).
+
+        Found greedily along the mask (close what is open, add missing required
+        keys with the smallest values): short, not always the shortest.
+        `WithinBudget` uses it to tell whether a document can still end in time.
+        """
+        if isinstance(prefix, str):
+            prefix = prefix.encode("utf-8")
+        return finish(self.engine, prefix, limit)
 
     def validate(self, text: str | bytes) -> bool:
         """Whether `text` parses as JSON and `jsonschema` finds it valid (the reference check)."""
