@@ -88,7 +88,13 @@ def deaths_sentence(rows: Sequence[Mapping]) -> str:
         return "no death was recorded"
     by_factor = Counter(r["factor"] for r in rows).most_common(1)[0]
     factor, reason, count = top
-    return (
+    sentence = (
         f"{by_factor[0]} killed {by_factor[1]} of {len(rows)}; most common reason "
         f"({count} of {len(rows)}): {factor}: {reason}"
     )
+    if str(reason).startswith("cut at max_tokens"):
+        sentence += (
+            " (the budget ran out, not the constraint: raise max_tokens, or for a JSON schema "
+            "use WithinBudget(schema, llm, max_tokens) so that documents end in time)"
+        )
+    return sentence

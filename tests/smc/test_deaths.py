@@ -57,3 +57,10 @@ async def test_smc_steer_candidates_that_die_are_each_a_row():
         assert entry["log_weights"][r["particle"]] == float("-inf")
         assert entry["contents"][r["particle"]].startswith("a")
     assert deaths_sentence([]) == "no death was recorded"
+
+
+def test_a_run_cut_at_max_tokens_points_at_the_budget():
+    cut = {"factor": "JsonSchema", "reason": "cut at max_tokens inside a string at $.name"}
+    other = {"factor": "JsonSchema", "reason": "at $, keyword required: 'a' is a required property"}
+    assert "WithinBudget(schema, llm, max_tokens)" in deaths_sentence([cut, cut, other])
+    assert "WithinBudget" not in deaths_sentence([other, other, cut])
