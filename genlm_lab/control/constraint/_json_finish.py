@@ -5,9 +5,10 @@ the mask of the schema allows, until EOS is allowed (the document is then
 valid: the byte-level mask allows EOS only where jsonschema accepts). At
 each byte it takes the cheapest move the key-rule state suggests:
 
-- inside a string value: close it (`"`), else the first allowed content byte;
+- inside a string value: close it (`"`), else a closer or two that lead to
+  the quote (`}}` of a `${{ ... }}` pattern), else the first allowed content byte;
 - inside a key: go on towards a name the object still needs (a missing
-  required key first), else close the key;
+  required key first, then the names it lists), else close the key;
 - where an object or array may close: close it;
 - where a value starts: the shortest starts first (`0`, `""`, `[]`, `{}`, `null`, `true`, ...);
 - after a value: close the container, else `,` (a missing required key);
@@ -40,7 +41,8 @@ __all__ = ["finish"]
 
 _EOS = 256
 _VALUE_STARTS = b'0"[{ntf-123456789'
-_CONTENT = b"a0A_-. "
+_CONTENT = b"a1A_-. 0"  # "1" before "0": a date pattern then writes 1111-11-11, a real date
+_CLOSERS = b"}])>'"
 _WS = frozenset(b" \t\r\n")
 
 
@@ -59,20 +61,27 @@ def _any_but_whitespace(allowed: np.ndarray) -> int | None:
     return int(blanks[0]) if len(blanks) else None
 
 
-def _key_byte(state: Any, allowed: np.ndarray) -> int | None:
-    """The next byte of a key: towards a missing required name, else any name, else close."""
-    _, stack, _, raw, esc = state
-    if esc:
-        return None
-    _, alts, keys = stack[-1]
+def _names(alts: Any, keys: frozenset[str]) -> list[str]:
+    """Key names to aim for: the missing required ones, then the others the object lists."""
     ranked: list[str] = []
     for alt in alts:
         ranked.extend(sorted(alt.required - keys))
     for alt in alts:
         names = alt.takes(keys)
-        if names is not None:
-            ranked.extend(sorted(names))
-    for name in ranked:
+        if names is None:  # any key may come: the listed properties are the safe ones
+            listed = {n for d in alt.conj for n in (d.get("properties") or {})}
+            names = frozenset(listed) - keys
+        ranked.extend(sorted(names))
+    return ranked
+
+
+def _key_byte(state: Any, allowed: np.ndarray) -> int | None:
+    """The next byte of a key: towards a missing required name, else a listed name, else close."""
+    _, stack, _, raw, esc = state
+    if esc:
+        return None
+    _, alts, keys = stack[-1]
+    for name in _names(alts, keys):
         encoded = alts[0].encoded(name)
         if encoded == raw and allowed[34]:
             return 34
@@ -81,11 +90,27 @@ def _key_byte(state: Any, allowed: np.ndarray) -> int | None:
     return _first(allowed, b'"' + _CONTENT)
 
 
-def _choose(state: Any, allowed: np.ndarray) -> int | None:
-    """The next byte of the finish after a prefix in key-rule `state` (None: stuck)."""
+def _string_byte(engine: Any, text: bytes, allowed: np.ndarray) -> int | None:
+    """The next byte inside a string value: its closing quote, else one or two closers that
+    lead to it (a `${{ ... }}` pattern), else content."""
+    if allowed[34]:
+        return 34
+    for first in _CLOSERS:
+        if not allowed[first]:
+            continue
+        after = engine.mask(text + bytes([first]))
+        if after[34] or any(
+            after[c] and engine.mask(text + bytes([first, c]))[34] for c in _CLOSERS
+        ):
+            return first
+    return _first(allowed, _CONTENT)
+
+
+def _choose(engine: Any, text: bytes, state: Any, allowed: np.ndarray) -> int | None:
+    """The next byte of the finish after `text`, in key-rule `state` (None: stuck)."""
     mode = state[0]
     if mode == STR:
-        pick = _first(allowed, b'"' + _CONTENT)
+        pick = _string_byte(engine, text, allowed)
     elif mode == KSTR:
         pick = _key_byte(state, allowed)
     elif mode in (KEY, KEY_OR_END):
@@ -118,7 +143,7 @@ def finish(engine: Any, prefix: bytes, limit: int = 1024) -> bytes | None:
         state = engine.key_state(text)
         if state is None or len(out) >= limit:
             return None
-        pick = _choose(state, allowed)
+        pick = _choose(engine, text, state, allowed)
         if pick is None:
             return None
         out.append(pick)
