@@ -390,6 +390,23 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
         timeouts = sum(bool(t.get("timeout")) for t in theirs)
         head.append(f"| genlm-control 0.4.1 (first {len(theirs)}) | {solved}/{len(theirs)} | "
                     f" | {timeouts} timed out | | |")  # fmt: skip
+    if "budgeted" in methods:
+        stats = [r["budgeted"].get("budget_stats", {}) for r in rows]
+        total = {k: sum(x.get(k, 0) for x in stats) for k in ("checked", "reused", "refused",
+                                                              "unknown")}  # fmt: skip
+        head += [
+            "",
+            "`budgeted` is `WithinBudget(JsonSchema(schema), llm, budget)`: the same mask, and a "
+            "token is refused once the document could no longer end within the budget (the "
+            "schema's greedy `finish`, in tokens, plus EOS must fit). The target is unchanged "
+            "(the run keeps only documents within `max_tokens` either way); what it may set "
+            "aside is a prefix that only a completion shorter than the greedy finish could "
+            f"have ended in time. Over the panel: {total['checked']} finishes walked, "
+            f"{total['reused']} taken over from the parent, {total['refused']} tokens refused, "
+            f"{total['unknown']} prefixes with no finish found (nothing refused there: a key "
+            "the mask let through that the schema's final check refuses, or a pattern the "
+            "greedy walk cannot close, such as an e-mail address).",
+        ]
     ratios = [r["mask_ours"] / r["mask_bare"] for r in rows]
     head += [
         "",
