@@ -268,7 +268,7 @@ def _theirs(entry: dict, budget: int, cap: float) -> dict:
         "import asyncio, json, sys, time\n"
         "from genlm.control import PromptedLLM, JsonSchema, AWRS\n"
         "e = json.loads(sys.stdin.read())\n"
-        "llm = PromptedLLM.from_name('HuggingFaceTB/SmolLM2-135M', backend='hf')\n"
+        "llm = PromptedLLM.from_name(e['model_path'], backend='hf')\n"
         "llm.set_prompt_from_str(e['prompt'])\n"
         "js = JsonSchema(e['schema']).coerce(llm, f=b''.join)\n"
         "async def main():\n"
@@ -279,17 +279,22 @@ def _theirs(entry: dict, budget: int, cap: float) -> dict:
         "'wall': time.perf_counter() - t}))\n"
         "asyncio.run(main())\n"
     )
-    payload = json.dumps({**entry, "prompt": prompt_for(entry), "budget": budget})
+    from genlm_lab.backend import load_model_by_name
+
+    path = load_model_by_name("default").model.config._name_or_path  # the embedded weights
+    payload = json.dumps({**entry, "prompt": prompt_for(entry), "budget": budget,
+                          "model_path": path})  # fmt: skip
     start = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
                               text=True, timeout=cap)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return {"timeout": True, "wall": cap}
+        return {"timeout": True, "wall": cap, "cap": cap}
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1][:100] if done.stderr else "failed",
                 "wall": time.perf_counter() - start}  # fmt: skip
-    return {**json.loads(done.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - start}
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**found, "wall": time.perf_counter() - start, "cap": cap}
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -388,8 +393,11 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
     if theirs:
         solved = sum(bool(t.get("posterior")) for t in theirs)
         timeouts = sum(bool(t.get("timeout")) for t in theirs)
-        head.append(f"| genlm-control 0.4.1 (first {len(theirs)}) | {solved}/{len(theirs)} | "
-                    f" | {timeouts} timed out | | |")  # fmt: skip
+        errors = [t["error"] for t in theirs if "error" in t]
+        if errors:  # a run that failed to start measured nothing: say so, not "unsolved"
+            raise SystemExit(f"genlm-control failed to run: {errors[0]}")
+        head.append(f"| genlm-control 0.4.1 (first {len(theirs)}, capped at {theirs[0]['cap']:.0f} "
+                    f"s) | {solved}/{len(theirs)} | | {timeouts} timed out | | |")  # fmt: skip
     if "budgeted" in methods:
         stats = [r["budgeted"].get("budget_stats", {}) for r in rows]
         total = {k: sum(x.get(k, 0) for x in stats) for k in ("checked", "reused", "refused",
