@@ -279,9 +279,9 @@ def _theirs(entry: dict, budget: int, cap: float) -> dict:
         "'wall': time.perf_counter() - t}))\n"
         "asyncio.run(main())\n"
     )
-    from genlm_lab.backend import load_model_by_name
+    from genlm_lab.backend.models import local_model_dir
 
-    path = load_model_by_name("default").model.config._name_or_path  # the embedded weights
+    path = str(local_model_dir("default"))  # the embedded weights' folder, no model loaded
     payload = json.dumps({**entry, "prompt": prompt_for(entry), "budget": budget,
                           "model_path": path})  # fmt: skip
     start = time.perf_counter()

@@ -54,11 +54,8 @@ def _first(allowed: np.ndarray, order: bytes) -> int | None:
 
 
 def _any_but_whitespace(allowed: np.ndarray) -> int | None:
-    found = [b for b in np.flatnonzero(allowed[:_EOS]).tolist() if b not in _WS]
-    if found:
-        return found[0]
-    blanks = np.flatnonzero(allowed[:_EOS])
-    return int(blanks[0]) if len(blanks) else None
+    options = np.flatnonzero(allowed[:_EOS]).tolist()
+    return next((b for b in options if b not in _WS), options[0] if options else None)
 
 
 def _names(alts: Any, keys: frozenset[str]) -> list[str]:

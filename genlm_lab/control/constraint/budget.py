@@ -109,7 +109,7 @@ class WithinBudget(Potential):
         if found is None or found[1] is None or not found[1].startswith(b'"'):
             return None
         added = text[len(parent) :]
-        if not text.startswith(parent) or b'"' in added or b"\\" in added:
+        if b'"' in added or b"\\" in added:
             return None
         engine = self.schema.engine
         state = engine.key_state(text)
@@ -121,14 +121,11 @@ class WithinBudget(Potential):
         self.stats["reused"] += 1
         return found[1]
 
-    def _text(self, context: Sequence[Any]) -> bytes:
-        return b"".join(self._bytes[i] for i in self.encode(context))
-
     def fits(self, context: Sequence[Any]) -> bool:
         """Whether the document after `context` (tokens) can still end within `max_tokens`."""
-        context = list(context)
-        text = self._text(context)
-        parent = self._text(context[:-1]) if context else None
+        ids = self.encode(context)
+        text = b"".join(self._bytes[i] for i in ids)
+        parent = text[: len(text) - len(self._bytes[ids[-1]])] if ids else None
         need = self.needed(text, parent)
         ok = need is None or need <= self.max_tokens - len(context)
         if not ok:
