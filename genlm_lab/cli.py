@@ -1,4 +1,9 @@
-"""The `genlm-lab` command: `doctor`, `lab`, `report`, `run`, `workshop reset` and `eval run|report|merge`."""
+"""The `genlm-lab` command: check the set-up, start the lab, report, run scripts, evaluate.
+
+Every subcommand, nested ones included (`eval compare`, `eval migrate`), is
+listed at the end of `genlm-lab --help`, read from the parser itself so the
+list cannot fall behind it.
+"""
 
 from __future__ import annotations
 
@@ -187,8 +192,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_lines(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
+    """ "eval compare   compare two methods ..." for every subcommand, nested ones included."""
+    lines: list[str] = []
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {a.dest: a.help or "" for a in action._choices_actions}
+        for name, child in action.choices.items():
+            full = f"{prefix}{name}"
+            nested = command_lines(child, prefix=f"{full} ")
+            lines.append(f"  {full:<18} {helps.get(name, '')}")
+            lines.extend(nested)
+    return lines
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="genlm-lab", description=__doc__)
+    """The `genlm-lab` parser; its help ends with every subcommand, nested ones included."""
+    parser = argparse.ArgumentParser(
+        prog="genlm-lab",
+        description="A Jupyter-first workbench for the GenLM stack.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     doctor = sub.add_parser("doctor", help="check versions, tools and the default model")
@@ -234,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     from genlm_lab.eval.cli import add_eval_parser
 
     add_eval_parser(sub)
+    parser.epilog = "every command (`genlm-lab COMMAND --help` for its options):\n" + "\n".join(
+        command_lines(parser)
+    )
     return parser
 
 

@@ -318,3 +318,23 @@ def test_lab_stops_on_kill_and_ctrl_c_with_no_server_left(tmp_path, sig):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def test_top_level_help_lists_every_subcommand_nested_ones_included(capsys):
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    out = capsys.readouterr().out
+    for command in (
+        "doctor",
+        "lab",
+        "report",
+        "run",
+        "workshop reset",
+        "eval run",
+        "eval report",
+        "eval merge",
+        "eval compare",
+        "eval migrate",
+    ):
+        assert f"\n  {command} " in out, command

@@ -87,3 +87,40 @@ def test_eval_migrate_brings_an_old_store_up_to_date(tmp_path, capsys):
     assert "migrated" in capsys.readouterr().out
     assert main(["eval", "migrate", str(old)]) == 0
     assert "already up to date (3 runs)" in capsys.readouterr().out
+
+
+def test_eval_run_help_lists_method_kinds_and_keys(capsys):
+    from genlm_lab.eval.methods import KINDS, Method
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    out = capsys.readouterr().out
+    kinds = out[out.index("method kinds") :]
+    for kind in KINDS:
+        assert f"\n  {kind} " in kinds, kind
+    for key in Method.model_fields:
+        if key != "kind":
+            assert f"\n  {key}" in kinds, key
+
+
+@pytest.mark.parametrize(
+    "method, says",
+    [
+        (
+            "awrs_smc:particles=3",
+            ["unknown key 'particles'", "did you mean n_particles", "max_tokens"],
+        ),
+        ("awrs:n_particles=3", ["unknown kind 'awrs'", "awrs_smc", "sample_rerank"]),
+        ("smc:n_particles=abc", ["n_particles='abc'", "valid integer"]),
+        ("smc:ess_threshold=2", ["ess_threshold='2'", "less than or equal to 1"]),
+    ],
+)
+def test_a_bad_method_is_answered_with_what_is_valid(method, says, capsys, tmp_path):
+    assert (
+        main(["eval", "run", "pattern_matching", "--method", method, "--db", str(tmp_path / "x")])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pydantic" not in err and "validation error" not in err
+    for text in says:
+        assert text in err, (text, err)
