@@ -15,6 +15,13 @@ first) d = accuracy(a) - accuracy(b); `compare` reports
   (z_{1-alpha/2} + z_{power}) x sd(d) / sqrt(n): a non-significant result
   says little about effects smaller than this.
 
+Accuracies are sums of weights, so two methods that are equally right can
+differ in the last bits (ten responses of weight 0.1 against one of weight
+1.0: 0.9999999999999999 against 1.0). A difference within `tie_tolerance`
+(1e-9 by default) is a tie: it counts for neither side, in the sign test and
+in the interval, and a set of pairs that differ only by such noise has no
+sizeable effect ("unsizeable"), never a minimum detectable effect of 3e-17.
+
 Several comparisons made at once inflate the chance of one false positive:
 `pairwise` compares many pairs and adds Holm-adjusted p-values.
 """
@@ -30,10 +37,13 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.eval.stats import bootstrap_ci
+from genlm_lab.eval.wording import mde_text, plural
 
-__all__ = ["Comparison", "compare", "holm", "pairwise", "sign_test"]
+__all__ = ["TIE_TOLERANCE", "Comparison", "compare", "holm", "pairwise", "sign_test"]
 
 _DIMENSIONS = ("model", "method", "domain")
+#: Per-instance accuracy differences at most this large are ties (float noise of sums).
+TIE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,13 @@ class Comparison:
         n: instances both ran (the pairs).
         mean_a, mean_b: mean weighted accuracy of each side on those instances.
         diff: mean of a - b; ci_low, ci_high: its paired-bootstrap interval.
-        n_a_better, n_b_better, n_ties: instances where a scored higher, lower, the same.
+        n_a_better, n_b_better, n_ties: instances where a scored higher, lower, the same
+            (the same: within `tie_tolerance`).
         p_value: exact two-sided sign test (McNemar's exact test for 0/1 scores).
         test: which test p_value is from.
         mde: the minimum detectable effect at this n (alpha, power below).
         ci, alpha, power: the levels used.
+        tie_tolerance: differences at most this large counted as ties.
     """
 
     a: str
@@ -69,6 +81,7 @@ class Comparison:
     ci: float = 0.95
     alpha: float = 0.05
     power: float = 0.8
+    tie_tolerance: float = TIE_TOLERANCE
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (JSON-able)."""
@@ -85,15 +98,12 @@ class Comparison:
         )
         return (
             f"{self.a} - {self.b}: {self.diff:+.3f} "
-            f"({self.ci:.0%} CI [{self.ci_low:+.3f}, {self.ci_high:+.3f}]) on {self.n} instances; "
-            f"a better on {self.n_a_better}, b on {self.n_b_better}, {self.n_ties} ties; "
+            f"({self.ci:.0%} CI [{self.ci_low:+.3f}, {self.ci_high:+.3f}]) on "
+            f"{plural(self.n, 'instance')}; "
+            f"a better on {self.n_a_better}, b on {self.n_b_better}, "
+            f"{plural(self.n_ties, 'tie')}; "
             f"{self.test} p = {self.p_value:.3g} ({verdict}); "
-            + (
-                f"smallest effect detectable at this n: {self.mde:.3f}"
-                if math.isfinite(self.mde)
-                else "smallest detectable effect: unsizeable "
-                + ("(fewer than two pairs)" if self.n < 2 else "(no spread among the pairs)")
-            )
+            f"smallest effect detectable at this n: {mde_text(self.mde, self.n)}"
         )
 
     def __str__(self) -> str:
@@ -189,6 +199,7 @@ def compare(
     power: float = 0.8,
     n_bootstrap: int = 10000,
     seed: int | None = 0,
+    tie_tolerance: float = TIE_TOLERANCE,
     **common: Any,
 ) -> Comparison:
     """Compare two methods or two models on the instances both ran, paired by instance.
@@ -202,6 +213,8 @@ def compare(
         power: the power of the minimum detectable effect.
         n_bootstrap: bootstrap resamples.
         seed: seeds the resampling.
+        tie_tolerance: per-instance differences at most this large are ties (float
+            noise of sums of weights); 0 compares exactly.
         **common: filters applied to both sides, e.g. `model="tiny-random"` or `domain="json_schema"`.
 
     Returns:
@@ -219,12 +232,15 @@ def compare(
     both = pa.index.intersection(pb.index)
     xa, xb = pa.loc[both].to_numpy(float), pb.loc[both].to_numpy(float)
     d = xa - xb
+    d[np.abs(d) <= tie_tolerance] = 0.0  # float noise is a tie, not a win
     n = len(d)
     if n:
         diff, lo, hi = bootstrap_ci(d, ci=ci, n_bootstrap=n_bootstrap, seed=seed)
     else:
         diff = lo = hi = math.nan
-    binary = bool(n) and set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
+    both_sides = np.concatenate([xa, xb])
+    near = np.minimum(np.abs(both_sides), np.abs(both_sides - 1.0))
+    binary = bool(n) and bool((near <= tie_tolerance).all())
     plus, minus = int((d > 0).sum()), int((d < 0).sum())
     return Comparison(
         a=label_a,
@@ -244,6 +260,7 @@ def compare(
         ci=ci,
         alpha=alpha,
         power=power,
+        tie_tolerance=tie_tolerance,
     )
 
 

@@ -147,3 +147,33 @@ def test_pairs_that_all_tie_leave_the_detectable_effect_unsizeable():
     assert math.isnan(shifted.mde) and "unsizeable" in shifted.summary()
     spread = compare(_runs([1, 0, 1, 1], [0, 0, 1, 0]), "x", "y")
     assert spread.mde > 0 and "smallest effect detectable at this n" in spread.summary()
+
+
+def test_equal_accuracies_reached_by_different_sums_are_ties():
+    ten_tenths = sum([0.1] * 10)  # ten responses of weight 0.1, all right
+    assert ten_tenths != 1.0  # the float noise this test is about
+    runs = _runs([ten_tenths] * 12, [1.0] * 12)
+    c = compare(runs, "x", "y")
+    assert (c.n_a_better, c.n_b_better, c.n_ties) == (0, 0, 12)
+    assert c.p_value == 1.0 and "not significant" in c.summary()
+    assert c.diff == 0.0 and math.isnan(c.mde) and "unsizeable" in c.summary()
+    assert c.test == "McNemar exact"  # 0.9999999999999999 is a 1
+    exact = compare(runs, "x", "y", tie_tolerance=0.0)  # without the tolerance: a false discovery
+    assert exact.n_b_better == 12 and exact.p_value < 0.001
+
+
+def test_one_instance_off_by_float_noise_is_a_tie_not_a_win():
+    a = [0.3, 0.1 + 0.2] + [1.0] * 18  # 0.1 + 0.2 = 0.30000000000000004
+    b = [0.3, 0.3] + [1.0] * 18
+    c = compare(_runs(a, b), "x", "y")
+    assert (c.n_a_better, c.n_b_better, c.n_ties) == (0, 0, 20)
+    assert "smallest effect detectable at this n: unsizeable" in c.summary()
+    real = compare(_runs([0.5, *a[1:]], b), "x", "y")  # a real difference still counts
+    assert real.n_a_better == 1 and real.n_ties == 19
+
+
+def test_counts_in_the_summary_take_their_plural():
+    one = compare(_runs([1], [0]), "x", "y").summary()
+    assert "on 1 instance;" in one and "0 ties" in one
+    one_tie = compare(_runs([1, 0], [1, 1]), "x", "y").summary()
+    assert "on 2 instances;" in one_tie and "1 tie;" in one_tie
