@@ -223,6 +223,7 @@ async def run_evaluation(
     model_name: str | None = None,
     model_id: str | dict | None = None,
     reuse_unidentified: bool = False,
+    cluster: Any = None,
 ) -> dict[str, Any]:
     """Run `model` on every instance (and replicate) of `dataset` and score it with `evaluator`.
 
@@ -253,6 +254,9 @@ async def run_evaluation(
             async function): a name or a dict that changes whenever the model does.
         reuse_unidentified: reuse stored runs of a model that could not be
             identified (otherwise they are run again and replaced).
+        cluster: None runs here; a `RayCluster` or a Ray address ("local", "auto",
+            "ray://...") runs on Ray actors, `max_concurrency` tasks in flight per
+            actor, with the same keys and seeds (`genlm_lab.eval.cluster`).
 
     Returns:
         genlm-eval's dict (average_weighted_accuracy, n_instances, all_instance_results,
@@ -276,9 +280,16 @@ async def run_evaluation(
     if shard_ is not None:
         instances = instances[shard_[0] :: shard_[1]]
     domain = domain or type(dataset).__name__
+    pool = None
+    if cluster is not None:  # the actors build the model: they say who it is
+        from genlm_lab.eval.cluster import open_pool
+
+        pool = await open_pool(cluster, model, evaluator, instances, method, model_id, model_name)
+        name, config, model_ident = pool.method_name, pool.method_config, pool.model_identity
+    else:
+        name, config = _method_identity(model, method)
+        model_ident = _model_identity(model, model_id, model_name)
     store_, owned = _open_store(store, None if output_dir is None else str(output_dir))
-    name, config = _method_identity(model, method)
-    model_ident = _model_identity(model, model_id, model_name)
     identified = bool(model_ident.get("identified"))
     evaluator_ident = evaluator_identity(evaluator)
     out_dir = None if output_dir is None else str(output_dir)
@@ -293,12 +304,15 @@ async def run_evaluation(
     try:
         method_hash = store_.put_method(name, config) if store_ else config_hash(config)
         model_hash = store_.put_model(model_ident) if store_ else config_hash(model_ident)
-        identities = [_instance_identity(model, i) for i in instances]
+        if pool is not None:
+            identities = pool.instance_identities
+        else:
+            identities = [_instance_identity(model, i) for i in instances]
         if store_:
             instance_hashes = store_.put_instances(domain, instances, identities)
         else:
             instance_hashes = [config_hash(i) for i in identities]
-        semaphore = asyncio.Semaphore(max_concurrency)
+        semaphore = asyncio.Semaphore(pool.capacity(max_concurrency) if pool else max_concurrency)
         bar = progress_bar(
             len(instances) * n_replicates, desc=f"{name} on {domain}", enabled=progress
         )
@@ -322,9 +336,12 @@ async def run_evaluation(
                 row, output, result = _reuse(store_, evaluator, instance, stored, overwrite_results)
             else:
                 async with semaphore:
-                    output, result, row = await _run_one(
-                        model, evaluator, instance, replicate, s, out_dir
-                    )
+                    if pool is not None:
+                        output, result, row = await pool.run(instance, replicate, s, out_dir)
+                    else:
+                        output, result, row = await _run_one(
+                            model, evaluator, instance, replicate, s, out_dir
+                        )
                 row.update(
                     run_key=run_key,
                     output_key=output_key,
@@ -335,8 +352,8 @@ async def run_evaluation(
                     instance_hash=instance_hash,
                     evaluator=evaluator_ident,
                     replicate=replicate,
-                    worker=worker,
-                    provenance=prov,
+                    worker=row.get("worker", worker),
+                    provenance=row.get("provenance", prov),
                 )
                 if store_:
                     responses = _response_rows(output, result)
@@ -350,10 +367,13 @@ async def run_evaluation(
                 replicate=replicate,
             )
             bar.update(1)
+            postfix = pool.postfix() if pool is not None else {}
             if row.get("weighted_accuracy") is not None:
                 stats["done"] += 1
                 stats["acc"] += row["weighted_accuracy"]
-                bar.set_postfix(acc=f"{stats['acc'] / stats['done']:.3f}", refresh=False)
+                postfix["acc"] = f"{stats['acc'] / stats['done']:.3f}"
+            if postfix:
+                bar.set_postfix(postfix, refresh=False)
             if on_result is not None:
                 hidden = ("output", "record", "provenance", "evaluator")
                 on_result({k: v for k, v in row.items() if k not in hidden})
@@ -372,6 +392,8 @@ async def run_evaluation(
             bar.close()
         return _summarise(instances, per_instance, verbosity)
     finally:
+        if pool is not None:
+            pool.close()
         if owned:
             store_.close()
 
