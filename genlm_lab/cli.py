@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from genlm_lab.util.threads import thread_env
+
 
 def _line(name: str, ok: bool | None, detail: str) -> str:
     mark = {True: "ok  ", False: "MISS", None: "--  "}[ok]
@@ -144,6 +146,9 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         cmd.append("--allow-root")
     cmd.extend(args.extra)
     env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"))
+    # Kernels inherit this: half the cores each (one on 2), so two notebooks don't thrash.
+    env = thread_env(env)
+    print(f"genlm-lab lab: kernels compute on {env['OMP_NUM_THREADS']} thread(s)", flush=True)
     return _hand_over(cmd, env)
 
 
@@ -275,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "lab":
         args.extra = unknown[1:] if unknown[:1] == ["--"] else unknown
+    if args.command == "eval" and "torch" not in sys.modules:
+        os.environ.update(thread_env(os.environ))  # before torch reads it; see util/threads
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, unreadable / unwritable files

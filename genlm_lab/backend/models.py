@@ -350,4 +350,8 @@ def load_hf_model(
         raise ModelNotFoundError(
             f"could not load model {name!r} from {str(directory)!r}: {type(e).__name__}: {e}{hint}"
         ) from e
+    if device.type == "cpu":
+        from genlm_lab.util.threads import warn_if_oversubscribed
+
+        warn_if_oversubscribed()  # one line on stderr when torch processes outnumber the cores
     return model.to(device).eval(), tokenizer
