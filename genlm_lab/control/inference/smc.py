@@ -22,6 +22,15 @@ are done.
 - With a `MultiTokenUnitSampler` each step appends a whole unit (a list of
   tokens), so `max_tokens` counts units; a unit that ends with EOS is stored
   as the unit, then EOS. The critic scores the context of units as it is.
+- Budgets (on by default, `budget=False` turns them off): the run hands
+  `max_tokens` to every factor of the target that can finish (regexes,
+  automata, Lark grammars, JSON schemas, Python regexes, products of them,
+  coerced or not). A token after which the text could no longer end within
+  the tokens left (EOS included) gets weight zero at once: AWRS rejects it
+  and draws again, another sampler's particle dies. Nothing that could end
+  in time is refused (exact for automata, a sound bound elsewhere:
+  `inference/budgets.py`, `constraint/finish_distance.py`), so the target
+  stays exactly the constraint's, within `max_tokens`.
 - A step weight of -inf (a constraint that admits no token) ends that
   particle with weight -inf; the others go on. When all are dead the run
   stops with `log_ml == -inf` and status "all_dead".
@@ -39,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.control.inference.budgets import with_budget
 from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.potential.base import Potential, factor_names
@@ -92,6 +102,8 @@ class SMC:
         self.unit_sampler = unit_sampler
         self.critic = critic.to_autobatched() if autobatch and critic is not None else critic
         self.record_factors = record_factors
+        #: The last run's budget counts per factor (kept, refused, unproven); {} if none ran.
+        self.budget_stats: dict[str, dict[str, int]] = {}
 
     async def __call__(
         self,
@@ -107,6 +119,7 @@ class SMC:
         terminate_when: Callable[[list[Any]], bool] | None = None,
         profile: bool = False,
         alarms: AlarmThresholds | None = None,
+        budget: bool = True,
     ) -> Sequences:
         """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
 
@@ -127,6 +140,11 @@ class SMC:
                 critic, resampling, observers.
             alarms: thresholds of the alarms (`record.alarms`); None: the
                 defaults of `genlm_lab.smc.AlarmThresholds`.
+            budget: hand `max_tokens` to every factor that can finish, so that a
+                token after which the text cannot end in time gets weight zero
+                at once (AWRS draws again); the target is unchanged. False:
+                particles are cut at `max_tokens` instead. `budget_stats`
+                holds the run's counts.
 
         Warns:
             AllParticlesDied: once, when every particle died, with the commonest
@@ -136,8 +154,11 @@ class SMC:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens}")
+        sampler, guard = (
+            with_budget(self.unit_sampler, int(max_tokens)) if budget else (self.unit_sampler, None)
+        )
         model = SequenceModel(
-            self.unit_sampler,
+            sampler,
             self.critic,
             int(max_tokens),
             twist_with_critic=float(ess_threshold) > 0,
@@ -159,6 +180,7 @@ class SMC:
             profile=profile,
             alarms=alarms,
         )
+        self.budget_stats = guard.stats() if guard is not None else {}
         record = result.record
         status = record.final["status"] if record is not None and record.final else "finished"
         return Sequences(

@@ -43,6 +43,7 @@ mass is below ~1e-300 (the weight then stays finite, slightly too large).
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -127,6 +128,29 @@ class AWRS(TokenSampler):
         self.proper_weights = proper_weights
         #: The target's tokens and EOS as a set: what every draw is one of (genlm-control's name).
         self.vocab_eos_set = set(self.target.vocab_eos)
+        #: A `Budget` (see `budgeted`): tokens after which the text cannot end in time are rejected.
+        self.budget: Any = None
+
+    def budgeted(self, budget: Any) -> AWRS:
+        """A copy of this sampler that also rejects tokens after which the text cannot end in time.
+
+        `budget` is an `inference.budgets.Budget` (what `SMC` builds from its
+        `max_tokens`): its check joins the condition, so the target becomes
+        `potential * condition * [the text can end within max_tokens]` and a
+        token that cannot is rejected and another drawn, like any other
+        token the condition refuses. The copy shares everything else.
+        """
+        out = copy.copy(self)
+        out.budget = budget
+        out._labels = self._labels
+        return out
+
+    async def start_weight(self) -> float:
+        """The target's weight of the empty prefix (zero if no text can end within the budget)."""
+        weight = float(await self.target.prefix([]))
+        if self.budget is not None and weight > -math.inf and not await self.budget.fits([]):
+            return -math.inf
+        return weight
 
     async def _accepts(self, context: list[Any], token: Any) -> bool:
         """Whether the condition allows `token` after `context` (one condition call)."""
@@ -135,6 +159,8 @@ class AWRS(TokenSampler):
         # for a prefix from scratch on SmolLM2's vocabulary).
         value = await self.condition.score([*context, token])
         if value == 0:
+            if self.budget is not None and not self.target.ends([token]):
+                return await self.budget.fits([*context, token])
             return True
         if value == -math.inf:
             return False
@@ -322,8 +348,34 @@ class AWRS(TokenSampler):
             trace["rejected"].append(label)
         return token, -math.inf, draws, draws
 
+    async def smc(
+        self,
+        n_particles: int,
+        ess_threshold: float,
+        max_tokens: int,
+        critic: Potential | None = None,
+        budget: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Run `SMC(self, critic)`; `budget=True` (the default) keeps texts within `max_tokens`.
+
+        With the budget on, a token after which the text could no longer end
+        within `max_tokens` (EOS included) is rejected like any other the
+        condition refuses (see `SMC.__call__`); `budget=False` turns it off.
+        Other keyword arguments go to the call.
+        """
+        from genlm_lab.control.inference.smc import SMC
+
+        return await SMC(self, critic)(
+            n_particles, ess_threshold, max_tokens, budget=budget, **kwargs
+        )
+
     def __repr__(self) -> str:
-        return f"AWRS({self.potential.name}, {self.condition.name}, max_accepts={self.max_accepts})"
+        budget = "" if self.budget is None else f", within {self.budget.max_tokens} tokens"
+        return (
+            f"AWRS({self.potential.name}, {self.condition.name}, "
+            f"max_accepts={self.max_accepts}{budget})"
+        )
 
 
 def _from_cdf(cdf: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> int:

@@ -1,0 +1,142 @@
+"""Budgets: an SMC run hands its `max_tokens` to every factor of the target that can finish.
+
+A prefix that no completion ends within the tokens left (EOS included) gets
+weight zero at once, not when it is cut at `max_tokens`. Each boolean factor
+of the sampler's target gets a finisher (`constraint.finish_distance`): exact
+for automata, sound for the rest, so nothing that could end in time is ever
+refused and the run's target is exactly p(x | constraints, len(x) <= max_tokens).
+A product fits only if every factor fits.
+
+With AWRS the check joins the condition (`AWRS.budgeted`): a token that
+cannot end in time is rejected and another drawn. With any other token
+sampler (`BudgetedSampler`) a drawn token that cannot end in time gets weight
+zero: still properly weighted for the budgeted target (the indicator is a
+factor of it), but the particle dies instead of drawing again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from genlm_lab.control.constraint.finish_distance import Finisher, finisher_for
+from genlm_lab.control.core.constant import EndOfSequence
+from genlm_lab.control.potential.base import factor_names
+
+__all__ = ["Budget", "BudgetedSampler", "budget_for", "with_budget"]
+
+
+class Budget:
+    """`max_tokens` and the finisher of each factor that can finish.
+
+    Args:
+        factors: `(index in target.factors(), name, finisher)` per factor that can finish.
+        max_tokens: the run's `max_tokens` (EOS included).
+    """
+
+    def __init__(self, factors: list[tuple[int, str, Finisher]], max_tokens: int) -> None:
+        self.factors = factors
+        self.max_tokens = int(max_tokens)
+
+    async def refuser(self, context: Sequence[Any]) -> tuple[int, str] | None:
+        """`(index, name)` of the first factor that cannot end `context` in time; None if all can."""
+        flat = [t for t in context if not isinstance(t, EndOfSequence)]
+        left = self.max_tokens - len(flat)
+        for index, name, finisher in self.factors:
+            if not await finisher.fits(flat, left):
+                return index, name
+        return None
+
+    async def fits(self, context: Sequence[Any]) -> bool:
+        """Whether every factor can still end `context` within the tokens left."""
+        return await self.refuser(context) is None
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Each factor's counts: kept, refused, unproven (kept without proof)."""
+        return {name: dict(f.stats) for _, name, f in self.factors}
+
+    def __repr__(self) -> str:
+        names = ", ".join(name for _, name, _ in self.factors)
+        return f"Budget({self.max_tokens} tokens: {names})"
+
+
+def budget_for(sampler: Any, max_tokens: int) -> Budget | None:
+    """The budget of a token sampler's target, or None (nothing can finish, or not tokens)."""
+    from genlm_lab.control.sampler.token import TokenSampler
+
+    target = getattr(sampler, "target", None)
+    if not isinstance(sampler, TokenSampler) or target is None:
+        return None  # a multi-token unit sampler counts units, not tokens
+    factors = []
+    for i, (factor, name) in enumerate(zip(target.factors(), factor_names(target), strict=True)):
+        finisher = finisher_for(factor)
+        if finisher is not None:
+            factors.append((i, name, finisher))
+    return Budget(factors, max_tokens) if factors else None
+
+
+class BudgetedSampler:
+    """A token sampler whose drawn tokens get weight zero where they cannot end in time.
+
+    Everything else is the wrapped sampler's (attributes are read through).
+    """
+
+    def __init__(self, sampler: Any, budget: Budget) -> None:
+        self.sampler = sampler
+        self.budget = budget
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sampler, name)
+
+    async def start_weight(self) -> float:
+        weight = float(await self.sampler.start_weight())
+        if weight > -math.inf and not await self.budget.fits([]):
+            return -math.inf
+        return weight
+
+    async def logw_eos(self, context: Sequence[Any]) -> float:
+        return await self.sampler.logw_eos(context)
+
+    async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
+        token, logw, logp, _ = await self.sample_with_info(context)
+        return token, logw, logp
+
+    async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+        if hasattr(self.sampler, "sample_with_info"):
+            token, logw, logp, info = await self.sampler.sample_with_info(context)
+        else:
+            (token, logw, logp), info = await self.sampler.sample(context), {}
+        if logw > -math.inf and not isinstance(token, EndOfSequence):
+            refused = await self.budget.refuser([*context, token])
+            if refused is not None:
+                info = dict(info)
+                factors = info.get("factors")
+                if factors is not None and refused[0] < len(factors):
+                    factors = list(factors)
+                    factors[refused[0]] = -math.inf  # the factor that cannot end in time
+                    info["factors"] = factors
+                info["budget"] = {"refused_by": refused[1], "max_tokens": self.budget.max_tokens}
+                logw = -math.inf
+        return token, logw, logp, info
+
+    async def cleanup(self) -> None:
+        await self.sampler.cleanup()
+
+    def __repr__(self) -> str:
+        return f"{self.sampler!r} within {self.budget.max_tokens} tokens"
+
+
+def with_budget(sampler: Any, max_tokens: int) -> tuple[Any, Budget | None]:
+    """`(sampler, budget)`: the sampler that keeps to `max_tokens` (itself where nothing can finish).
+
+    AWRS gets a copy that rejects what cannot end in time (`AWRS.budgeted`);
+    any other token sampler a `BudgetedSampler`.
+    """
+    budget = budget_for(sampler, max_tokens)
+    if budget is None:
+        return sampler, None
+    budgeted = getattr(sampler, "budgeted", None)
+    if callable(budgeted):
+        return budgeted(budget), budget
+    return BudgetedSampler(sampler, budget), budget
