@@ -1,4 +1,4 @@
-// ResultsView: summary per model x method x domain (pick two rows to compare), accuracy vs runtime, runs that open.
+// ResultsView: summary per model x method x domain (pick two rows to compare), accuracy vs cost, runs that open.
 function safeHtml(markup, cls) {
   // Kernel-rendered particle table: parsed as inert HTML, scripts and handlers dropped.
   const doc = new DOMParser().parseFromString(markup, "text/html");
@@ -35,7 +35,8 @@ function drawResults(data, model) {
     h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${fmt(r.ci_low)}, ${fmt(r.ci_high)}]`),
     h("td", { class: "genlm-num" }, r.n_instances), h("td", { class: "genlm-num" }, r.n_errors),
     h("td", { class: "genlm-num" }, r.n_unfinished ?? 0),
-    h("td", { class: "genlm-num" }, fmt(r.runtime_mean, 2)), h("td", { class: "genlm-num" }, fmt(r.lm_requests_mean, 1))));
+    h("td", { class: "genlm-num" }, fmt(r.wall_per_run, 3)), h("td", { class: "genlm-num" }, fmt(r.runtime_mean, 3)),
+    h("td", { class: "genlm-num" }, fmt(r.lm_requests_mean, 3))));
   const runRows = (data.runs || []).map((r) => {
     const open = r.has_record ? () => { model.set("selected_run", -1); model.set("selected_run", r.run_id); model.save_changes(); } : null;
     return h("tr", { "data-run-id": r.run_id, class: open ? "genlm-clickable genlm-run-row" : "genlm-run-row",
@@ -48,12 +49,14 @@ function drawResults(data, model) {
   });
   const sel = data.selected, cmp = data.comparison;
   return h("div", {},
-    h("div", { class: "genlm-title" }, `Results: ${data.n_runs || 0} runs`),
-    table(["model", "method", "domain", "weighted accuracy", "95% CI", "instances", "errors", "unfinished", "runtime (s)", "LM requests"], sumRows),
+    h("div", { class: "genlm-title" }, `Results: ${data.n_runs || 0} run${data.n_runs === 1 ? "" : "s"}`),
+    table(["model", "method", "domain", "weighted accuracy", "95% CI", "instances", "errors", "unfinished",
+           "wall time per run (s)", "latency per run (s)", "LM requests per run"], sumRows),
+    data.cost_note ? h("div", { class: "genlm-note genlm-cost-note" }, data.cost_note) : null,
     h("div", { class: "genlm-note" }, "click two rows to compare them, paired by instance"),
     cmp ? [h("div", { class: "genlm-title" }, "Comparison"), safeHtml(cmp.html)] : null,
     safeHtml(data.scatter_svg || ""),
-    table(["run", "model", "method", "domain", "instance", "content", "rep", "weighted acc.", "runtime (s)", "LM requests", "status"], runRows),
+    table(["run", "model", "method", "domain", "instance", "content", "rep", "weighted acc.", "latency (s)", "LM requests", "status"], runRows),
     sel ? [h("div", { class: "genlm-title" }, sel.title || `Run #${sel.run_id}`), safeHtml(sel.html, "genlm-selected")] : null);
 }
 

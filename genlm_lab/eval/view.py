@@ -9,26 +9,31 @@ stored `SMCRecord` in the particle view when its row is clicked (the click
 sets `selected_run`; the kernel reads the record from the store and pushes
 the particle table, killed-by and factor columns included), and compares two
 summary rows when two are picked (`compare_rows`; `genlm_lab.eval.compare`).
-The accuracy-versus-runtime chart is one SVG built here (`scatter_svg`) for
-both renderings: one panel per domain, one colour per method, one marker per
-model, a legend instead of labels on the points. The view reads the store
-and the runner's rows; nothing in inference knows it exists.
+The accuracy-versus-cost chart is `chart.scatter_svg`, the same in both
+renderings and in the report (one encoding with `plot_accuracy_cost`: one
+colour per method, one marker per model); cost is wall time per run, and a
+run's own runtime is shown as its latency. The view reads the store and the
+runner's rows; nothing in inference knows it exists.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import traitlets
 
+from genlm_lab.eval.chart import scatter_svg
+from genlm_lab.eval.identity import UNKNOWN_MODEL
 from genlm_lab.eval.paired import compare, pairwise
 from genlm_lab.eval.store import ResultsStore, instance_label
 from genlm_lab.eval.summary import FINISHED, summarize
+from genlm_lab.eval.wording import mde_text, plural
 from genlm_lab.widgets.base import LiveView, asset, esm
 from genlm_lab.widgets.particle_view import ParticleView
-from genlm_lab.widgets.render import CATEGORY_COLOURS, bar, esc, fmt, table, wrap
+from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
 
 __all__ = [
     "ResultsView",
@@ -52,13 +57,11 @@ _RUN_KEYS = (
     "weighted_accuracy",
     "runtime_seconds",
     "lm_requests",
+    "finished_at",
     "has_record",
 )
 #: Rows the per-run table shows (worst first, then the newest); the report shows all.
 MAX_ROWS = 200
-#: Method colours and model markers of the scatter.
-COLOURS = CATEGORY_COLOURS
-MARKERS = ("circle", "square", "triangle", "diamond")
 
 
 def _clean(value: Any) -> Any:
@@ -75,7 +78,7 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
     Returns:
         {"kind": "results", "summary": one row per (model, method, domain), "runs":
         per-run rows (errors, then unfinished runs, then worst accuracy first),
-        "n_runs", "models", "methods", "domains", "scatter_svg"}.
+        "n_runs", "models", "methods", "domains", "scatter_svg", "cost_note"}.
     """
     import pandas as pd
 
@@ -92,11 +95,12 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
             "methods": [],
             "domains": [],
             "scatter_svg": scatter_svg([]),
+            "cost_note": COST_NOTE,
         }
     for key in _RUN_KEYS:
         if key not in frame:
             frame[key] = None
-    frame["model"] = frame["model"].fillna("model unknown")
+    frame["model"] = frame["model"].fillna(UNKNOWN_MODEL)
     frame["instance"] = frame["instance"].fillna("")
     frame["has_record"] = frame["has_record"].fillna(False).astype(bool)
     summary = summarize(frame, n_bootstrap=2000)
@@ -118,131 +122,8 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
         "methods": sorted(frame["method"].dropna().unique().tolist()),
         "domains": sorted(frame["domain"].dropna().unique().tolist()),
         "scatter_svg": scatter_svg(summary_rows),
+        "cost_note": COST_NOTE,
     }
-
-
-def _ticks(hi: float, n: int = 4) -> list[float]:
-    """About n round tick values from 0 to hi (1, 2 or 5 times a power of ten apart)."""
-    if hi <= 0:
-        return [0.0]
-    raw = hi / n
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    return [i * step for i in range(int(hi / step + 1e-9) + 1)]
-
-
-def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
-    tip = f"<title>{esc(title)}</title>"
-    fill = f"style='fill:{colour};stroke:{colour}'"  # inline: wins over the theme's point colour
-    if shape == "square":
-        return f"<rect class='genlm-point' x='{x - 4:.1f}' y='{y - 4:.1f}' width='8' height='8' {fill}>{tip}</rect>"
-    if shape in ("triangle", "diamond"):
-        pts = (
-            [(x, y - 5), (x + 5, y + 4), (x - 5, y + 4)]
-            if shape == "triangle"
-            else [(x, y - 5), (x + 5, y), (x, y + 5), (x - 5, y)]
-        )
-        d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-        return f"<polygon class='genlm-point' points='{d}' {fill}>{tip}</polygon>"
-    return f"<circle class='genlm-point' cx='{x:.1f}' cy='{y:.1f}' r='4.5' {fill}>{tip}</circle>"
-
-
-def scatter_svg(summary: Sequence[dict], panel: int = 230, height: int = 190) -> str:
-    """Weighted accuracy (95% CI) against mean runtime per instance: a panel per domain.
-
-    One colour per method and one marker per model, named in a legend under the
-    panels (no label on a point, so none overlaps); each point's tooltip names it
-    and gives its numbers. Ticks on both axes; every text lies inside the image.
-    """
-    rows = [
-        r
-        for r in summary
-        if r.get("weighted_accuracy") is not None and r.get("runtime_mean") is not None
-    ]
-    domains = sorted({r["domain"] for r in summary}) or ["(no runs)"]
-    methods = sorted({r["method"] for r in summary})
-    models = sorted({r.get("model") or "model unknown" for r in summary})
-    left, right, top, bottom, gap = 46, 12, 22, 36, 16
-    legend_rows = math.ceil(len(methods) / 4) + math.ceil(len(models) / 4)
-    width = left + len(domains) * (panel + gap) - gap + right
-    total = top + height + bottom + 16 * legend_rows + 6
-    parts = [
-        f"<svg width='{width}' height='{total}' viewBox='0 0 {width} {total}' role='img' "
-        "aria-label='weighted accuracy against mean runtime per instance' "
-        "class='genlm-chart genlm-scatter' xmlns='http://www.w3.org/2000/svg' font-size='10' "
-        "fill='currentColor'>"
-    ]
-    y_of = lambda v: top + height - v * height  # noqa: E731
-    parts.append(
-        f"<text x='11' y='{top + height / 2:.0f}' text-anchor='middle' "
-        f"transform='rotate(-90 11 {top + height / 2:.0f})'>weighted accuracy</text>"
-    )
-    for k, domain in enumerate(domains):
-        x0 = left + k * (panel + gap)
-        pts = [r for r in rows if r["domain"] == domain]
-        hi = max([r["runtime_mean"] for r in pts] or [1.0]) * 1.08 or 1.0
-        ticks = _ticks(hi)
-        hi = max(hi, ticks[-1])
-        x_of = lambda v, x0=x0, hi=hi: x0 + v / hi * panel  # noqa: E731
-        parts.append(
-            f"<text x='{x0 + panel / 2:.0f}' y='{top - 8}' text-anchor='middle' "
-            f"font-weight='bold'>{esc(domain)}</text>"
-            f"<path class='genlm-axis' d='M{x0},{top} V{top + height} H{x0 + panel}' fill='none'/>"
-        )
-        for v in (0, 0.25, 0.5, 0.75, 1.0):
-            y = y_of(v)
-            parts.append(
-                f"<path class='genlm-grid' d='M{x0},{y:.1f} H{x0 + panel}' opacity='0.15' stroke='currentColor'/>"
-            )
-            if k == 0:
-                parts.append(f"<text x='{x0 - 4}' y='{y + 3:.1f}' text-anchor='end'>{v:g}</text>")
-        for t in ticks:
-            x = x_of(t)
-            parts.append(
-                f"<path class='genlm-axis' d='M{x:.1f},{top + height} v4' fill='none'/>"
-                f"<text x='{x:.1f}' y='{top + height + 14}' text-anchor='middle'>{esc(fmt(t, 2))}</text>"
-            )
-        parts.append(
-            f"<text x='{x0 + panel / 2:.0f}' y='{top + height + 28}' text-anchor='middle'>"
-            "mean runtime per instance (s)</text>"
-        )
-        for r in pts:
-            colour = COLOURS[methods.index(r["method"]) % len(COLOURS)]
-            shape = MARKERS[models.index(r.get("model") or "model unknown") % len(MARKERS)]
-            x, y = x_of(r["runtime_mean"]), y_of(r["weighted_accuracy"])
-            if r.get("ci_low") is not None:
-                parts.append(
-                    f"<path class='genlm-line' d='M{x:.1f},{y_of(r['ci_low']):.1f} "
-                    f"V{y_of(r['ci_high']):.1f}' style='stroke:{colour}' fill='none'/>"
-                )
-            title = (
-                f"{r['method']} / {r.get('model') or 'model unknown'} / {r['domain']}: "
-                f"accuracy {fmt(r['weighted_accuracy'])} [{fmt(r.get('ci_low'))}, "
-                f"{fmt(r.get('ci_high'))}] in {fmt(r['runtime_mean'], 2)} s"
-            )
-            parts.append(_marker(shape, x, y, colour, title))
-    y = top + height + bottom + 8
-    entries = [("method", m, COLOURS[i % len(COLOURS)], "circle") for i, m in enumerate(methods)]
-    entries += [
-        ("model", m, "currentColor", MARKERS[i % len(MARKERS)]) for i, m in enumerate(models)
-    ]
-    col_w = (width - left) / 4
-    for kind in ("method", "model"):
-        items = [e for e in entries if e[0] == kind]
-        if items:
-            caption = "colour:" if kind == "method" else "marker:"
-            parts.append(f"<text x='2' y='{y + 1}' class='genlm-legend'>{caption}</text>")
-        for i, (_, name, colour, shape) in enumerate(items):
-            x = left + (i % 4) * col_w
-            yy = y + 16 * (i // 4)
-            label = name if len(name) <= 24 else name[:23] + "…"
-            parts.append(
-                _marker(shape, x + 5, yy - 3, colour, f"{kind} {name}")
-                + f"<text x='{x + 14:.0f}' y='{yy + 1}' class='genlm-legend'>{esc(label)}</text>"
-            )
-        y += 16 * math.ceil(len(items) / 4)
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _summary_rows(summary: Sequence[dict]) -> list[str]:
@@ -257,8 +138,9 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
             f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
             f"<td class='genlm-num'>{r['n_errors']}</td>"
             f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
-            f"<td class='genlm-num'>{esc(fmt(r.get('runtime_mean'), 2))}</td>"
-            f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests_mean'), 1))}</td></tr>"
+            f"<td class='genlm-num'>{esc(fmt(r.get('wall_per_run'), 3))}</td>"
+            f"<td class='genlm-num'>{esc(fmt(r.get('runtime_mean'), 3))}</td>"
+            f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests_mean'), 3))}</td></tr>"
         )
     return out
 
@@ -294,9 +176,17 @@ SUMMARY_HEADERS = [
     "instances",
     "errors",
     "unfinished",
-    "runtime (s)",
-    "LM requests",
+    "wall time per run (s)",
+    "latency per run (s)",
+    "LM requests per run",
 ]
+#: What the summary's cost columns mean (under the table, in every rendering).
+COST_NOTE = (
+    "Cost: wall time per run is the time the method's runs took together (from the first "
+    "start to the last finish, gaps left out) over the number of runs. Runs go several at "
+    "once, so a run's own runtime is its latency: it includes waiting for the others, and "
+    "latencies summed exceed the wall time."
+)
 RUN_HEADERS = [
     "run",
     "model",
@@ -306,7 +196,7 @@ RUN_HEADERS = [
     "content",
     "rep",
     "weighted acc.",
-    "runtime (s)",
+    "latency (s)",
     "LM requests",
     "status",
 ]
@@ -328,13 +218,16 @@ def comparison_html(c: Any, n_made: int = 1) -> str:
             ),
             ("a better / b better / ties", f"{c.n_a_better} / {c.n_b_better} / {c.n_ties}"),
             (f"p ({c.test})", f"{c.p_value:.3g}"),
-            (f"min. detectable effect (alpha {c.alpha:g}, power {c.power:g})", fmt(c.mde)),
+            (
+                f"min. detectable effect (alpha {c.alpha:g}, power {c.power:g})",
+                mde_text(c.mde, c.n),
+            ),
         )
     ]
     note = ""
     if n_made > 1:
         note = (
-            f"<div class='genlm-note genlm-multiple'>{n_made} comparisons made here: with Holm or "
+            f"<div class='genlm-note genlm-multiple'>{plural(n_made, 'comparison')} made here: with Holm or "
             f"Bonferroni, call a difference significant only if p &lt; {c.alpha / n_made:.3g} "
             f"({c.alpha:g} / {n_made}).</div>"
         )
@@ -349,15 +242,16 @@ def results_html(data: dict, link_runs: bool = False) -> str:
     """Static HTML of `results_data`: the summary table, the scatter, the per-run table."""
     shown = len(data["runs"])
     more = (
-        f"<div class='genlm-note'>{shown} of {data['n_runs']} runs shown (errors and the worst first)</div>"
+        f"<div class='genlm-note'>{shown} of {plural(data['n_runs'], 'run')} shown (errors and the worst first)</div>"
         if shown < data["n_runs"]
         else ""
     )
     selected = data.get("selected")
     comparison = data.get("comparison")
     body = (
-        f"<div class='genlm-title'>Results: {data['n_runs']} runs</div>"
+        f"<div class='genlm-title'>Results: {plural(data['n_runs'], 'run')}</div>"
         + table(SUMMARY_HEADERS, _summary_rows(data["summary"]))
+        + f"<div class='genlm-note genlm-cost-note'>{esc(COST_NOTE)}</div>"
         + (f"<div class='genlm-title'>Comparison</div>{comparison['html']}" if comparison else "")
         + data.get("scatter_svg", scatter_svg(data["summary"]))
         + table(RUN_HEADERS, _run_rows(data["runs"], link_runs))
@@ -375,7 +269,7 @@ def run_title(run: dict) -> str:
     """ "Run #5: awrs_smc with tiny-random on pattern_matching / 3 (a+b), replicate 0: all_dead"."""
     content = instance_label(run.get("instance"))
     return (
-        f"Run #{run['run_id']}: {run.get('method')} with {run.get('model') or 'model unknown'} "
+        f"Run #{run['run_id']}: {run.get('method')} with {run.get('model') or UNKNOWN_MODEL} "
         f"on {run.get('domain')} / {run.get('instance_id')}"
         + (f" ({content})" if content else "")
         + f", replicate {run.get('replicate')}: {run.get('status')}"
@@ -408,23 +302,11 @@ _REPORT_CSS = (
 )
 
 
-def _figure_svg(store: ResultsStore) -> str:
-    """The accuracy-cost figure as inline SVG, its metadata and doctype stripped (offline, no links)."""
-    import io
-    import re
+def report_html(store: ResultsStore, title: str = "Evaluation report") -> str:
+    """A standalone page of a whole store: tables, the chart, comparisons, every run a link away.
 
-    from genlm_lab.eval.plot import plot_accuracy_cost
-
-    buf = io.StringIO()
-    fig = plot_accuracy_cost(store)
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    text = buf.getvalue()
-    text = text[text.index("<svg") :]
-    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
-
-
-def report_html(store: ResultsStore, title: str = "Evaluation report", figure: bool = True) -> str:
-    """A standalone page of a whole store: tables, comparisons, figure, every run a link away.
+    One accuracy-versus-cost chart (the view's; `plot_accuracy_cost` draws the
+    same encoding for a paper).
 
     Each run's link opens that run (a CSS `:target` section: the particle view
     with status, killed-by and factor columns). Inline CSS and SVG only: no
@@ -444,26 +326,24 @@ def report_html(store: ResultsStore, title: str = "Evaluation report", figure: b
             f"<td class='genlm-num'>{p.n}</td><td class='genlm-num'>{p.diff:+.3f}</td>"
             f"<td class='genlm-num'>[{p.ci_low:+.3f}, {p.ci_high:+.3f}]</td>"
             f"<td class='genlm-num'>{p.p_value:.3g}</td><td class='genlm-num'>{p.p_holm:.3g}</td>"
-            f"<td class='genlm-num'>{fmt(p.mde)}</td></tr>"
+            f"<td class='genlm-num'>{esc(mde_text(p.mde, p.n))}</td></tr>"
             for p in pairs.itertuples()
         ]
         comparisons = (
             "<h2>Paired comparisons</h2>"
-            f"<p>{len(pairs)} pairs compared at once (rows that differ in the method or in the "
-            "model, on one domain): read p (Holm), adjusted for the number of pairs. Differences "
-            "smaller than the minimum detectable effect are not ruled out by a large p.</p>"
+            f"<p>{plural(len(pairs), 'pair')} compared at once (rows that differ in the method or "
+            "in the model, on one domain): read p (Holm), adjusted for the number of pairs. "
+            "Differences smaller than the minimum detectable effect are not ruled out by a large "
+            "p; per-instance differences within 1e-9 (float noise of sums of weights) are ties.</p>"
             + table(
                 ["domain", "a", "b", "n", "a - b", "95% CI", "p", "p (Holm)", "min. effect"], rows
             )
         )
-    figure_html = (
-        f"<h2>Accuracy and cost</h2>{_figure_svg(store)}" if figure and data["n_runs"] else ""
-    )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{esc(title)}</title><style>{_REPORT_CSS}</style></head><body>"
         f"<h1>{esc(title)}</h1><p>{esc(store.path)}</p>"
-        f"<div id='runs'>{results_html(data, link_runs=True)}</div>{comparisons}{figure_html}"
+        f"<div id='runs'>{results_html(data, link_runs=True)}</div>{comparisons}"
         f"<h2>Runs</h2><p>Click a run number in the table to open it here.</p>{''.join(sections)}"
         "</body></html>"
     )
@@ -508,6 +388,7 @@ class ResultsView(LiveView):
     def add(self, row: dict) -> None:
         """Take one finished run (a row from `run_evaluation`'s `on_result`) and redraw (throttled)."""
         row = dict(row)
+        row.setdefault("finished_at", time.time())  # it just finished: its wall time counts
         row.setdefault("has_record", self.store is not None and row.get("run_id") is not None)
         if "instance" not in row and self.store is not None and row.get("run_id") is not None:
             row["instance"] = instance_label(self.store.run(row["run_id"]).get("instance"))

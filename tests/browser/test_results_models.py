@@ -70,10 +70,11 @@ def test_the_scatter_reads_and_two_rows_are_compared(page, lab, screenshot):
     svg.wait_for(timeout=60_000)
     boxes = svg.evaluate(_TEXTS)
     texts = [b["text"] for b in boxes]
-    assert "weighted accuracy" in texts and texts.count("mean runtime per instance (s)") == 3
+    assert "weighted accuracy" in texts and texts.count("wall time per run (s)") == 3
     assert {"pattern_matching", "json_schema", "spider", "smc_steer", "tiny-random"} <= set(texts)
     assert sum(t.replace(".", "").isdigit() for t in texts) >= 12  # tick labels on both axes
-    assert svg.locator(".genlm-point").count() == 36 + 6 + 2  # points, then the legend's
+    assert svg.locator(".genlm-point").count() == 36 + 2  # points, then the legend's models
+    assert svg.locator(".genlm-swatch").count() == 6  # the legend's method colours
     for b in boxes:
         assert b["left"] >= -0.5 and b["top"] >= -0.5, f"{b['text']!r} is cut off"
         assert b["right"] <= b["width"] + 0.5 and b["bottom"] <= b["height"] + 0.5, b["text"]

@@ -1,9 +1,13 @@
 """plot_accuracy_cost and the paper tables: what they draw is what summarize says."""
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from genlm_lab.eval import plot_accuracy_cost, summarize, summary_markdown, summary_table
+from genlm_lab.eval.chart import Encoding, scatter_svg
 
 
 def _runs():
@@ -22,13 +26,14 @@ def _runs():
                             "status": "finished" if i else "all_dead",
                             "weighted_accuracy": float(rng.random()),
                             "runtime_seconds": float(rng.random() * 3),
+                            "finished_at": 1000.0 + 10 * i,
                             "lm_requests": int(rng.integers(1, 50)),
                         }
                     )
     return pd.DataFrame(rows)
 
 
-def test_the_figure_has_a_point_with_its_interval_per_row_a_marker_per_method_a_colour_per_model():
+def test_the_figure_has_a_point_with_its_interval_per_row_a_colour_per_method_a_marker_per_model():
     runs = _runs()
     summary = summarize(runs, n_bootstrap=200)
     fig = plot_accuracy_cost(summary)
@@ -38,13 +43,50 @@ def test_the_figure_has_a_point_with_its_interval_per_row_a_marker_per_method_a_
         rows = summary[summary["domain"] == domain]
         lines = [c.lines[0] for c in ax.containers]  # each error bar's data point
         points = sorted((float(ln.get_xdata()[0]), float(ln.get_ydata()[0])) for ln in lines)
-        expected = sorted(zip(rows["runtime_mean"], rows["weighted_accuracy"], strict=True))
+        expected = sorted(zip(rows["wall_per_run"], rows["weighted_accuracy"], strict=True))
         assert np.allclose(points, expected)
-        assert {ln.get_marker() for ln in lines} == {"o", "s", "^"}  # one per method
-        assert len({ln.get_color() for ln in lines}) == 2  # one per model
-        assert ax.get_xlabel() and (ax is not fig.axes[0] or ax.get_ylabel())
+        assert {ln.get_marker() for ln in lines} == {"o", "s"}  # one per model
+        assert len({ln.get_color() for ln in lines}) == 3  # one per method
+        assert ax.get_xlabel() == "wall time per run (s)" and (
+            ax is not fig.axes[0] or ax.get_ylabel()
+        )
     labels = {t.get_text() for t in fig.legends[0].get_texts()}
     assert labels == {"lcd", "smc", "awrs_smc", "default", "tiny-random"}
+
+
+def test_the_figure_and_the_svg_chart_share_one_encoding():
+    summary = summarize(_runs(), n_bootstrap=200)
+    rows = summary.to_dict("records")
+    enc = Encoding.of(rows)
+    fig = plot_accuracy_cost(summary)
+    svg = scatter_svg(rows)
+    for ax in fig.axes:
+        domain = ax.get_title()
+        drawn = {
+            (
+                round(float(c.lines[0].get_xdata()[0]), 9),
+                round(float(c.lines[0].get_ydata()[0]), 9),
+            ): (
+                c.lines[0].get_color(),
+                c.lines[0].get_marker(),
+            )
+            for c in ax.containers
+        }
+        for r in (r for r in rows if r["domain"] == domain):
+            key = (round(r["wall_per_run"], 9), round(r["weighted_accuracy"], 9))
+            assert drawn[key] == (enc.colour(r["method"]), enc.marker(r["model"]))
+            tip = re.escape(f"<title>{r['method']} / {r['model']} / {domain}:")
+            shape = {"o": "circle", "s": "rect"}[enc.marker(r["model"])]
+            assert re.search(
+                rf"<{shape} class='genlm-point'[^>]*fill:{enc.colour(r['method'])};[^>]*>{tip}", svg
+            )
+
+
+def test_latency_is_not_offered_as_a_cost_without_its_name():
+    fig = plot_accuracy_cost(summarize(_runs(), n_bootstrap=200), cost="runtime_mean")
+    assert fig.axes[0].get_xlabel() == "latency per run (s)"
+    with pytest.raises(ValueError, match="wall_per_run"):
+        plot_accuracy_cost(_runs(), cost="runtime_total")
 
 
 def test_the_paper_table_goes_to_latex_and_markdown():

@@ -149,7 +149,9 @@ def test_each_report_link_opens_its_own_run(store):
         assert section is not None
         assert f"Run #{run_id}:" in section.group(1) and "genlm-particles" in section.group(1)
     assert "Paired comparisons" in page and "Holm" in page
-    assert "Accuracy and cost" in page
+    assert len(re.findall(r"<svg[^>]*genlm-scatter", page)) == 1  # one accuracy-cost chart,
+    assert 'id="figure_1"' not in page  # not also matplotlib's with another encoding
+    assert "wall time per run (s)" in page and "NaN" not in page
 
 
 def test_two_picked_rows_are_compared_and_several_comparisons_are_flagged(store):
@@ -187,7 +189,7 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
             "weighted_accuracy": (i * 7 % 10) / 10,
             "ci_low": max(0, (i * 7 % 10) / 10 - 0.1),
             "ci_high": min(1, (i * 7 % 10) / 10 + 0.1),
-            "runtime_mean": 0.5 + i,
+            "wall_per_run": 0.5 + i,
         }
         for i, (m, d, model) in enumerate(
             (m, d, model) for m in methods for d in domains for model in ("default", "tiny-random")
@@ -199,8 +201,9 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
         r"<text x='([\d.]+)' y='([\d.]+)'(?: text-anchor='(\w+)')?[^>]*>([^<]*)</text>", svg
     )
     boxes = [_bbox(t, float(x), float(y), a or "start") for x, y, a, t in texts]
-    assert "weighted accuracy" in svg and svg.count("mean runtime per instance (s)") == 3
-    assert len(re.findall(r"class='genlm-point'", svg)) == len(summary) + len(methods) + 2
+    assert "weighted accuracy" in svg and svg.count(">wall time per run (s)</text>") == 3
+    assert len(re.findall(r"class='genlm-point'", svg)) == len(summary) + 2  # points, models
+    assert len(re.findall(r"class='genlm-swatch'", svg)) == len(methods)  # method colours
     for m in methods:
         assert f">{m}</text>" in svg  # in the legend, not on the points
     rotated = [b for b, t in zip(boxes, texts, strict=True) if t[3] == "weighted accuracy"]
@@ -214,3 +217,29 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
         for b, tb in flat[i + 1 :]:
             overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
             assert not overlap, f"{ta[3]!r} overlaps {tb[3]!r}"
+
+
+def test_the_report_sizes_or_says_unsizeable_and_counts_in_the_singular(tmp_path):
+    s = ResultsStore(tmp_path / "one.sqlite")
+    for method, acc in (("a", sum([0.1] * 10)), ("b", 1.0)):
+        for i in range(3):
+            s.write_run(
+                {
+                    "run_key": f"{method}{i}",
+                    "method_hash": s.put_method(method, {"kind": method}),
+                    "domain": "d",
+                    "instance_id": str(i),
+                    "replicate": 0,
+                    "status": "finished",
+                    "weighted_accuracy": acc,
+                    "runtime_seconds": 1.0,
+                    "lm_requests": 2,
+                },
+                [],
+            )
+    page = report_html(s)
+    s.close()
+    assert "1 pair compared" in page and "1 pairs" not in page
+    assert "unsizeable (no spread among the pairs)" in page and "NaN" not in page
+    row = re.search(r"<tr><td>d</td><td>a @ model unknown</td>.*?</tr>", page).group(0)
+    assert "<td class='genlm-num'>+0.000</td>" in row  # ties: float noise is no difference
