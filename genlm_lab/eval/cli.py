@@ -1,4 +1,4 @@
-"""`genlm-lab eval run | report | merge | compare | migrate`: evaluate, report, join shards.
+"""`genlm-lab eval run | report | merge | compare | migrate | status`: evaluate, report, join shards.
 
 `run` loads each `--model` (repeatable: models are a dimension like methods),
 builds each `--method` and evaluates it on the domain's first `--limit`
@@ -9,6 +9,8 @@ evaluator and seed are the same). `report` writes a self-contained HTML page
 of a store (no script, no network). `merge` copies shard stores into one.
 `compare` tests two methods or models paired by instance. `migrate` brings a
 store of an older format up to date (a copy of the old file is kept).
+`run --ray [ADDRESS]` runs on Ray actors (`genlm_lab.eval.cluster`); `status`
+counts a store's runs per domain, method, model and status.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import difflib
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -156,6 +159,14 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--shard", help="i/n: run only shard i of n (Slurm arrays, Ray tasks)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--max-tokens", type=int, help="default max_tokens for every method")
+    run.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run on Ray actors, one per model replica (no ADDRESS: a local Ray; "
+        "'auto' or ray://host:port: join one; needs genlm-lab[ray])",
+    )
     run.set_defaults(func=_cmd_run)
 
     report = esub.add_parser("report", help="write a standalone HTML report of a store")
@@ -181,6 +192,12 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     mig.add_argument("db")
     mig.set_defaults(func=_cmd_migrate)
 
+    status = esub.add_parser(
+        "status", help="count a store's runs per domain, method, model, status"
+    )
+    status.add_argument("db")
+    status.set_defaults(func=_cmd_status)
+
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from genlm_lab.eval.domains import load_domain
@@ -193,26 +210,49 @@ def _cmd_run(args: argparse.Namespace) -> int:
     parse_shard(args.shard)  # fail before loading a model
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    cluster = None
+    if args.ray is not None:  # the actors load the models; this process only schedules and stores
+        from genlm_lab.eval.cluster import RayCluster, require_ray
+
+        require_ray()
+        cluster = RayCluster(args.ray)
     domain = load_domain(args.domain)
     from genlm_lab.backend import load_model_by_name
 
     # A constraint nothing can satisfy ends a run with log_ml = -inf: the store says so per run.
     warnings.filterwarnings("ignore", message="every particle has weight zero")
-    for model_name in args.model or ["default"]:
-        llm = load_model_by_name(model_name)
-        for method in methods:
-            _run_one(args, domain, method, llm, model_name)
+    try:
+        for model_name in args.model or ["default"]:
+            llm = load_model_by_name(model_name) if cluster is None else None
+            for method in methods:
+                _run_one(args, domain, method, llm, model_name, cluster)
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
     return 0
 
 
-def _run_one(args: argparse.Namespace, domain: Any, method: Any, llm: Any, model_name: str) -> None:
+def _run_one(
+    args: argparse.Namespace,
+    domain: Any,
+    method: Any,
+    llm: Any,
+    model_name: str,
+    cluster: Any = None,
+) -> None:
     """Evaluate one method with one model into the store and print its line."""
     from genlm_lab.eval.runner import run_evaluation
 
+    if cluster is None:
+        model = method.adaptor(domain, llm, model_name=model_name)
+    else:
+        from genlm_lab.eval.cluster import ModelSpec
+
+        model = ModelSpec.method(method, args.domain, model_name)
     results = asyncio.run(
         run_evaluation(
             domain.dataset,
-            method.adaptor(domain, llm, model_name=model_name),
+            model,
             domain.evaluator,
             max_instances=args.limit or float("inf"),
             n_replicates=args.replicates,
@@ -222,6 +262,7 @@ def _run_one(args: argparse.Namespace, domain: Any, method: Any, llm: Any, model
             seed=args.seed,
             shard=args.shard,
             progress=True,
+            cluster=cluster,
         )
     )
     lo, hi = results["ci"]
@@ -269,6 +310,36 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             n = len(store.runs_frame())
     said = [str(w.message) for w in caught if "migrated" in str(w.message)]
     print(said[0] if said else f"{args.db}: already up to date ({n} runs)")
+    return 0
+
+
+def status_text(store: Any) -> str:
+    """A store's runs counted per domain, method and model, by status, with mean accuracy."""
+    runs = store.runs_frame()
+    if runs.empty:
+        return f"{store.path}: no runs"
+    keys = ["domain", "method", "model"]
+    counts = runs.pivot_table(index=keys, columns="status", values="run_id", aggfunc="count")
+    counts = counts.fillna(0).astype(int)
+    order = ["finished", "all_dead", "error"]
+    for status in order:
+        if status not in counts:
+            counts[status] = 0
+    counts = counts[order + sorted(c for c in counts.columns if c not in order)]
+    counts["runs"] = counts.sum(axis=1)
+    counts["accuracy"] = runs.groupby(keys)["weighted_accuracy"].mean().round(3)
+    last = runs["finished_at"].max()
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last))
+    lines = [
+        f"{store.path}: {len(runs)} runs, the last finished {when}",
+        counts.reset_index().to_string(index=False),
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    with _existing_store(args.db) as store:
+        print(status_text(store))
     return 0
 
 

@@ -359,17 +359,20 @@ class RayCluster:
             except Exception:  # already gone
                 pass
 
+    def release(self) -> None:
+        """Stop the replicas (their CPUs and GPUs go back to the cluster); Ray keeps running."""
+        if self._pools:
+            ray = require_ray()
+            if ray.is_initialized():
+                for actors in self._pools.values():
+                    self._kill(ray, actors)
+        self._pools.clear()
+
     def shutdown(self) -> None:
         """Stop the replicas, and Ray itself where this object started it."""
-        if not self._pools and not self._started_ray:
-            return
-        ray = require_ray()
-        if ray.is_initialized():
-            for key in list(self._pools):
-                self._kill(ray, self._pools.pop(key))
-            if self._started_ray:
-                ray.shutdown()
-        self._pools.clear()
+        self.release()
+        if self._started_ray:
+            require_ray().shutdown()
         self._started_ray = False
 
     def __repr__(self) -> str:

@@ -1,5 +1,6 @@
 """run_evaluation on a local Ray: same runs as locally, lost actors, failures, resume, no Ray."""
 
+import asyncio
 import json
 import os
 import signal
@@ -10,11 +11,9 @@ from pathlib import Path
 import pytest
 from _eval_toys import EndsWithB, ToyDataset, toy_domain, toy_lm
 
+from genlm_lab.cli import main
 from genlm_lab.eval import Method, ModelOutput, ModelResponse, ResultsStore, run_evaluation
-
-ray = pytest.importorskip("ray")
-
-from genlm_lab.eval.cluster import RAY_MISSING, ModelSpec, RayCluster, require_ray  # noqa: E402
+from genlm_lab.eval.cluster import RAY_MISSING, ModelSpec, RayCluster, require_ray
 
 PATTERNS = ["a+b", "(ab)+", "c?a+", "[ab]{2}", "(a|c)b?", "a|b", "b+", "ab?c?"]
 METHOD = Method(kind="smc", n_particles=4, max_tokens=4)
@@ -23,6 +22,7 @@ METHOD = Method(kind="smc", n_particles=4, max_tokens=4)
 @pytest.fixture(scope="module")
 def cluster():
     """A local Ray (2 CPUs, no dashboard) whose workers import these tests' helpers."""
+    pytest.importorskip("ray")
     here = Path(__file__).parent
     path = os.pathsep.join([str(here), str(here.parent.parent)])
     c = RayCluster(
@@ -97,6 +97,8 @@ async def test_ray_runs_equal_local_runs_and_share_their_keys(cluster, tmp_path)
 async def test_a_lost_actor_loses_no_run_and_writes_none_twice(cluster, tmp_path, how):
     domain = toy_domain(PATTERNS)
     killed = []
+
+    ray = require_ray()
 
     def kill_one(row):
         if killed:
@@ -220,3 +222,47 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"pip install 'genlm-lab\[ray\]'") as info:
         require_ray()
     assert str(info.value) == RAY_MISSING
+
+
+def test_eval_status_counts_runs_per_method_and_status(tmp_path, capsys):
+    domain = toy_domain(["a+b", "(unclosed", "b+"])
+    db = tmp_path / "r.sqlite"
+    for kind in ("smc", "base"):
+        method = Method(kind=kind, n_particles=3, max_tokens=4)
+        adaptor = method.adaptor(domain, toy_lm(3), model_name="toy")
+        asyncio.run(
+            run_evaluation(domain.dataset, adaptor, domain.evaluator, store=db, n_replicates=2)
+        )
+    assert main(["eval", "status", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{db}: 12 runs")
+    assert lines[1].split() == [
+        "domain",
+        "method",
+        "model",
+        "finished",
+        "all_dead",
+        "error",
+        "runs",
+        "accuracy",
+    ]
+    table = {line.split()[1]: line.split()[3:7] for line in lines[2:]}
+    # base never builds the broken constraint; smc fails on it in both replicates.
+    assert table["smc"] == ["4", "0", "2", "6"]
+    assert table["base"][2:] == ["0", "6"]
+
+
+@pytest.mark.slow  # replicas of tiny-random through a whole `eval run --ray` (~30 s)
+def test_eval_run_ray_stores_the_runs_a_local_run_reuses(cluster, tmp_path, capsys):
+    cluster.release()  # the CPUs of the toy replicas go to the command's
+    db = tmp_path / "r.sqlite"
+    args = ["eval", "run", "pattern_matching", "--method", "awrs_smc:n_particles=2", "--limit"]
+    args += ["2", "--max-tokens", "4", "--db", str(db), "--model", "tiny-random"]
+    assert main([*args, "--ray"]) == 0
+    assert "awrs_smc on pattern_matching with tiny-random" in capsys.readouterr().out
+    with ResultsStore(db) as store:
+        first = store.runs_frame()
+    assert len(first) == 2 and (first["status"] != "error").all()
+    assert main(args) == 0  # locally: the same keys, nothing runs again
+    with ResultsStore(db) as store:
+        assert store.runs_frame()["run_id"].tolist() == first["run_id"].tolist()
