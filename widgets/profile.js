@@ -31,7 +31,11 @@ function profileBars(data) {
 
 function drawProfile(data) {
   const rows = data.table || [];
-  if (!rows.length) return h("div", { class: "genlm-note" }, "no profile: run with profile=True");
+  if (!rows.length) {
+    // Live and empty means no step has come yet; only a finished run without rows was unprofiled.
+    return h("div", { class: "genlm-note" }, data.done
+      ? "no profile: this run was not profiled (profile=True)" : "profile: no step yet");
+  }
   const counters = Object.entries(data.counters || {}).map(([k, v]) => `${k} ${v}`).join(", ");
   const head = `Profile${data.done ? "" : " (running)"}: ${fmt(data.total, 3)} s over ` +
     `${(data.steps || []).length} steps${counters ? `; ${counters}` : ""}`;

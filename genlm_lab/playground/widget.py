@@ -2,9 +2,12 @@
 
 Above: the prompt, a model picker, a constraint editor whose errors show
 inline at their line and column, the method's settings, Run / Stop, and
-copy-as-code. Below, while the run goes: the live `ParticleView` (with the
-alarms that say why a run degenerated), where the time went, and the `MaskView` of
-any particle at any step (pick them with the slider and the menu).
+copy-as-code (the current choices, on the clipboard where the browser allows).
+Below, while the run goes: the live `ParticleView` (with the alarms that say
+why a run degenerated), where the time went (every run is profiled), and the
+`MaskView` of any particle at any step (pick them with the slider and the menu).
+Every panel below belongs to one run: a new run starts them all afresh, and
+before the first run they are hidden rather than showing empty numbers.
 
 Runs are async tasks on the kernel's event loop, so the notebook stays
 responsive and Stop cancels the task; the model stays loaded and usable. In a
@@ -24,6 +27,7 @@ import ipywidgets as w
 
 from genlm_lab.backend import known_model_names, load_model_by_name
 from genlm_lab.control import Sequences
+from genlm_lab.playground.code_box import CodeBox
 from genlm_lab.playground.config import (
     CONSTRAINT_KINDS,
     METHODS,
@@ -38,6 +42,17 @@ from genlm_lab.widgets import MaskView, ParticleView, ProfileView
 from genlm_lab.widgets.base import stored_html
 
 __all__ = ["Playground"]
+
+
+IDLE = "<span class='genlm-note'>no run yet: press Run</span>"
+
+
+def _error_html(text: str) -> str:
+    """An error line, red by the stylesheet and by its own style (shown before any CSS loads)."""
+    return (
+        "<span class='genlm-error' style='color: var(--jp-error-color1, #d32f2f)'>"
+        f"{html.escape(text)}</span>"
+    )
 
 
 @contextlib.contextmanager
@@ -73,6 +88,8 @@ class Playground(w.VBox):
         self.record: Any = None  # the last run's SMCRecord, or a reopened one
         self._started = 0.0
         self._runtime: float | None = None
+        self._generation = 0  # one per run: a mask drawn for an earlier run is dropped
+        self._quiet = False  # True while the run's controls are set up (no mask per change)
         c = self.config
         layout = w.Layout(width="100%")
         self.prompt = w.Textarea(value=c.prompt, description="prompt", layout=layout)
@@ -101,14 +118,12 @@ class Playground(w.VBox):
         self.seed = w.IntText(value=c.seed, description="seed")
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
-        self.code_button = w.Button(description="Copy as code", icon="code")
-        self.status = w.HTML("<i>ready</i>")
+        self.status = w.HTML(IDLE)
         self.store_path = w.Text(placeholder="results.sqlite", description="store")
         self.save_button = w.Button(description="Save run", icon="save")
         self.save_button.on_click(lambda _: self._save_clicked())
-        self.code = w.Textarea(layout=w.Layout(width="100%", height="12em", display="none"))
-        self.particles = ParticleView()
-        self.profile = ProfileView()
+        self.code = CodeBox()
+        self.particles, self.profile = self._new_views(shown=False)
         self.step = w.IntSlider(
             value=0,
             min=0,
@@ -126,8 +141,20 @@ class Playground(w.VBox):
             control.observe(self._show_mask, names="value")
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        self.code_button.on_click(lambda _: self._show_code())
+        for control in (
+            self.prompt,
+            self.model,
+            self.kind,
+            self.source,
+            self.method,
+            self.n_particles,
+            self.ess,
+            self.max_tokens,
+            self.seed,
+        ):
+            control.observe(self._update_code, names="value")
         self._check_constraint()
+        self._update_code()
         for name in (
             "prompt",
             "model",
@@ -140,12 +167,10 @@ class Playground(w.VBox):
             "seed",
             "run_button",
             "stop_button",
-            "code_button",
             "status",
             "code",
             "store_path",
             "save_button",
-            "profile",
             "step",
             "particle",
             "mask",
@@ -159,7 +184,7 @@ class Playground(w.VBox):
                 self.error,
                 w.HBox([self.method, self.n_particles, self.ess]),
                 w.HBox([self.max_tokens, self.seed]),
-                w.HBox([self.run_button, self.stop_button, self.code_button, self.status]),
+                w.HBox([self.run_button, self.stop_button, self.status]),
                 self.code,
                 w.HBox([self.store_path, self.save_button]),
                 self.particles,
@@ -214,16 +239,54 @@ class Playground(w.VBox):
             return
         caret = html.escape(problem.caret(self.source.value))
         self.error.value = (
-            f"<div class='genlm-error'>line {problem.line}, column {problem.column}: "
+            "<div class='genlm-error' style='color: var(--jp-error-color1, #d32f2f)'>"
+            f"line {problem.line}, column {problem.column}: "
             f"{html.escape(problem.message)}<pre>{caret}</pre></div>"
         )
 
-    def _show_code(self) -> None:
+    def _update_code(self, _change: Any = None) -> None:
+        """Keep the copy-as-code box equal to the current choices (a click copies it at once)."""
         try:
-            self.code.value = to_code(self.current_config())
+            self.code.code = to_code(self.current_config())
         except ValueError as error:
-            self.code.value = f"# cannot write this run as code: {error}"
-        self.code.layout.display = None
+            self.code.code = f"# cannot write this run as code: {error}"
+
+    # -- the panels of one run ---------------------------------------------------------
+    @staticmethod
+    def _new_views(shown: bool) -> tuple[ParticleView, ProfileView]:
+        particles, profile = ParticleView(), ProfileView()
+        for view, name in ((particles, "particles"), (profile, "profile")):
+            view.add_class(f"genlm-pg-{name}")
+            view.layout.display = None if shown else "none"
+        return particles, profile
+
+    def _swap_views(self, particles: ParticleView, profile: ProfileView) -> None:
+        """Put these views where the old ones were (the old ones are closed)."""
+        swap = {id(self.particles): particles, id(self.profile): profile}
+        self.children = tuple(swap.get(id(c), c) for c in self.children)
+        for old in (self.particles, self.profile):
+            if old is not particles and old is not profile:
+                old.close()
+        self.particles, self.profile = particles, profile
+
+    def _reset_panels(self) -> None:
+        """Start every panel afresh for a new run: views hidden until its first step, no mask."""
+        self._generation += 1
+        self._swap_views(*self._new_views(shown=False))
+        self.mask.children = ()
+        self._quiet = True
+        try:
+            self.step.value, self.step.max, self.step.disabled = 0, 0, True
+            self.particle.options, self.particle.disabled = [0], True
+        finally:
+            self._quiet = False
+        self.record, self.sequences = None, None
+
+    def _reveal(self, _entry: Any = None) -> None:
+        """Show the run's views (its first step has come: they have something true to say)."""
+        for view in (self.particles, self.profile):
+            if view.layout.display == "none":
+                view.layout.display = None
 
     # -- running ---------------------------------------------------------------------
     def _model(self, name: str) -> Any:
@@ -240,6 +303,8 @@ class Playground(w.VBox):
             ValueError: a setting that cannot run, or a constraint that does not compile.
         """
         config = self.current_config()
+        self._reset_panels()
+        self._run = None
         self.status.value = "<i>loading the model...</i>"
         lm = self._model(config.model)
         self._run = build_run(config, lm)
@@ -250,26 +315,35 @@ class Playground(w.VBox):
             ess_threshold=config.ess_threshold,
             max_tokens=config.max_tokens,
             seed=config.seed,
-            observers=[self.particles, self.profile],
+            observers=[self._reveal, self.particles, self.profile],
             progress=False,
             profile=True,
         )
         self._runtime = time.perf_counter() - self._started
         self.config, self.sequences, self.record = config, sequences, sequences.record
-        self._show_record(sequences.record)
+        self._show_record(sequences.record, draw_mask=True)
         return sequences
 
-    def _show_record(self, record: Any) -> None:
+    def _show_record(self, record: Any, draw_mask: bool = False) -> None:
         n_steps = len(record.steps)
-        self.step.max = max(n_steps - 1, 0)
-        self.step.disabled = n_steps == 0
-        self.particle.options = list(range(record.n_particles))
-        self.particle.disabled = n_steps == 0
+        self._quiet = True
+        try:
+            self.step.value = 0
+            self.step.max = max(n_steps - 1, 0)
+            self.step.disabled = n_steps == 0
+            self.particle.options = list(range(record.n_particles))
+            self.particle.disabled = n_steps == 0
+        finally:
+            self._quiet = False
+        self._reveal()
         final = record.final or {}
         status = f"<b>{html.escape(str(final.get('status', 'done')))}</b>"
+        status += f" · {record.n_particles} particles, {n_steps} steps"
         if final.get("log_ml") is not None:
             status += f" · log ML {final['log_ml']:.3f}"
         self.status.value = status
+        if n_steps and draw_mask:
+            self._show_mask()  # this run's mask at step 0: never the last run's
 
     def start(self) -> asyncio.Task:
         """Start `run()` as a task on the running loop (what the Run button does)."""
@@ -291,10 +365,7 @@ class Playground(w.VBox):
             self.status.value = "<b>stopped</b>"
         elif task.exception() is not None:
             error = task.exception()
-            self.status.value = (
-                f"<span class='genlm-error'>{html.escape(type(error).__name__)}: "
-                f"{html.escape(str(error))}</span>"
-            )
+            self.status.value = _error_html(f"{type(error).__name__}: {error}")
 
     # -- the mask at a step ------------------------------------------------------------
     async def mask_at(self, step: int, particle: int) -> MaskView:
@@ -327,12 +398,12 @@ class Playground(w.VBox):
     def _save_clicked(self) -> None:
         path = self.store_path.value.strip()
         if not path:
-            self.status.value = "<span class='genlm-error'>name a store file to save to</span>"
+            self.status.value = _error_html("name a store file to save to")
             return
         try:
             run_id = self.save(path)
         except (ValueError, OSError) as error:
-            self.status.value = f"<span class='genlm-error'>{html.escape(str(error))}</span>"
+            self.status.value = _error_html(str(error))
             return
         self.status.value = (
             f"saved as run {run_id} in <code>{html.escape(path)}</code> "
@@ -345,31 +416,38 @@ class Playground(w.VBox):
         with _open_store(store) as opened:
             config, record = load_run(opened, run_id)
         playground = cls(config, lm=lm)
+        playground._generation += 1
+        particles, profile = ParticleView.from_record(record), ProfileView.from_record(record)
+        for view, name in ((particles, "particles"), (profile, "profile")):
+            view.add_class(f"genlm-pg-{name}")
+        playground._swap_views(particles, profile)
         playground.record = record
-        swap = {
-            id(playground.particles): ParticleView.from_record(record),
-            id(playground.profile): ProfileView.from_record(record),
-        }
-        playground.children = tuple(swap.get(id(c), c) for c in playground.children)
-        playground.particles = swap[id(playground.particles)]
-        playground.profile = swap[id(playground.profile)]
         playground._show_record(record)
         return playground
 
     def _show_mask(self, _change: Any = None) -> asyncio.Task | None:
         """Draw the mask at the chosen step and particle (a task: the kernel stays free)."""
-        if self.record is None:
+        if self.record is None or self._quiet:
             return None
-        task = asyncio.ensure_future(self.mask_at(self.step.value, self.particle.value))
+        step, particle, generation = self.step.value, self.particle.value, self._generation
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a plain script): `await mask_at(...)` instead
+            return None
+        task = asyncio.ensure_future(self.mask_at(step, particle))
+        head = w.HTML(
+            f"<span class='genlm-note'>particle {particle} before the token of step {step}"
+            f" ({html.escape(str(self.config.constraint_kind))} run)</span>"
+        )
+        head.add_class("genlm-pg-mask-head")
 
         def show(done: asyncio.Task) -> None:
-            if done.cancelled():
-                return
+            if done.cancelled() or generation != self._generation:
+                return  # a newer run owns the panel now
             if done.exception() is not None:
-                message = html.escape(str(done.exception()))
-                self.mask.children = (w.HTML(f"<div class='genlm-error'>no mask: {message}</div>"),)
+                self.mask.children = (w.HTML(_error_html(f"no mask: {done.exception()}")),)
             else:
-                self.mask.children = (done.result(),)
+                self.mask.children = (head, done.result())
 
         task.add_done_callback(show)
         return task

@@ -48,12 +48,12 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     data = mask.view_data()
     assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
     pg.step.value = 1  # what moving the slider does: the mask of that step appears below
-    await asyncio.sleep(0.5)
-    for _ in range(100):
-        if pg.mask.children:
+    for _ in range(200):  # until step 1's mask replaces the step 0 one drawn after the run
+        if pg.mask.children and "step 1 " in pg.mask.children[0].value:
             break
         await asyncio.sleep(0.05)
-    (shown,) = pg.mask.children
+    head, shown = pg.mask.children
+    assert "particle 0 before the token of step 1 " in head.value
     assert shown.view_data()["n_allowed"] == data["n_allowed"]
     assert "log ML" in pg.status.value
 
@@ -87,15 +87,67 @@ async def test_a_failed_run_says_why(tiny):
     assert "InvalidGrammar" in pg.status.value
 
 
-def test_copy_as_code_shows_the_code(tiny):
+def test_copy_as_code_follows_the_choices(tiny):
     pg = _playground(tiny)
-    pg.code_button.click()
-    assert "await SMC(sampler)" in pg.code.value
-    assert pg.code.layout.display is None
+    assert "await SMC(sampler)" in pg.code.code and "BoolFSA.from_regex" in pg.code.code
+    assert not pg.code.shown
+    pg.code.reveal()
+    assert pg.code.shown
+    pg.kind.value, pg.source.value = "json_schema", '{"type": "integer"}'
+    assert "JsonSchema" in pg.code.code and "BoolFSA" not in pg.code.code  # never stale
     pg.method.value = "awrs"
     pg.kind.value = "none"
-    pg.code_button.click()
-    assert pg.code.value.startswith("# cannot write this run as code")
+    assert pg.code.code.startswith("# cannot write this run as code")
+
+
+def test_before_any_run_the_panels_say_nothing_untrue(tiny):
+    pg = _playground(tiny)
+    assert "no run yet" in pg.status.value
+    assert pg.particles.layout.display == "none" and pg.profile.layout.display == "none"
+    assert pg.mask.children == () and pg.step.disabled
+
+
+async def test_each_run_owns_every_panel(tiny):
+    pg = _playground(tiny, constraint="[a-z]{2}", n_particles=3, max_tokens=6, method="direct")
+    await pg.run()
+    first_views = (pg.particles, pg.profile)
+    assert pg.particles.layout.display is None and pg.profile.layout.display is None
+    assert "3 particles" in pg.status.value
+    for _ in range(200):  # the new run's mask at step 0 is drawn without moving the slider
+        if pg.mask.children:
+            break
+        await asyncio.sleep(0.02)
+    head, mask = pg.mask.children
+    assert "regex run" in head.value
+    assert "BoolFSA" in str(mask.view_data())
+    pg.kind.value, pg.source.value = "json_schema", '{"type": "integer"}'
+    pg.n_particles.value = 2
+    task = pg.start()
+    await asyncio.sleep(0)
+    assert pg.mask.children == ()  # the regex run's mask is gone the moment the run starts
+    assert (pg.particles, pg.profile) != first_views
+    await task
+    for _ in range(200):
+        if pg.mask.children:
+            break
+        await asyncio.sleep(0.02)
+    head, mask = pg.mask.children
+    assert "json_schema run" in head.value
+    assert "JsonSchema" in str(mask.view_data()) and "BoolFSA" not in str(mask.view_data())
+    assert len(pg.particles.view_data()["particles"]) == 2
+    assert pg.profile.view_data()["table"]  # profiled: no "run with profile=True" hint
+    assert pg.particles in pg.children and first_views[0] not in pg.children
+
+
+async def test_errors_are_styled_as_errors(tiny):
+    pg = _playground(tiny)
+    pg.source.value = "ab(c"
+    assert "genlm-error" in pg.error.value and "color" in pg.error.value
+    with pytest.raises(ValueError):
+        await pg.start()
+    await asyncio.sleep(0)
+    assert "genlm-error" in pg.status.value and "color" in pg.status.value
+    assert pg.particles.layout.display == "none"  # no half-drawn views of a run that never ran
 
 
 async def test_a_saved_notebook_shows_the_choices_and_the_run(tiny):
