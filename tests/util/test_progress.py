@@ -115,3 +115,25 @@ def test_finish_early_on_a_silent_bar():
     bar.update(12)
     finish_early(bar, 12)
     assert (bar.n, bar.total) == (12, 12)
+
+
+def test_a_bar_that_ends_early_shows_the_runs_average_rate():
+    import io
+    import re
+    import time
+
+    from tqdm import tqdm
+
+    from genlm_lab.util.progress import finish_early
+
+    out = io.StringIO()
+    bar = tqdm(total=30, file=out, unit="step", mininterval=0)
+    for _ in range(4):
+        time.sleep(0.05)
+        bar.update(1)
+    finish_early(bar, 4)
+    shown = out.getvalue().split("\r")[-1]
+    bar.close()
+    rate = float(re.search(r"([\d.]+)step/s", shown).group(1))
+    assert (bar.n, bar.total) == (4, 4) and "4/4" in shown
+    assert 4 / 2.0 < rate <= 4 / 0.2  # 4 steps in about 0.2 s: about 20 step/s, not thousands
