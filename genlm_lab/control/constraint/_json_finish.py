@@ -5,6 +5,9 @@ the mask of the schema allows, until EOS is allowed (the document is then
 valid: the byte-level mask allows EOS only where jsonschema accepts). At
 each byte it takes the cheapest move the key-rule state suggests:
 
+- inside a string value with a `format`: the rest of a value of that format
+  (`2024-0` + `1-01` for a date, `@a` for an e-mail address), if the mask
+  allows it and the quote after it;
 - inside a string value: close it (`"`), else a closer or two that lead to
   the quote (`}}` of a `${{ ... }}` pattern), else the first allowed content byte;
 - inside a key: go on towards a name the object still needs (a missing
@@ -37,13 +40,84 @@ from genlm_lab.control.constraint._json_keys import (
     VAL_OR_END,
 )
 
-__all__ = ["finish"]
+__all__ = ["finish", "formats"]
 
 _EOS = 256
 _VALUE_STARTS = b'0"[{ntf-123456789'
 _CONTENT = b"a1A_-. 0"  # "1" before "0": a date pattern then writes 1111-11-11, a real date
 _CLOSERS = b"}])>'"
 _WS = frozenset(b" \t\r\n")
+# A value of each format the mask enforces: the rest of one is written from where the
+# string stands (the formats are fixed-width up to their fractions and offsets).
+_EXAMPLES = {
+    "date": "2000-01-01",
+    "time": "00:00:00Z",
+    "date-time": "2000-01-01T00:00:00Z",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+}
+_TAILS = ("", "Z", "0Z", ":00Z", "00Z", "0", "00")  # after a fraction or an offset started
+
+
+def formats(state: Any) -> list[str]:
+    """The `format`s the string value being written in key-rule `state` must have."""
+    if state[0] != STR:
+        return []
+    return sorted({d["format"] for conj in state[2] for d in conj
+                   if isinstance(d.get("format"), str)})  # fmt: skip
+
+
+def _string_start(text: bytes) -> int:
+    """The offset just after the quote that opens the string `text` ends inside."""
+    i = len(text)
+    while True:
+        i = text.rfind(b'"', 0, i)
+        slashes = 0
+        while i - 1 - slashes >= 0 and text[i - 1 - slashes] == 92:
+            slashes += 1
+        if slashes % 2 == 0:
+            return i + 1
+
+
+def _format_rests(name: str, content: str) -> list[str]:
+    """Candidate rests of a string value of format `name` that starts with `content`."""
+    if name == "ipv4":
+        parts = content.split(".")
+        if parts[-1] == "":
+            parts[-1] = "0"
+        rest = ("0" if content.endswith(".") or not content else "") + ".0" * (4 - len(parts))
+        return [rest, *[rest + t for t in ("0", "00")]]
+    if name in ("email", "idn-email"):
+        return ["", "@a"]
+    example = _EXAMPLES.get(name)
+    if example is None:
+        return []
+    return [example[len(content) :] + tail for tail in _TAILS]
+
+
+def _format_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
+    """Bytes that close the string value of a format being written (None: none found)."""
+    names = formats(state)
+    if not names:
+        return None
+    start = _string_start(text)
+    try:
+        content = text[start:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    for name in names:
+        for rest in _format_rests(name, content):
+            plan = rest.encode("utf-8")
+            if _walks(engine, text, plan + b'"'):
+                return plan
+    return None
+
+
+def _walks(engine: Any, text: bytes, plan: bytes) -> bool:
+    for b in plan:
+        if not engine.mask(text)[b]:
+            return False
+        text += bytes([b])
+    return True
 
 
 def _first(allowed: np.ndarray, order: bytes) -> int | None:
@@ -123,25 +197,47 @@ def _choose(engine: Any, text: bytes, state: Any, allowed: np.ndarray) -> int | 
     return pick if pick is not None else _any_but_whitespace(allowed)
 
 
-def finish(engine: Any, prefix: bytes, limit: int = 1024) -> bytes | None:
+def finish(
+    engine: Any, prefix: bytes, limit: int = 1024, stuck: list | None = None
+) -> bytes | None:
     """Bytes that make `prefix` a valid document, found greedily (None: none found).
 
     Args:
         engine: the byte-level `KeyedEngine` of a `JsonSchema` (masks over 256 bytes + EOS).
         prefix: the document so far.
         limit: the most bytes to write before giving up.
+        stuck: if given, where the walk got stuck is appended to it: `(text, key-rule
+            state)` (nothing when it stopped at `limit`).
     """
+    found = _finish(engine, prefix, limit, stuck if stuck is not None else [])
+    return found
+
+
+def _finish(engine: Any, prefix: bytes, limit: int, stuck: list) -> bytes | None:
     text = bytes(prefix)
     out = bytearray()
+    planned = False  # the string being written already got its format's rest
     for _ in range(limit + 1):
         allowed = engine.mask(text)
         if allowed[_EOS]:
             return bytes(out)
         state = engine.key_state(text)
         if state is None or len(out) >= limit:
+            if len(out) < limit:  # a limit reached is no verdict: nothing is appended
+                stuck.append((text, state))
             return None
+        if state[0] == STR and not planned:
+            planned = True
+            plan = _format_plan(engine, text, state)
+            if plan:
+                out += plan
+                text += plan
+                continue
+        elif state[0] != STR:
+            planned = False
         pick = _choose(engine, text, state, allowed)
         if pick is None:
+            stuck.append((text, state))
             return None
         out.append(pick)
         text += bytes([pick])

@@ -59,19 +59,87 @@ def _types(node: dict) -> list[str] | None:
     return [t] if isinstance(t, str) else list(t)
 
 
+class KeyFilter:
+    """The keys an object with `patternProperties` and `additionalProperties: false` takes:
+    its property names and the names a pattern finds (`re.search`, as jsonschema does).
+
+    `takes(name)` is that exact verdict; `may_start(raw)` whether some such name starts
+    with the key text `raw` (an llguidance regex of the names, read over bytes; True
+    where it cannot tell: escapes, patterns Rust's regex cannot read).
+    """
+
+    def __init__(self, names: frozenset[str], patterns: list[str]) -> None:
+        self.names = names
+        self.patterns: list[re.Pattern] = []
+        self.unknown = False
+        for pattern in patterns:
+            try:
+                self.patterns.append(re.compile(pattern))
+            except re.error:
+                self.unknown = True
+        self._engine: Any = None
+        self._starts: dict[bytes, bool] = {}
+        if not self.unknown:
+            self._engine = _key_engine(names, patterns)
+
+    def takes(self, name: str) -> bool:
+        return self.unknown or name in self.names or any(p.search(name) for p in self.patterns)
+
+    def may_start(self, raw: bytes) -> bool:
+        if self._engine is None or b"\\" in raw:
+            return True
+        found = self._starts.get(raw)
+        if found is None:
+            found = self._starts[raw] = self._engine.alive(raw)
+            if len(self._starts) > 1 << 16:
+                self._starts.clear()
+        return found
+
+
+def _key_engine(names: frozenset[str], patterns: list[str]) -> Any:
+    """A byte-level llguidance engine of the key language (None if Rust cannot read it)."""
+    from genlm_lab.control.constraint._json_relax import _rust_literal, _rust_regex_ok
+    from genlm_lab.control.constraint.guidance import Engine
+
+    parts = [_rust_literal(n) for n in sorted(names)]
+    for pattern in patterns:
+        head, tail = "(?s:.*)", "(?s:.*)"  # re.search: the match may start and end anywhere
+        if pattern.startswith("^"):
+            pattern, head = pattern[1:], ""
+        if pattern.endswith("$") and not pattern.endswith("\\$"):
+            pattern, tail = pattern[:-1], ""
+        if "^" in pattern.replace("[^", "") or "$" in pattern or not _rust_regex_ok(pattern):
+            return None  # anchors inside, or syntax Rust reads otherwise: no prefix verdict
+        parts.append(f"{head}(?:{pattern}){tail}")
+    if not parts:
+        parts = ["[^\\s\\S]"]
+    import llguidance
+
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_regex("|".join(f"(?:{p})" for p in parts))
+        return Engine([bytes([i]) for i in range(256)], grammar)
+    except Exception:  # noqa: BLE001 - anchors or flags llguidance reads otherwise: no verdict
+        return None
+
+
 class ObjAlt:
     """One object schema (a conjunction of schema dicts) that an open object may match."""
 
-    __slots__ = ("conj", "required", "names", "maxp", "minp", "_children", "_encoded")
+    __slots__ = ("conj", "required", "names", "maxp", "minp", "filters", "_children", "_encoded")
 
-    def __init__(self, conj, required, names, maxp, minp) -> None:
+    def __init__(self, conj, required, names, maxp, minp, filters=()) -> None:
         self.conj = conj
         self.required: frozenset[str] = required
         self.names: frozenset[str] | None = names  # None: any key
         self.maxp: int | None = maxp
         self.minp: int = minp
+        self.filters: tuple[KeyFilter, ...] = filters  # where names is None
         self._children: dict[str, View] = {}
         self._encoded: dict[str, bytes] = {}
+
+    def admits(self, name: str) -> bool:
+        """Whether the key filters take `name` (the property names are checked by `takes`)."""
+        return all(f.takes(name) for f in self.filters)
 
     def takes(self, keys: frozenset[str]) -> frozenset[str] | None:
         """The keys this schema lets come next after `keys` (None: any unused key)."""
@@ -179,6 +247,7 @@ class KeyRules:
     def _alt(conj: tuple) -> ObjAlt | None:
         required: set[str] = set()
         names: set[str] | None = None
+        filters: list[KeyFilter] = []
         maxp, minp = None, 0
         for d in conj:
             types = _types(d)
@@ -193,16 +262,26 @@ class KeyRules:
             if d.get("additionalProperties") is False and not d.get("patternProperties"):
                 own = set(d.get("properties") or {})
                 names = own if names is None else names & own
+            elif d.get("additionalProperties") is False and isinstance(
+                d.get("patternProperties"), dict
+            ):
+                filters.append(KeyFilter(frozenset(d.get("properties") or {}),
+                                         list(d["patternProperties"])))  # fmt: skip
             if isinstance(d.get("maxProperties"), int):
                 maxp = d["maxProperties"] if maxp is None else min(maxp, d["maxProperties"])
             if isinstance(d.get("minProperties"), int):
                 minp = max(minp, d["minProperties"])
+        if names is not None:
+            names = {n for n in names if all(f.takes(n) for f in filters)}
+            filters = []
         if names is not None and not required <= names:
+            return None
+        if not all(f.takes(r) for f in filters for r in required):
             return None
         if maxp is not None and maxp < max(len(required), minp):
             return None
         return ObjAlt(conj, frozenset(required), None if names is None else frozenset(names),
-                      maxp, minp)  # fmt: skip
+                      maxp, minp, tuple(filters))  # fmt: skip
 
     def child(self, alt: ObjAlt, key: str) -> View:
         """The view of the value under `key` in an object matching `alt`."""
@@ -258,7 +337,11 @@ class KeyRules:
         """Some schema of the object takes a key whose JSON text starts with `raw`."""
         for alt in alts:
             names = alt.takes(keys)
-            if names is None or (b"\\" in raw and names):
+            if names is None and all(f.may_start(raw) for f in alt.filters):
+                return True
+            if names is None:
+                continue
+            if b"\\" in raw and names:
                 return True
             if any(alt.encoded(n).startswith(raw) for n in names):
                 return True
@@ -310,7 +393,11 @@ class KeyRules:
                 kind, alts, keys = stack[-1]
                 if name in keys:
                     return None
-                alts = tuple(a for a in alts if (t := a.takes(keys)) is None or name in t)
+                alts = tuple(
+                    a
+                    for a in alts
+                    if ((t := a.takes(keys)) is None or name in t) and a.admits(name)
+                )
                 if not alts:
                     return None
                 views = [self.child(a, name) for a in alts]
@@ -373,11 +460,12 @@ class KeyRules:
 
     @staticmethod
     def in_key(state: State) -> bool:
-        """Whether the state is inside a key string whose names are all known."""
+        """Whether the state is inside a key string whose names are all known (listed, or
+        filtered by `patternProperties`): every byte of it is then read here."""
         if state[0] != KSTR:
             return False
         _, alts, keys = state[1][-1]
-        return all(a.takes(keys) is not None for a in alts)
+        return all(a.takes(keys) is not None or a.filters for a in alts)
 
     @staticmethod
     def in_string(state: State) -> bool:

@@ -12,7 +12,10 @@ what it compiles departs from the specification, and some keywords it lacks:
   scripts' digits;
 - `integer` refuses `1.0`, and `enum` / `const` compare texts, not values;
 - `oneOf`, `not`, `uniqueItems`, `if`, `dependentRequired`, ... are missing,
-  and `format` is stricter than `jsonschema`'s format checker.
+  and some of its formats are stricter than `jsonschema`'s format checker
+  (`email`, `ipv6`, `hostname`, `duration`): only those whose language
+  contains the checker's go into the mask (`MASK_FORMATS`), and `email`
+  as the pattern jsonschema checks.
 
 `relax` rewrites a schema into one whose language contains the original's
 (object keys in any order, the rest widened or dropped), and records where
@@ -64,6 +67,12 @@ _KEEP = {
     "id",
 }  # fmt: skip
 _META = set(r"\.+*?()|[]{}^$#&-~")
+# Formats llguidance enforces in its mask whose language contains every string jsonschema's
+# format checker accepts (measured: llguidance's email, ipv6, hostname and duration refuse
+# strings the checker takes, e.g. "a@", "::ffff:1.2.3.4", "a.", "P1.5D").
+MASK_FORMATS = frozenset({"date", "time", "date-time", "uuid", "ipv4"})
+# Formats whose checker is a pattern the mask can read: jsonschema's email test is "@" in it.
+PATTERN_FORMATS = {"email": "(?s:.*)@(?s:.*)", "idn-email": "(?s:.*)@(?s:.*)"}
 
 
 def _rust_literal(text: str) -> str:
@@ -83,10 +92,13 @@ def _rust_regex_ok(pattern: str) -> bool:
 class Relaxer:
     """One pass over a schema: the relaxed copy and the coverage rows."""
 
-    def __init__(self, ordered: bool = False, strict: bool = False) -> None:
+    def __init__(
+        self, ordered: bool = False, strict: bool = False, formats: frozenset[str] = frozenset()
+    ) -> None:
         self.rows: list[dict[str, str]] = []
         self.ordered = ordered
         self.strict = strict
+        self.formats = formats
 
     def note(self, path: str, keyword: str, where: str, why: str = "") -> None:
         self.rows.append({"path": path or "/", "keyword": keyword, "where": where, "note": why})
@@ -170,6 +182,17 @@ class Relaxer:
                 self.note(path, "required", "mask", "keys in any order; an object closes only "
                           "once its required keys are present" + (" (under anyOf/oneOf: those "
                           "of some branch; the rest at completion)" if branch else ""))  # fmt: skip
+            elif key == "format" and value in self.formats and value in MASK_FORMATS:
+                out["format"] = value
+                self.note(path, "format", "mask", f"llguidance's {value!r} (at most looser "
+                          "than the checker: 29 February of any year)")  # fmt: skip
+            elif key == "format" and value in self.formats and value in PATTERN_FORMATS:
+                extra.append({"pattern": PATTERN_FORMATS[value]})
+                self.note(path, "format", "mask", f"{value!r}: an '@' in the string, "
+                          "jsonschema's whole check")  # fmt: skip
+            elif key == "format" and value not in self.formats:
+                self.note(path, "format", "annotation", f"{value!r} is not checked by this draft's "
+                          "format checker: an annotation")  # fmt: skip
             elif key in _COMPLETION_ONLY:
                 self.note(path, key, "completion", _COMPLETION_ONLY[key])
         if isinstance(node.get("exclusiveMaximum"), bool) or isinstance(
@@ -305,7 +328,7 @@ def _hoist_deep_refs(schema: Any) -> Any:
 
 
 def relax(
-    schema: Any, ordered: bool = False, strict: bool = False
+    schema: Any, ordered: bool = False, strict: bool = False, formats: frozenset[str] = frozenset()
 ) -> tuple[Any, list[dict[str, str]]]:
     """`(relaxed schema, coverage rows)`; see the module docstring.
 
@@ -317,8 +340,10 @@ def relax(
         strict: as xgrammar's strict mode generates: an object that lists properties
             takes no other keys unless `additionalProperties` says so, and integers
             are written without fraction or exponent.
+        formats: the formats the schema's format checker tests; those of `MASK_FORMATS`
+            and `PATTERN_FORMATS` go into the mask, the others are checked at completion.
     """
-    relaxer = Relaxer(ordered, strict)
+    relaxer = Relaxer(ordered, strict, formats)
     relaxer.note("", "(unique keys)", "mask", "no key twice in one object")
     out = relaxer.schema(_hoist_deep_refs(schema))
     return out, relaxer.rows

@@ -7,7 +7,7 @@ from functools import lru_cache
 import llguidance
 
 from genlm_lab.control.constraint.grammar import GrammarPotential
-from genlm_lab.control.constraint.guidance import check_grammar
+from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
 
 __all__ = ["BoolCFG"]
 
@@ -26,11 +26,53 @@ class BoolCFG(GrammarPotential):
         """Compile a Lark grammar.
 
         Raises:
-            InvalidGrammar (a ValueError): for an invalid grammar, naming line and column.
+            InvalidGrammar (a ValueError): for an invalid grammar, naming line and column,
+                or one that derives no text (naming the rules that never end).
         """
         if not isinstance(grammar, str):
             raise ValueError(f"a Lark grammar must be a str, got {type(grammar).__name__}")
-        return cls(_compile(grammar), grammar, "Lark grammar")
+        out = cls(_compile(grammar), grammar, "Lark grammar")
+        endless = _never_ending(grammar)
+        if endless:
+            raise InvalidGrammar(
+                "the Lark grammar derives no text: every expansion of "
+                + ", ".join(f"{r!s}" for r in endless)
+                + " needs a rule that never ends (no finite derivation)"
+            )
+        if not out.allowed([]).any():
+            raise InvalidGrammar("the Lark grammar derives no text: no terminal can start it")
+        return out
+
+
+@lru_cache(maxsize=64)
+def _never_ending(grammar: str) -> tuple[str, ...]:
+    """The rules that derive no finite text, if `start` is among them (else ()).
+
+    The productive rules are those with an expansion of terminals and productive
+    rules, to a fixed point. llguidance's Earley parser does not check this: it
+    lets `start: a` / `a: "x" a` write "xxx..." forever. Read with the `lark`
+    package; a grammar it cannot read (llguidance's extensions) is not checked.
+    """
+    try:
+        import lark
+
+        rules = lark.Lark(grammar, parser="earley", lexer="dynamic").rules
+    except Exception:  # noqa: BLE001 - llguidance's own syntax, or lark missing: no verdict
+        return ()
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            name = rule.origin.name
+            if name not in productive and all(
+                s.is_term or s.name in productive for s in rule.expansion
+            ):
+                productive.add(name)
+                changed = True
+    if "start" in productive or not any(r.origin.name == "start" for r in rules):
+        return ()
+    return tuple(sorted({r.origin.name for r in rules} - productive))
 
 
 @lru_cache(maxsize=64)

@@ -21,7 +21,7 @@ import numpy as np
 
 from genlm_lab.control.constraint import automata
 from genlm_lab.control.constraint.grammar import GrammarPotential
-from genlm_lab.control.constraint.guidance import check_grammar
+from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 
@@ -63,7 +63,8 @@ class BoolFSA(GrammarPotential):
                 semiring `.wfsa` uses. The mask is the same.
 
         Raises:
-            InvalidGrammar (a ValueError): for an invalid pattern, naming the position.
+            InvalidGrammar (a ValueError): for an invalid pattern, naming the position,
+                or one that matches no string at all (`[a&&b]`).
             ValueError: for another semiring.
         """
         if not isinstance(pattern, str):
@@ -80,6 +81,8 @@ class BoolFSA(GrammarPotential):
         grammar = llguidance.LLMatcher.grammar_from_regex(pattern)
         check_grammar(grammar, "regex", pattern)
         out = cls(grammar, pattern, "regex")
+        if not out.allowed([]).any():  # llguidance's lexer knows exactly which states are dead
+            raise InvalidGrammar(f"the regex admits no string: {pattern}")
         out._wfsa_semiring = "Log" if semiring == "log" else "Boolean"
         out._charset = charset
         return out
@@ -279,6 +282,9 @@ class AutomatonBoolFSA(BoolFSA):
 
     Args:
         wfsa: a genlm-grammar `WFSA` (Float, Log or Boolean) or an `Automaton`.
+
+    Raises:
+        InvalidGrammar (a ValueError): if no final state is reachable from an initial one.
     """
 
     def __init__(self, wfsa: Any = None, **kwargs: Any) -> None:
@@ -296,6 +302,8 @@ class AutomatonBoolFSA(BoolFSA):
         )
         live = auto.live()
         self._start = frozenset(s for s, w in auto.initial.items() if w > 0 and s in live)
+        if not self._start:
+            raise InvalidGrammar("the automaton admits no string: no final state is reachable")
         self._finals = frozenset(s for s, w in auto.final.items() if w > 0)
         self._moves: dict[Hashable, dict[int, set[Hashable]]] = defaultdict(
             lambda: defaultdict(set)

@@ -12,20 +12,29 @@ options. `coverage` lists which constraint is enforced where.
 from __future__ import annotations
 
 import json
+import re
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import llguidance
 
+from genlm_lab.control.constraint._json_empty import why_empty
 from genlm_lab.control.constraint._json_engine import KeyedEngine
-from genlm_lab.control.constraint._json_finish import finish
+from genlm_lab.control.constraint._json_finish import finish, formats
 from genlm_lab.control.constraint._json_keys import KeyRules
 from genlm_lab.control.constraint._json_relax import relax
 from genlm_lab.control.constraint.grammar import GrammarPotential
 from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
 
-__all__ = ["JsonSchema"]
+__all__ = ["FinishWarning", "JsonSchema"]
 
 _BLANK = "[\\x20\\x09]"
+
+
+class FinishWarning(UserWarning):
+    """A document prefix the mask keeps alive that `JsonSchema.finish` cannot complete: a
+    budget cannot tell whether it ends in time (said once per path and keyword)."""
 
 
 class _RepeatedKey(Exception):
@@ -43,6 +52,57 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _positions(text: str) -> dict[tuple, int]:
+    """The offset in `text` (valid JSON) of each value's key (or, in arrays, of the value),
+    by path: `{("properties", "price", "type"): 57, ...}`."""
+    decoder = json.JSONDecoder()
+    out: dict[tuple, int] = {}
+    blank = re.compile(r"[ \t\n\r]*")
+
+    def value(i: int, path: tuple) -> int:
+        i = blank.match(text, i).end()
+        out.setdefault(path, i)
+        if text[i] == "{":
+            i = blank.match(text, i + 1).end()
+            while text[i] != "}":
+                start = i
+                key, i = json.decoder.scanstring(text, i + 1)
+                out[(*path, key)] = start
+                i = blank.match(text, i).end() + 1  # the colon
+                i = blank.match(text, value(i, (*path, key))).end()
+                if text[i] == ",":
+                    i = blank.match(text, i + 1).end()
+            return i + 1
+        if text[i] == "[":
+            i, k = blank.match(text, i + 1).end(), 0
+            while text[i] != "]":
+                i = blank.match(text, value(i, (*path, k))).end()
+                k += 1
+                if text[i] == ",":
+                    i = blank.match(text, i + 1).end()
+            return i + 1
+        _, end = decoder.raw_decode(text, i)
+        return end
+
+    try:
+        value(0, ())
+    except (ValueError, IndexError):
+        pass
+    return out
+
+
+def _line_column(text: str, path: Sequence[Any]) -> str:
+    """ " (line L, column C)" of the deepest part of `path` found in `text` ("" if none)."""
+    found = _positions(text)
+    for cut in range(len(path), -1, -1):
+        at = found.get(tuple(path[:cut]))
+        if at is not None:
+            line = text.count("\n", 0, at) + 1
+            column = at - text.rfind("\n", 0, at)
+            return f" (line {line}, column {column})"
+    return ""
+
+
 def _load(schema: dict | str) -> dict:
     if isinstance(schema, str):
         try:
@@ -56,11 +116,12 @@ def _load(schema: dict | str) -> dict:
     return schema
 
 
-def _validator(schema: Any):
+def _validator(schema: Any, text: str | None = None):
     """jsonschema's validator for the schema's draft, with its format checker.
 
     Raises:
-        InvalidGrammar: naming the JSON path of the first keyword the metaschema rejects.
+        InvalidGrammar: naming the JSON path of the first keyword the metaschema rejects
+            (and its line and column when the schema was given as text).
     """
     import jsonschema
 
@@ -68,7 +129,8 @@ def _validator(schema: Any):
     error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(schema))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
-        raise InvalidGrammar(f"invalid JSON schema at {where}: {error.message}")
+        at = "" if text is None else _line_column(text, list(error.absolute_path))
+        raise InvalidGrammar(f"invalid JSON schema at {where}{at}: {error.message}")
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
@@ -106,6 +168,17 @@ def _compile(schema: Any, options: dict[str, Any]) -> tuple[str, str | None]:
             continue
         return grammar, None if reason is None else f"{reason}: {last}"
     raise AssertionError("unreachable")
+
+
+def _refuse_empty(why: str | None, source: str | None) -> None:
+    """Raise `InvalidGrammar` saying where the schema admits no document (if `why` says so)."""
+    if why is None:
+        return
+    at = ""
+    if source is not None and ": " in why:
+        parts = [int(p) if p.isdigit() else p for p in why.split(": ")[0].split("/")]
+        at = _line_column(source, parts)
+    raise InvalidGrammar(f"the JSON schema admits no document{at}: {why}")
 
 
 class JsonSchema(GrammarPotential):
@@ -161,22 +234,38 @@ class JsonSchema(GrammarPotential):
     ) -> None:
         if key_order not in ("any", "schema"):
             raise ValueError(f"key_order must be 'any' or 'schema', got {key_order!r}")
+        source = schema if isinstance(schema, str) else None
         self.schema = _load(schema)
-        self._validator = _validator(self.schema)
+        self._validator = _validator(self.schema, source)
+        _refuse_empty(why_empty(self.schema, self._validator), source)
         options = _whitespace(max_whitespace, max_indent, line_breaks)
         self.max_whitespace = max_whitespace
         self.key_order = key_order
         self.strict = strict
-        self.relaxed, rows = relax(self.schema, ordered=key_order == "schema", strict=strict)
+        formats = frozenset(self._validator.FORMAT_CHECKER.checkers)
+        ordered = key_order == "schema"
+        self.relaxed, rows = relax(self.schema, ordered=ordered, strict=strict, formats=formats)
         grammar, fallback = _compile(self.relaxed, options)
+        if fallback is not None and "Unsatisfiable" in fallback:
+            # llguidance finds the relaxed schema empty: the schema is, unless `strict` or the
+            # key order made it so; then the mask reads the schema without them.
+            self.relaxed, rows = relax(self.schema, formats=formats)
+            grammar, fallback = _compile(self.relaxed, options)
+            if fallback is not None and "Unsatisfiable" in fallback:
+                _refuse_empty(fallback.split("Unsatisfiable schema: ")[-1][:160], source)
+            rows.append({"path": "/", "keyword": "strict, key_order", "where": "completion",
+                         "note": "with them no document fits the mask: read without"})  # fmt: skip
         if fallback is not None:
             rows.append({"path": "/", "keyword": "(all)", "where": "completion", "note": fallback})
         self._coverage = rows
-        self.exact_mask = all(r["where"] == "mask" for r in rows)
+        self.exact_mask = all(r["where"] in ("mask", "annotation") for r in rows)
         text = json.dumps(self.schema)
         super().__init__(grammar, text, "JSON schema", final=self._final_check)
         self.key_rules = KeyRules(self.schema)
         self.engine = KeyedEngine(self.engine, self.key_rules, self._final_check)
+        self._unfinishable: set[str] = set()
+        if not self.engine.mask(b"").any():
+            _refuse_empty("no byte can start a document the mask allows", source)
 
     def _coerce_tokens(self, vocab, eos, special=None):
         """The schema over a vocabulary of byte strings: llguidance's mask and the key rules."""
@@ -293,12 +382,43 @@ class JsonSchema(GrammarPotential):
         """A short completion that makes `prefix` a valid document (None if none is found).
 
         Found greedily along the mask (close what is open, add missing required
-        keys with the smallest values): short, not always the shortest.
-        `WithinBudget` uses it to tell whether a document can still end in time.
+        keys with the smallest values, write the rest of a `date`, `time`,
+        `date-time`, `uuid`, `ipv4` or e-mail value): short, not always the
+        shortest. Where a live prefix cannot be finished, a `FinishWarning` names
+        the JSON path and keyword, once per schema ("$.date: format 'date'
+        cannot be finished by the mask"), so a budget never switches off silently.
         """
         if isinstance(prefix, str):
             prefix = prefix.encode("utf-8")
-        return finish(self.engine, prefix, limit)
+        stuck: list = []
+        found = finish(self.engine, prefix, limit, stuck)
+        if found is None and stuck and self.engine.alive(prefix):
+            self._warn_unfinishable(*stuck[0])
+        return found
+
+    def _warn_unfinishable(self, text: bytes, state: Any) -> None:
+        where = self.explain(text) or ""
+        at = re.search(r"at (\$\S*)", where)
+        path = at.group(1).rstrip(",") if at else "$"
+        names = formats(state) if state is not None else []
+        checked = re.search(r"keyword (\w+)", where)
+        if checked and not where.startswith("unfinished"):
+            keyword = checked.group(1)
+        elif names:
+            keyword = f"format {names[0]!r}"
+        elif state is not None and any("pattern" in d for conj in state[2] for d in conj):
+            keyword = "pattern"
+        else:
+            keyword = "its schema"
+        message = f"{path}: {keyword} cannot be finished by the mask"
+        if message not in self._unfinishable:
+            self._unfinishable.add(message)
+            warnings.warn(
+                f"{message} (JsonSchema.finish found no completion: a budget cannot "
+                "tell whether such a prefix ends in time)",
+                FinishWarning,
+                stacklevel=3,
+            )
 
     def validate(self, text: str | bytes) -> bool:
         """Whether `text` parses as JSON and `jsonschema` finds it valid (the reference check)."""

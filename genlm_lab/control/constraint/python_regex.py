@@ -374,6 +374,41 @@ class _CharAutomaton:
             return entry
         raise _NotRegular(op)
 
+    def admits_nothing(self) -> bool:
+        """Whether no path from the start reaches the end over character sets that hold a
+        character (a loop's exit counts as reachable: the answer is never a wrong True)."""
+        empty: dict[int, bool] = {}
+
+        def holds_none(pred: int) -> bool:
+            if pred not in empty:
+                test = self.sets[pred]
+                empty[pred] = not any(
+                    test(chr(c)) is not None
+                    for c in chain(range(0x800), range(0x800, 0xD800), range(0xE000, 0x110000))
+                )
+            return empty[pred]
+
+        seen = set(self.states[self.start]) if self.start >= 0 else set()
+        todo = list(seen)
+        while todo:
+            s = todo.pop()
+            kind = self.kind[s]
+            if kind == _FINAL:
+                return False
+            nxt = []
+            if kind == _PRED and not holds_none(self.pred[s]):
+                nxt.append(self.next[s])
+            elif kind == _EXCL:
+                if not holds_none(self.pred[s]):
+                    nxt.append(self.next[s][0])
+                nxt.append(self.next[s][1])
+            for t in nxt:
+                for u in self._closure(t):
+                    if u not in seen:
+                        seen.add(u)
+                        todo.append(u)
+        return True
+
     # ---- running
     def _closure(self, state: int) -> frozenset[int]:
         found = self._closures.get(state)
@@ -501,7 +536,7 @@ class PythonRegex(Potential):
 
     Raises:
         InvalidGrammar (a ValueError): if the pattern does not compile, naming it
-            and the engine's message.
+            and the engine's message, or if it matches no text (`[^\\s\\S]`, `a(?!)`).
     """
 
     is_boolean = True
@@ -534,6 +569,19 @@ class PythonRegex(Potential):
         self._byte_ids: dict[tuple[int, bytes], int] = {}
         self._table = np.full((16, 256), -1, dtype=np.int32)
         self._table[0] = 0
+        if self._admits_nothing():
+            raise InvalidGrammar(f"the Python regex {pattern!r} matches no text")
+
+    def _admits_nothing(self) -> bool:
+        """No text matches: no end reachable in the automaton, or the engine's partial
+        match already fails on the empty text (patterns without an automaton)."""
+        self._automaton = _CharAutomaton.build(self.pattern, self.flags)
+        if self._automaton is not None:
+            return self._automaton.admits_nothing()
+        try:
+            return self.compiled.fullmatch("", partial=True, timeout=1.0) is None
+        except TimeoutError:
+            return False
 
     # ------------------------------------------------------------ the engine
     def _partial(self, text: str) -> bool:
