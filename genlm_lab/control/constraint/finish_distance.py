@@ -321,7 +321,10 @@ class SearchDistance:
     search over every token the constraint allows, down to the tokens left,
     reaches no accepted context. The search gives up (keeps the prefix,
     counted as "unproven") when a context allows more than `max_branch`
-    tokens or after `max_nodes` masks.
+    tokens or after `max_nodes` masks. It runs only on constraints with a
+    cheap whole-vocabulary mask (`allowed`: grammars, JSON schemas); others
+    (a Python check, a model-based judge) are only asked `complete` with one
+    token left, so AWRS never masks the vocabulary with them.
 
     Args:
         potential: the boolean constraint over the run's tokens.
@@ -329,6 +332,7 @@ class SearchDistance:
         max_branch: the most allowed tokens a searched context may have.
         max_nodes: the most masks one `fits` may read.
         cache_size: how many contexts' proven bounds to keep.
+        masks: whether to search with the constraint's masks (None: where it has `allowed`).
     """
 
     exact = False
@@ -340,8 +344,10 @@ class SearchDistance:
         max_branch: int = 64,
         max_nodes: int = 256,
         cache_size: int = 65536,
+        masks: bool | None = None,
     ) -> None:
         self.potential = potential
+        self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
         self.upper = upper
         self.max_branch = max_branch
         self.max_nodes = max_nodes
@@ -357,7 +363,7 @@ class SearchDistance:
 
     async def _allowed(self, context: list[Any]) -> np.ndarray:
         allowed = getattr(self.potential, "allowed", None)
-        if allowed is not None:
+        if callable(allowed):
             mask = np.asarray(allowed(context), dtype=bool)[:-1]
         else:
             weights = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
@@ -422,6 +428,9 @@ class SearchDistance:
             return self._count(True)
         if low >= left or left < 1:
             return self._count(False)
+        if left > 1 and not self.masks:  # nothing to prove it with: keep it, ask nothing
+            self.stats["unproven"] += 1
+            return True
         if await self._accepts(context):
             self._learn(key, high=1)
             return self._count(True)

@@ -139,12 +139,23 @@ def test_search_distance_is_sound_and_exact_when_the_search_finishes(kind):
     for max_tokens in sizes:
         live = run(_truth(constraint, max_tokens))
         assert any(live.values()) and not all(live.values())
-        full = finisher_for(constraint, max_branch=1000, max_nodes=10**6)
+        full = finisher_for(constraint, max_branch=1000, max_nodes=10**6, masks=True)
         assert run(_answers(full, live, max_tokens)) == live  # nothing set aside, nothing left
-        small = finisher_for(constraint, max_branch=2, max_nodes=3)
+        small = finisher_for(constraint, max_branch=2, max_nodes=3, masks=True)
         cut = run(_answers(small, live, max_tokens))
         assert all(cut[c] for c, ends in live.items() if ends)  # sound: never refuses what ends
         assert small.stats["unproven"] > 0  # and here it could not decide everything
+
+
+def test_a_constraint_without_masks_is_only_asked_to_complete_with_one_token_left():
+    llm = toy_llm(vocab=MAIL)
+    predicate = BoolPredicate(lambda t: b"@" not in t, lambda t: t.endswith(b"c"))
+    finisher = finisher_for(predicate.coerce(llm, f=b"".join))
+    assert not finisher.masks
+    assert run(finisher.fits([b"a"], 2))  # could not prove anything: kept
+    assert not run(finisher.fits([b"a"], 1))  # only EOS is left and "a" is not complete
+    assert run(finisher.fits([b"c"], 1))
+    assert finisher.stats == {"kept": 1, "refused": 1, "unproven": 1}
 
 
 def test_json_finish_is_an_upper_bound_that_saves_the_search():

@@ -28,7 +28,7 @@ def json_sampler(vocab, schema):
 
 def test_a_document_cut_at_max_tokens_says_where_it_was_cut():
     sampler = json_sampler([b'{"name":"', b"a", b'"}', b"$"], NAME)
-    seqs, died = run(SMC(sampler)(12, 0.0, 3, seed=0))
+    seqs, died = run(SMC(sampler)(12, 0.0, 3, seed=0, budget=False))
     deaths = seqs.deaths
     assert list(deaths.columns[:4]) == ["particle", "step", "factor", "reason"]
     cut = deaths[deaths.reason == "cut at max_tokens inside a string at $.name"]
@@ -44,7 +44,7 @@ def test_a_document_cut_at_max_tokens_says_where_it_was_cut():
 
 def test_a_run_whose_particles_all_die_warns_once_with_the_commonest_reason():
     sampler = json_sampler([b'{"name":"', b"a", b'"}', b"$"], NAME)
-    seqs, died = run(SMC(sampler)(6, 0.5, 2, seed=0))
+    seqs, died = run(SMC(sampler)(6, 0.5, 2, seed=0, budget=False))
     assert seqs.status == "all_dead" and seqs.log_ml == -math.inf
     assert len(died) == 1
     message = str(died[0].message)
@@ -56,7 +56,7 @@ def test_a_run_whose_particles_all_die_warns_once_with_the_commonest_reason():
 def test_a_completion_failure_gives_the_json_path_and_keyword():
     schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     sampler = json_sampler([b"[1", b",1", b",2", b"]", b"$"], schema)
-    seqs, _ = run(SMC(sampler)(40, 0.0, 5, seed=0))
+    seqs, _ = run(SMC(sampler)(40, 0.0, 5, seed=0, budget=False))
     deaths = seqs.deaths
     unique = deaths[deaths.reason.str.contains("keyword uniqueItems")]
     assert len(unique) > 0, deaths.reason.tolist()
@@ -81,7 +81,7 @@ def test_a_critic_and_a_dead_end_are_named():
     assert set(deaths.reason) == {"the critic Refuses scored it -inf"}
 
     dead_end = RegexConstraint(llm.vocab, rb"a\xc3\xa9")  # \xa9 is no token: no way on
-    seqs, died = run(SMC(direct_token_sampler(llm * dead_end))(4, 0.0, 6, seed=0))
+    seqs, died = run(SMC(direct_token_sampler(llm * dead_end))(4, 0.0, 6, seed=0, budget=False))
     assert len(died) == 1 and seqs.status == "all_dead"
     assert set(seqs.deaths.factor) == {"RegexConstraint"}
     assert set(seqs.deaths.reason) == {"no token has weight under every factor after 2 tokens"}

@@ -67,7 +67,10 @@ def test_smc_posterior_converges_to_the_exact_posterior():
     target = llm * condition
     exact = _normalise(run(exact_completions(target, 3)))
     wrong = _normalise(run(exact_completions(target, 3, forced_eos=False)))
-    seqs = run(SMC(direct_token_sampler(target), record_factors=False)(1000, 0.5, 3, seed=1))
+    # budget=False: the forced EOS's correction alone (test_budgets.py has the budgeted run)
+    seqs = run(
+        SMC(direct_token_sampler(target), record_factors=False)(1000, 0.5, 3, seed=1, budget=False)
+    )
     estimate = dict(seqs.posterior)
     assert abs(sum(estimate.values()) - 1) < 1e-9
     assert set(estimate) <= set(exact)
@@ -79,7 +82,7 @@ def test_smc_posterior_converges_to_the_exact_posterior():
 def test_smc_forces_eos_at_max_tokens_with_the_exact_weight():
     llm, condition = _target()
     target = llm * condition
-    seqs = run(SMC(direct_token_sampler(target))(30, 0.5, 3, seed=0))
+    seqs = run(SMC(direct_token_sampler(target))(30, 0.5, 3, seed=0, budget=False))
     assert all(c[-1] == EOS and len(c) <= 3 for c in seqs.contexts)
     # max_tokens=1: every particle is [EOS] with weight complete([]), exactly.
     seqs = run(SMC(direct_token_sampler(target))(5, 0.5, 1, seed=0))
@@ -117,7 +120,7 @@ def test_all_dead_run_ends_with_log_ml_minus_inf_and_a_status():
     llm = toy_llm()
     condition = RegexConstraint(llm.vocab, rb"zz")  # "" is alive, but no token continues it
     with pytest.warns(RuntimeWarning, match="every particle has weight zero"):
-        seqs = run(SMC(direct_token_sampler(llm * condition))(8, 0.5, 5, seed=0))
+        seqs = run(SMC(direct_token_sampler(llm * condition))(8, 0.5, 5, seed=0, budget=False))
     assert seqs.log_ml == -math.inf and seqs.status == "all_dead"
     assert seqs.ess == 0 and not np.isnan(seqs.normalized_weights).any()
     assert seqs.record.final["status"] == "all_dead"
@@ -184,7 +187,9 @@ def test_minus_inf_in_extras_survives_json(tmp_path):
     path = tmp_path / "dead.jsonl"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        seqs = run(SMC(AWRS(llm, condition, seed=0))(3, 0.5, 4, json_path=path, seed=0))
+        seqs = run(
+            SMC(AWRS(llm, condition, seed=0))(3, 0.5, 4, json_path=path, seed=0, budget=False)
+        )
     saved = SMCRecord.load(path).steps[-1]["extras"]
     assert saved == seqs.record.steps[-1]["extras"]
     assert all(e["logw"] == -math.inf and e["awrs"]["logw"] == -math.inf for e in saved)
@@ -333,7 +338,8 @@ def test_a_particle_that_ends_an_invalid_json_document_dies_with_jsonschema_reas
     schema = JsonSchema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        seqs = run(SMC(direct_token_sampler(llm * schema.coerce(llm)))(30, 0.0, 6, seed=1))
+        sampler = direct_token_sampler(llm * schema.coerce(llm))
+        seqs = run(SMC(sampler)(30, 0.0, 6, seed=1, budget=False))  # cut, not refused early
     extras = [e for step in seqs.record.steps for e in step.get("extras", []) if e]
     killed = [e for e in extras if e["killed_by"] == "JsonSchema" and e.get("killed_why")]
     assert killed, [e["killed_by"] for e in extras]
