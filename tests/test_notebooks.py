@@ -42,6 +42,7 @@ def test_stored_outputs_come_from_one_top_to_bottom_run(notebook):
 
 def test_no_cell_raised(notebook):
     path, nb = notebook
+    assert any(cell.get("outputs") for cell in nb.cells), f"{path.name} is stored without outputs"
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             assert out.output_type != "error", f"{path.name}: a stored cell raised {out.ename}"
@@ -70,6 +71,7 @@ def test_uses_top_level_await_not_nest_asyncio(notebook):
 
 def test_cells_fit_on_a_screen(notebook):
     path, nb = notebook
+    assert any(cell.cell_type == "code" for cell in nb.cells), f"{path.name} has no code"
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.source.count("\n") < 40, f"{path.name}: a cell is longer than a screen"

@@ -205,6 +205,7 @@ def test_json_mask_equals_the_byte_level_walk_of_every_token(lm):
     for t in llm.vocab:
         by_bytes.setdefault(bytes(t), t)
     spelled = [by_bytes[b] for b in (b"{", b'"', b"n")]  # every vocabulary spells these
+    assert len(spelled) == 3
     for k in range(len(spelled) + 1):
         context = spelled[:k]
         got = run(fast.logw_next(context)).weights[:-1] == 0

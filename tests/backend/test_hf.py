@@ -214,7 +214,9 @@ def test_clear_kv_cache_after_extending_a_prompt_without_logprob_cache(make_lm):
 
 
 async def test_logprobs_are_normalised(lm):
-    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in random_contexts(lm, 8)))
+    contexts = random_contexts(lm, 8)
+    results = await asyncio.gather(*(lm.next_token_logprobs(c) for c in contexts))
+    assert len(results) == len(contexts) >= 8
     for lp in results:
         assert lp.shape == (lm.vocab_size,) and lp.dtype == torch.float32
         assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-4

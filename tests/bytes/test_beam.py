@@ -170,7 +170,8 @@ def test_without_eos_tokens_eos_has_probability_zero():
         beam = await (beam << ord("a"))
         return [await beam.logp_next(), await (await (beam << ord("b"))).logp_next()]
 
-    for q in asyncio.run(go()):
+    after_a, after_ab = asyncio.run(go())
+    for q in (after_a, after_ab):
         assert q.prob(257) == 0.0
         assert q.total() == pytest.approx(1.0)
 

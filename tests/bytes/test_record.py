@@ -51,6 +51,8 @@ def test_lm_calls_recorded_equal_the_model_queries():
 
 def test_pruned_candidates_are_marked_and_next_distribution_kept():
     lm, beam = asyncio.run(run(BeamParams(K=1), b"abab"))
+    assert len(beam.history) == len(b"abab") + 1  # the initial beam, then one step a byte
+    assert any(r.status == "pruned" for step in beam.history for r in step.candidates)
     for step in beam.history[1:-1]:
         kept = [r for r in step.candidates if r.status != "pruned"]
         assert len(kept) == 1

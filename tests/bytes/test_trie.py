@@ -157,6 +157,7 @@ def test_any_hashable_eot_token_keeps_every_edge(eot_token):
     trie = TokenByteTrie(vocab, eot_token=eot_token, device="cpu")
     ws = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
     mass = trie.weight_sum(ws)
+    assert len(trie.leaf2token_id) == len(vocab)  # the duplicate b"ab" keeps its own leaf
     for node, prefix in trie.node2prefix.items():
         if node == trie.eos_node:
             continue

@@ -45,6 +45,7 @@ async def test_short_line_stays_within_its_byte_budget(tiny):
         smc_steer(ShortLine(tiny, max_bytes=12), 3, 2, seed=0),
     ):
         result = await run
+        assert _live(result), "every particle died: nothing to check"
         for particle in _live(result):
             assert particle.satisfied()
             assert len(particle.line) <= 12 and b"\n" not in particle.line
@@ -53,6 +54,7 @@ async def test_short_line_stays_within_its_byte_budget(tiny):
 async def test_short_line_on_a_toy_lm_ends_with_a_newline_or_eos():
     lm = ToyLM([b"ab", b"c", b" ", b"dddd", b"\n", b"x\ny", b"<eos>"], eos=b"<eos>")
     result = await smc_standard(ShortLine(lm, prompt="ab", max_bytes=5), 16, seed=2)
+    assert _live(result), "every particle died: nothing to check"
     for particle in result:
         assert particle.satisfied() and len(particle.line) <= 5
 

@@ -130,8 +130,10 @@ async def test_log_ml_equals_product_of_incremental_means_across_resampling():
 
 
 async def test_weights_are_previous_weights_plus_increments():
-    result = await smc_standard(Coins(), 16, ess_threshold=0.9, seed=5)
+    # twisted, so that weights differ before the end and the resampling branch below runs
+    result = await smc_standard(TwistedCoins(), 16, ess_threshold=0.9, seed=5)
     previous = np.zeros(16)
+    assert any(e["resampled"] for e in result.record.steps)
     for entry in result.record.steps:
         got = np.array(entry["log_weights"])
         assert got == pytest.approx(previous + np.array(entry["weight_increments"]))

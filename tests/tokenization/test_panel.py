@@ -97,6 +97,7 @@ def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(name):
 
     tokenizer, found = _panel(name)
     extra = ["<think>x</think>", "tabs\t\t\tand    spaces", "ﬁ ligature, Å, e\u0301"]
+    assert len(SAMPLES) > 0
     for text in (*SAMPLES, *extra):
         ids = tokenizer.encode(text, add_special_tokens=False)
         joined = b"".join(found.byte_vocab[i] for i in ids)

@@ -20,6 +20,7 @@ async def _beam(llm, text=TEXT, k=3):
 
 async def test_rows_are_the_recorded_candidates(odd_llm):
     beam = await _beam(odd_llm)
+    assert len(beam.history) > 1 and any(s.candidates for s in beam.history)
     for step in beam.history:
         d = step.to_dict()
         data = beam_data(beam.history[: d["position"] + 1], TEXT)

@@ -26,6 +26,7 @@ def _ws():
 def test_node_probabilities_are_brute_force_prefix_sums(trie):
     ws = _ws()
     data = trie_data(trie, ws, b"", depth=10, top_k=50, draw=False)
+    assert any(n["is_leaf"] for n in data["nodes"]) and not all(n["is_leaf"] for n in data["nodes"])
     for node in data["nodes"]:
         prefix = bytes.fromhex(node["prefix_hex"])
         if node["is_leaf"]:
@@ -149,6 +150,7 @@ def test_bfloat16_torch_weights_are_read(trie):
     ws = torch.tensor(_ws(), dtype=torch.bfloat16)
     data = trie_data(trie, ws, b"", depth=10, top_k=50, draw=False)
     want = ws.double().numpy()
+    assert any(n["is_leaf"] for n in data["nodes"])
     for node in data["nodes"]:
         if node["is_leaf"]:
             assert node["prob"] == pytest.approx(want[node["token_id"]] / want.sum())

@@ -155,6 +155,7 @@ def test_unknown_operations_are_a_value_error(op):
 async def test_prefix_and_complete_are_the_operation_of_the_components(op, a):
     ensemble = Ensemble(*languages(), op=op, a=a)
     combine = convert_to_weighted_logop(op, a)
+    assert len(all_prefixes()) > len(P) + len(Q)  # the strings' prefixes and the dead ends
     for context in all_prefixes():
         want = log(
             mean_in_probability_space(op, a, *(math.exp(ref_prefix(L, context)) for L in (P, Q)))
@@ -177,6 +178,8 @@ async def test_logw_next_is_the_difference_of_the_reference_prefixes(op):
         wq = Q.get(context, 0.0) if complete else math.exp(ref_prefix(Q, context))
         return log(mean_in_probability_space(op, a, wp, wq))
 
+    live = [c for c in all_prefixes() if ref(c) > -math.inf]
+    assert live and len(live) < len(all_prefixes())  # both branches below run
     for context in all_prefixes():
         if ref(context) == -math.inf:
             with pytest.raises(ValueError, match="weight zero"):

@@ -68,7 +68,9 @@ def _random_streams(alphabet, n=60, seed=0):
 
 def test_fixed_length_boundary_cuts_every_k_tokens():
     for k in (1, 2, 3):
-        for stream in _random_streams([b"a", b"b", b"c"], seed=k):
+        streams = _random_streams([b"a", b"b", b"c"], seed=k)
+        assert any(len(s) >= k for s in streams)  # some stream is cut at least once
+        for stream in streams:
             got = run(_split_with_sampler(FixedLengthBoundary(k), stream))
             want = [stream[i : i + k] for i in range(0, len(stream) - len(stream) % k, k)]
             want.append([*stream[len(stream) - len(stream) % k :], EOS])
@@ -78,7 +80,9 @@ def test_fixed_length_boundary_cuts_every_k_tokens():
 def test_token_set_boundary_cuts_after_each_boundary_token_matched_by_bytes():
     vocab = [Token(0, b"a"), Token(1, b"b"), Token(2, b" "), Token(3, b"\n")]
     boundary = TokenSetBoundary({b" ", b"\n"})  # plain bytes match the Token subunits
-    for stream in _random_streams(vocab, seed=7):
+    streams = _random_streams(vocab, seed=7)
+    assert any(b" " in s or b"\n" in s for s in streams)
+    for stream in streams:
         got = run(_split_with_sampler(boundary, stream))
         assert got == _split_at(stream, lambda unit: bytes(unit[-1]) in (b" ", b"\n"))
         assert flatten_units(got)[:-1] == stream
@@ -100,7 +104,9 @@ def test_cfg_boundary_cuts_where_the_text_first_matches_the_grammar():
     boundary = CFGBoundary(grammar, min_length=1)
     oracle = re.compile(r"[0-9]+(\+[0-9]+)*;")
     alphabet = [b"1", b"23", b"+", b";", b"+4;"]
-    for stream in _random_streams(alphabet, seed=11):
+    streams = _random_streams(alphabet, seed=11)
+    assert any(oracle.fullmatch(b"".join(s[:i]).decode()) for s in streams for i in range(len(s)))
+    for stream in streams:
         got = run(_split_with_sampler(boundary, stream))
         want = _split_at(stream, lambda unit: oracle.fullmatch(b"".join(unit).decode()))
         assert got == want, stream

@@ -63,7 +63,9 @@ def _random_live_contexts(llm, pattern, n, seed=0):
 def test_normalised_product_equals_brute_force():
     llm = toy_llm()
     target = llm * RegexConstraint(llm.vocab, PATTERN)
-    for context in _random_live_contexts(llm, PATTERN, 12):
+    contexts = _random_live_contexts(llm, PATTERN, 12)
+    assert len(contexts) == 12
+    for context in contexts:
         weights = run(target.logw_next(context)).normalize().exp()
         brute = run(_brute_next(llm, PATTERN, context))
         for token, p in zip(target.vocab_eos, weights.weights, strict=True):
