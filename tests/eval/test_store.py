@@ -55,8 +55,11 @@ def test_every_table_reads_as_a_dataframe(tmp_path):
             },
             [{"response": "x", "weight": 1.0, "score": 0.5, "desc": "half"}],
         )
-        for table in TABLES:
-            assert store.to_pandas(table) is not None
+        frames = {table: store.to_pandas(table) for table in TABLES}
+        rows = {table: len(frame) for table, frame in frames.items()}
+        assert rows == {"methods": 1, "models": 0, "instances": 0, "runs": 1, "responses": 1}
+        assert frames["runs"].loc[0, "run_key"] == "k0"
+        assert frames["methods"].loc[0, "method_hash"] == key
         assert store.to_pandas("responses")["score"].tolist() == [0.5]
         with pytest.raises(ValueError, match="unknown table"):
             store.to_pandas("nope")
