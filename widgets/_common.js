@@ -69,8 +69,8 @@ function table(headers, rows) {
     h("tbody", {}, rows));
 }
 
-function lineChart(series, { width = 320, height = 110, title = "" } = {}) {
-  // series: [{name, values, cls}] with values aligned on the x axis.
+function lineChart(series, { width = 320, height = 110, title = "", yRange = null } = {}) {
+  // series: [{name, values, cls}] with values aligned on the x axis; yRange [lo, hi] widens the axis.
   const pad = 28;
   const all = series.flatMap((x) => x.values.map(num)).filter(Number.isFinite);
   const svg = s("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
@@ -79,6 +79,7 @@ function lineChart(series, { width = 320, height = 110, title = "" } = {}) {
   svg.append(s("path", { class: "genlm-axis", d: `M${pad},14 V${height - pad / 2} H${width - 4}` }));
   if (all.length === 0) return svg;
   let lo = Math.min(...all), hi = Math.max(...all);
+  if (yRange) { lo = Math.min(lo, yRange[0]); hi = Math.max(hi, yRange[1]); }
   if (hi - lo < 1e-12) { lo -= 1; hi += 1; }
   const n = Math.max(...series.map((x) => x.values.length));
   const X = (i) => pad + (n <= 1 ? 0 : (i * (width - pad - 8)) / (n - 1));

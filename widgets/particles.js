@@ -20,9 +20,42 @@ function factorCells(p, names, awrs) {
   cells.push(h("td", { class: "genlm-num genlm-rest", title: REST_NOTE }, fmt(p.rest, 2)));
   cells.push(h("td", {}, last.token === null || last.token === undefined ? "" : tokBox(last.token)));
   const aw = last.awrs;
-  if (awrs) cells.push(aw ? h("td", { class: "genlm-awrs-cell", title: `rejected: ${(aw.rejected || []).join(", ")}` },
-    `${aw.n_draws} draws, ${aw.n_rejected} rejected`) : h("td", {}));
+  if (awrs) cells.push(aw ? h("td", { class: "genlm-awrs-cell genlm-num", title: awrsTip(aw) },
+    awrsCounts(aw.n_checks, aw.n_rejected)) : h("td", {}));
   return cells;
+}
+
+// AWRS counts that are counts: tokens checked and rejected, not the estimator's draw count
+// (draws repeating a rejected token are skipped in one geometric jump, never made).
+const count = (n) => Number(n || 0).toLocaleString("en-US");
+function awrsCounts(checks, rejected) {
+  return `${count(checks)} checked, ${count(rejected)} rejected`;
+}
+
+function awrsTip(aw) {
+  const shown = aw.rejected || [];
+  const more = (aw.n_rejected || 0) - shown.length;
+  return `this step AWRS checked ${count(aw.n_checks)} tokens against the constraint and rejected ` +
+    `${count(aw.n_rejected)}; its weight estimate counts ${count(aw.n_draws)} i.i.d. draws ` +
+    "(repeats of rejected tokens are counted in one geometric jump, not drawn)" +
+    (shown.length ? `\nrejected: ${shown.join(", ")}` : "") + (more > 0 ? ` and ${count(more)} more` : "");
+}
+
+// A particle's text: cut past TEXT_SHOWN characters, the whole on hover and one click away.
+const TEXT_SHOWN = 120;
+function textCell(text) {
+  text = text || "";
+  if (text.length <= TEXT_SHOWN) return h("td", { class: "genlm-text" }, text);
+  const more = text.length - TEXT_SHOWN;
+  return h("td", { class: "genlm-text" }, h("details", { class: "genlm-more" },
+    h("summary", { title: text }, `${text.slice(0, TEXT_SHOWN)}\u2026 `,
+      h("span", { class: "genlm-note" }, `(+${count(more)} characters)`)), text));
+}
+
+function essRange(data) {
+  // The ESS axis from 0 to the number of particles: a small fall is drawn small.
+  const finite = (data.ess || []).map(num).filter(Number.isFinite);
+  return [0, Math.max(Number(data.n_particles) || 0, ...finite) || 1];
 }
 
 function particleRows(data) {
@@ -36,7 +69,7 @@ function particleRows(data) {
       h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
       h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
       factorCells(p, names, data.awrs_column),
-      h("td", { class: "genlm-text" }, p.text)));
+      textCell(p.text)));
 }
 
 function deathsLine(data) {
@@ -127,7 +160,7 @@ function drawParticles(data) {
   return h("div", {},
     h("div", { class: "genlm-title genlm-status" }, head),
     h("div", { class: "genlm-cols" },
-      lineChart([{ name: "ESS", values: data.ess || [] }], { title: "ESS over steps" }),
+      lineChart([{ name: "ESS", values: data.ess || [] }], { title: "ESS over steps", yRange: essRange(data) }),
       lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
                 { title: "log_ml estimate over steps" })),
     h("div", { class: "genlm-note genlm-resampled" }, resampled),
@@ -139,6 +172,8 @@ function drawParticles(data) {
              ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "rest", "last token",
                 ...(data.awrs_column ? ["AWRS"] : [])] : []),
            "text"], particleRows(data)),
+    (data.factor_names || []).length
+      ? h("div", { class: "genlm-note genlm-rest-note" }, h("b", {}, "rest"), `: ${REST_NOTE}.`) : null,
     tree ? h("div", { class: "genlm-title" }, "Genealogy (click a particle for its lineage)") : null,
     tree);
 }

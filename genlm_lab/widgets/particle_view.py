@@ -1,4 +1,11 @@
-"""`ParticleView`: particles of an SMC run, live while it runs and from a saved record."""
+"""`ParticleView`: particles of an SMC run, live while it runs and from a saved record.
+
+Read at a glance: the ESS chart's axis runs from 0 to the number of
+particles (a fall from 2.73 to 2.41 of 3 is drawn as the small fall it is);
+a particle's text longer than `TEXT_SHOWN` characters is cut in its row, the
+whole of it on hover and one click away; the "rest" column is explained in a
+line under the table, not only in a cell's tooltip.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from genlm_lab.widgets.render import (
 )
 from genlm_lab.widgets.smc_data import (
     as_record,
+    awrs_counts,
     genealogy,
     normalize_entry,
     run_summary,
@@ -163,6 +171,9 @@ def _rest(row: dict) -> float | None:
     return row["log_weight"] - total - critic
 
 
+#: Characters of a particle's text shown in its row (the whole on hover and on click).
+TEXT_SHOWN = 120
+
 #: The "rest" column's tooltip: why log w is not the sum of the factor columns.
 REST_NOTE = (
     "log w minus the factor columns and the critic: the proposal's correction (each draw's "
@@ -252,6 +263,36 @@ def final_status(record: SMCRecord) -> str:
     return str(record.final.get("status") or "finished")
 
 
+def text_cell(text: str, limit: int = TEXT_SHOWN) -> str:
+    """A particle's text: whole when short; else its first `limit` characters, the whole in
+    the tooltip and in a `<details>` a click opens (no script: the report works offline)."""
+    if len(text) <= limit:
+        return f"<td class='genlm-text'>{esc(text)}</td>"
+    more = len(text) - limit
+    return (
+        f"<td class='genlm-text'><details class='genlm-more'><summary title='{esc(text)}'>"
+        f"{esc(text[:limit])}… <span class='genlm-note'>(+{more:,} characters)</span>"
+        f"</summary>{esc(text)}</details></td>"
+    )
+
+
+def ess_axis(data: dict) -> tuple[float, float]:
+    """The ESS chart's axis: from 0 to the number of particles (or the largest ESS seen)."""
+    top = max([float(data.get("n_particles") or 0), *(v for v in data["ess"] if _finite(v))])
+    return 0.0, top or 1.0
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and math.isfinite(v)
+
+
+def rest_line(data: dict) -> str:
+    """The legend line of the "rest" column, under the table (where factor columns are shown)."""
+    if not data.get("factor_names"):
+        return ""
+    return f"<div class='genlm-note genlm-rest-note'><b>rest</b>: {esc(REST_NOTE)}.</div>"
+
+
 def particles_html(data: dict) -> str:
     """Static HTML of `particle_data`: status line, ESS/log_ml charts, one row per particle."""
     ps = data["particles"]
@@ -277,12 +318,13 @@ def particles_html(data: dict) -> str:
         f"<td>{bar(p['weight'])}<span class='genlm-num genlm-weight'>{esc(fmt(p['weight']))}"
         f"</span></td><td class='genlm-num'>{esc(fmt(p['log_weight'], 2))}</td>"
         + _factor_cells(p, names, data.get("awrs_column", False))
-        + f"<td class='genlm-text'>{esc(p['text'])}</td></tr>"
+        + text_cell(p["text"])
+        + "</tr>"
         for p in ps
     ]
     charts = (
         "<div class='genlm-cols'>"
-        + line_chart([("ESS", ess, "genlm-line")], title="ESS over steps")
+        + line_chart([("ESS", ess, "genlm-line")], title="ESS over steps", y_range=ess_axis(data))
         + line_chart([("log_ml", log_ml, "genlm-line2")], title="log_ml estimate over steps")
         + "</div>"
     )
@@ -310,6 +352,7 @@ def particles_html(data: dict) -> str:
             ],
             rows,
         )
+        + rest_line(data)
         + tree
     )
     return wrap(body, "particles")
@@ -377,14 +420,26 @@ def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
     cells.append(f"<td>{tok_box(tok) if tok is not None else ''}</td>")
     aw = last.get("awrs")
     if awrs and aw:
-        tip = "rejected: " + ", ".join(aw["rejected"])
         cells.append(
-            f"<td class='genlm-awrs-cell' title='{esc(tip)}'>{aw['n_draws']} draws, "
-            f"{aw['n_rejected']} rejected</td>"
+            f"<td class='genlm-awrs-cell genlm-num' title='{esc(awrs_tip(aw))}'>"
+            f"{esc(awrs_counts(aw['n_checks'], aw['n_rejected']))}</td>"
         )
     elif awrs:
         cells.append("<td></td>")
     return "".join(cells)
+
+
+def awrs_tip(aw: dict) -> str:
+    """An AWRS cell's tooltip: what its counts count, the estimator's draws, the rejected tokens."""
+    shown = ", ".join(aw.get("rejected") or [])
+    more = aw["n_rejected"] - len(aw.get("rejected") or [])
+    return (
+        f"this step AWRS checked {aw['n_checks']:,} tokens against the constraint and rejected "
+        f"{aw['n_rejected']:,}; its weight estimate counts {aw['n_draws']:,} i.i.d. draws "
+        "(repeats of rejected tokens are counted in one geometric jump, not drawn)"
+        + (f"\nrejected: {shown}" if shown else "")
+        + (f" and {more:,} more" if more > 0 else "")
+    )
 
 
 def _deaths_html(data: dict) -> str:

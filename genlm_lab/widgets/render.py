@@ -120,8 +120,13 @@ def line_chart(
     width: int = 320,
     height: int = 110,
     title: str = "",
+    y_range: tuple[float, float] | None = None,
 ) -> str:
-    """An SVG line chart of aligned series `(name, values, css_class)`; non-finite points skipped."""
+    """An SVG line chart of aligned series `(name, values, css_class)`; non-finite points skipped.
+
+    `y_range` widens the axis to at least (low, high): (0, n) draws a quantity
+    bounded by n (an ESS) on its whole scale instead of zooming into its spread.
+    """
     pad = 28
     parts = [
         f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
@@ -132,6 +137,8 @@ def line_chart(
     finite = [float(v) for _, vals, _ in series for v in vals if _finite(v)]
     if finite:
         lo, hi = min(finite), max(finite)
+        if y_range is not None:
+            lo, hi = min(lo, y_range[0]), max(hi, y_range[1])
         if hi - lo < 1e-12:
             lo, hi = lo - 1, hi + 1
         n = max(len(vals) for _, vals, _ in series)

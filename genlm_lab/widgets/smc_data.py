@@ -22,6 +22,16 @@ from genlm_lab.util import escape_bytes, normalize_log_weights
 _KEYS = ("contents", "log_weights", "weight_increments", "finished")
 
 
+def awrs_counts(n_checks: Any, n_rejected: Any) -> str:
+    """ "3 checked, 1 rejected": the tokens AWRS checked against the constraint, and those refused.
+
+    Not its draw count: the estimator counts every i.i.d. draw, and draws that
+    would repeat a rejected token are skipped in one geometric jump, so that
+    count can be in the hundreds of millions for a few thousand checks.
+    """
+    return f"{int(n_checks or 0):,} checked, {int(n_rejected or 0):,} rejected"
+
+
 def as_record(record: Any) -> SMCRecord:
     """An `SMCRecord` from a record, its dict / JSON text, or a path to its JSON file.
 
@@ -159,9 +169,9 @@ def normalize_entry(raw: Mapping, where: str = "step entry") -> dict:
             part["token"] = None if extra.get("token") is None else str(extra["token"])
             part["killed_by"] = extra.get("killed_by")
             aw = extra.get("awrs")
-            if isinstance(aw, Mapping):  # AWRS: this step's draws, for the genealogy tooltip
-                part["awrs"] = (
-                    f"AWRS {aw.get('n_draws')} draws, {len(aw.get('rejected') or [])} rejected"
+            if isinstance(aw, Mapping):  # AWRS: this step's checks, for the genealogy tooltip
+                part["awrs"] = "AWRS " + awrs_counts(
+                    aw.get("n_checks", len(aw.get("drawn") or [])), len(aw.get("rejected") or [])
                 )
         parts.append(part)
     return {

@@ -94,7 +94,7 @@ def test_from_record_shows_factors_killed_and_escapes_tokens(tmp_path):
     # the genealogy tooltips name the token and the killer
     col = data["genealogy"][1]
     assert col[2]["killed_by"] == "FSA" and col[0]["token"] == "a"
-    assert col[0]["awrs"] == "AWRS 2 draws, 1 rejected" and "AWRS 2 draws, 1 rejected" in html
+    assert col[0]["awrs"] == "AWRS 2 checked, 1 rejected" and "AWRS 2 checked, 1 rejected" in html
 
 
 def test_records_without_extras_draw_as_before():

@@ -334,3 +334,110 @@ def test_the_rest_column_is_what_the_factor_columns_leave_out():
         assert row["rest"] == pytest.approx(rest, abs=1e-6)
         assert row["log_weight"] == pytest.approx(sum(row["factors"].values()) + row["rest"])
     assert "<th>rest</th>" in particles_html(data)
+
+
+# -- readability: the ESS axis, long texts, the "rest" legend, AWRS counts (static and browser) --
+
+
+def _draw_js(data: dict) -> str:
+    """What the browser module (widgets/particles.js) draws for `data`, under a minimal DOM."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    from genlm_lab.widgets.base import jsonable
+
+    harness = Path(__file__).with_name("_draw_js.mjs")
+    out = subprocess.run(
+        [node, str(harness), "particles.js", "drawParticles"],
+        input=json.dumps(jsonable(data), allow_nan=False),  # as the widget sends it
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return out.stdout
+
+
+def _awrs_record(text: str) -> SMCRecord:
+    """One control.SMC step of 3 particles: ESS 2.73 then 2.41, an AWRS trace that rejected
+    every token it checked (the estimator counted 306183867 draws), one very long text."""
+    rejected = [f"t{i}" for i in range(49152)]
+    aw = {
+        "drawn": rejected,
+        "accepted": [],
+        "rejected": rejected,
+        "n_draws": 306183867,
+        "n_checks": 49152,
+        "logw": "-Infinity",
+    }
+    extras = [
+        {"token": "a", "logw": -1.0, "factors": {"LM": -1.0, "FSA": 0.0}, "critic": None,
+         "killed_by": None, "awrs": aw},
+        {"token": "b", "logw": -1.2, "factors": {"LM": -1.2, "FSA": 0.0}, "critic": None,
+         "killed_by": None},
+        {"token": "c", "logw": -1.4, "factors": {"LM": -1.4, "FSA": 0.0}, "critic": None,
+         "killed_by": None},
+    ]  # fmt: skip
+    steps = [
+        {**_entry("r", 1, ["a", "b", "c"], [-1.0, -1.2, -1.4]), "ess": 2.73},
+        {**_entry("r", 2, [text, "bb", "cc"], [-2.0, -2.4, -3.0]), "ess": 2.41, "extras": extras},
+    ]
+    return _record(steps, run_id="r")
+
+
+def _ess_chart(markup: str) -> str:
+    import re
+
+    return re.search(r"aria-label=.ESS over steps.(.*?)</svg>", markup, re.S).group(1)
+
+
+def _ess_path_ys(markup: str) -> list[float]:
+    import re
+
+    chart = _ess_chart(markup)
+    d = re.search(r"class=.genlm-line. d=.([^'\"]+)", chart).group(1)
+    return [float(p.split(",")[1]) for p in d.replace("M", " ").replace("L", " ").split()]
+
+
+def test_the_ess_axis_runs_from_zero_to_the_particles_in_both_renderings():
+    data = ParticleView.from_record(_awrs_record("x")).view_data()
+    for markup in (particles_html(data), _draw_js(data)):
+        y1, y2 = _ess_path_ys(markup)
+        # the chart's plot height is 110 - 14 - 18 = 78 px for the range 0..3: a fall of
+        # 0.32 is 0.32 / 3 of it (8.3 px), not the whole height as a zoomed axis drew it
+        assert y2 - y1 == pytest.approx(0.32 / 3 * 78, abs=0.2)
+        assert ">0<" in _ess_chart(markup) and ">3<" in _ess_chart(markup)  # axis labels
+
+
+def test_a_long_text_is_cut_in_its_row_and_whole_on_hover_and_click():
+    from genlm_lab.widgets.particle_view import TEXT_SHOWN
+
+    long = "x" * TEXT_SHOWN + "TAIL" * 100
+    data = ParticleView.from_record(_awrs_record(long)).view_data()
+    for markup in (particles_html(data), _draw_js(data)):
+        summary = markup.split("<summary")[1].split("</summary>")[0]
+        shown = summary.split(">", 1)[1]
+        assert "TAIL" not in shown and "x" * TEXT_SHOWN + "…" in shown  # cut in the row
+        assert long in summary.split(">", 1)[0]  # the whole in the tooltip
+        assert long in markup.split("</summary>")[1].split("</details>")[0]  # and on click
+        assert "(+400 characters)" in shown
+    short = ParticleView.from_record(_awrs_record("short")).view_data()
+    assert "<details" not in particles_html(short) and "<details" not in _draw_js(short)
+
+
+def test_the_rest_column_has_a_legend_line_and_awrs_cells_count_checks_not_draws():
+    data = ParticleView.from_record(_awrs_record("x")).view_data()
+    for markup in (particles_html(data), _draw_js(data)):
+        legend = markup.split("genlm-rest-note")[1].split("</div>")[0]
+        assert "rest</b>: log w minus the factor columns" in legend
+        cell = markup.split("genlm-awrs-cell")[1]
+        text = cell.split(">", 1)[1].split("</td>")[0]
+        assert text == "49,152 checked, 49,152 rejected"
+        assert "306183867" not in text and "draws" not in text
+        assert "306,183,867 i.i.d. draws" in cell.split(">", 1)[0]  # explained on hover
+    plain = ParticleView.from_record(_record([_entry("p", 1, ["a"], [0.0])], "p")).view_data()
+    assert "genlm-rest-note" not in particles_html(plain) + _draw_js(plain)
