@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 import llguidance
@@ -36,7 +37,7 @@ class BoolCFG(GrammarPotential):
         if endless:
             raise InvalidGrammar(
                 "the Lark grammar derives no text: every expansion of "
-                + ", ".join(f"{r!s}" for r in endless)
+                + ", ".join(f"'{r}'" for r in endless)
                 + " needs a rule that never ends (no finite derivation)"
             )
         if not out.allowed([]).any():
@@ -56,7 +57,9 @@ def _never_ending(grammar: str) -> tuple[str, ...]:
     try:
         import lark
 
-        rules = lark.Lark(grammar, parser="earley", lexer="dynamic").rules
+        with warnings.catch_warnings():  # Python's re on Rust syntax ("&&"): not ours to report
+            warnings.simplefilter("ignore")
+            rules = lark.Lark(grammar, parser="earley", lexer="dynamic").rules
     except Exception:  # noqa: BLE001 - llguidance's own syntax, or lark missing: no verdict
         return ()
     productive: set[str] = set()

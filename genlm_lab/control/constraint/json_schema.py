@@ -175,9 +175,11 @@ def _refuse_empty(why: str | None, source: str | None) -> None:
     if why is None:
         return
     at = ""
-    if source is not None and ": " in why:
-        parts = [int(p) if p.isdigit() else p for p in why.split(": ")[0].split("/")]
-        at = _line_column(source, parts)
+    if source is not None:
+        where, _, reason = why.rpartition(": ") if ": " in why else ("", "", why)
+        parts = [int(p) if p.isdigit() else p for p in where.split("/") if p]
+        keyword = re.match(r"[$\w]+", reason)  # "minimum 5 > maximum 3": at `minimum`
+        at = _line_column(source, parts + ([keyword.group(0)] if keyword else []))
     raise InvalidGrammar(f"the JSON schema admits no document{at}: {why}")
 
 

@@ -92,3 +92,17 @@ def test_genlm_grammar_automata_in_and_out(genlm_grammar):
     assert BoolFSA.from_regex("a(b|c)").wfsa.R is gg.Boolean
     with pytest.raises(ValueError, match="Unsupported semiring"):
         WFSA(gg.WFSA(gg.Boolean))
+
+
+def test_an_automaton_with_no_reachable_final_state_raises():
+    from genlm_lab.control import InvalidGrammar
+
+    auto = Automaton()
+    auto.initial[0] = 1.0
+    auto.arcs[0] += [(ord("a"), 0, 1.0)]
+    auto.arcs[1] += [(ord("b"), 2, 1.0)]
+    auto.final[2] = 1.0  # final, but only from state 1, which nothing reaches
+    with pytest.raises(InvalidGrammar, match="no final state is reachable"):
+        BoolFSA(auto)
+    auto.arcs[0] += [(ord("c"), 1, 1.0)]
+    assert run(BoolFSA(auto).complete(b"acb")) == 0.0

@@ -124,3 +124,22 @@ def test_a_grammar_that_blocks_everything_kills_cleanly():
     only_letters = BoolCFG.from_lark('start: "a" "!"').coerce(llm)
     w = run(only_letters.logw_next([llm.vocab[TOKENS.index(b"a")]]))
     assert np.all(w.weights == -math.inf)  # no "!" token: nothing can follow, EOS included
+
+
+@pytest.mark.parametrize(
+    ("grammar", "message"),
+    [
+        ('start: a\na: "x" a', "'a', 'start'"),  # every derivation of a goes on forever
+        ('start: a b\na: "x"\nb: "y" b | b "z"', "'b', 'start'"),
+        ("start: /[a&&b]/", "no terminal can start it"),
+    ],
+)
+def test_a_grammar_that_derives_nothing_raises(grammar, message):
+    with pytest.raises(InvalidGrammar, match="derives no text") as error:
+        BoolCFG.from_lark(grammar)
+    assert message in str(error.value)
+
+
+def test_a_rule_that_never_ends_is_fine_when_start_has_another_way():
+    cfg = BoolCFG.from_lark('start: "x" | a\na: "y" a')
+    assert run(cfg.complete(b"x")) == 0.0

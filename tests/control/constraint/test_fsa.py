@@ -217,3 +217,25 @@ def test_a_divergent_wfsa_is_refused():
         run(wfsa.prefix([]))
     with pytest.raises(ValueError, match=">= 0"):
         wfsa.add_arc(0, 97, 0, -1.0)
+
+
+def test_a_regex_that_matches_nothing_raises_and_brute_force_agrees():
+    """Random regexes over {a, b} with empty classes: raise iff no string of length <= 6 matches."""
+    import re
+
+    rng = random.Random(0)
+    atoms = ["a", "b", "[a&&b]", "(a|b)", "a?", "[ab&&b]"]
+    for _ in range(60):
+        parts = [rng.choice(atoms) for _ in range(rng.randint(1, 3))]
+        pattern = "".join(parts) if rng.random() < 0.6 else "|".join(parts)
+        python = pattern.replace("[a&&b]", "(?!)").replace("[ab&&b]", "b")
+        some = any(
+            re.fullmatch(python, "".join(s))
+            for n in range(7)
+            for s in itertools.product("ab", repeat=n)
+        )
+        if some:
+            assert BoolFSA.from_regex(pattern).allowed([]).any(), pattern
+        else:
+            with pytest.raises(InvalidGrammar, match="admits no string"):
+                BoolFSA.from_regex(pattern)

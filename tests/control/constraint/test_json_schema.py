@@ -338,3 +338,115 @@ def test_the_defaults_write_keys_in_the_schema_order_on_one_line():
         JsonSchema(schema, key_order="sorted")
     with pytest.raises(ValueError, match="line_breaks"):
         JsonSchema(schema, line_breaks=-1)
+
+
+# ---------------------------------------------------------------- empty languages, formats
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"type": "string", "minLength": 1, "maxLength": 0}, "minLength 1 > maxLength 0"),
+        ({"type": "integer", "minimum": 5, "maximum": 3}, "minimum 5 > maximum 3"),
+        ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "allOf"),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string", "minLength": 1, "maxLength": 0}},
+                "required": ["a"],
+            },
+            "properties/a: minLength 1 > maxLength 0",
+        ),  # fmt: skip
+        # found by llguidance, not by the schema walk: a date is 10 characters
+        ({"type": "string", "format": "date", "maxLength": 5}, "admits no document"),
+    ],
+)
+def test_a_schema_that_admits_no_document_raises_at_construction(schema, where):
+    with pytest.raises(InvalidGrammar, match="admits no document") as error:
+        JsonSchema(schema)
+    assert where in str(error.value)
+
+
+def test_schema_errors_give_the_line_and_column_of_the_keyword():
+    text = '{\n  "type": "object",\n  "properties": {\n    "price": {"type": "numbr"}\n  }\n}'
+    with pytest.raises(InvalidGrammar, match=r"properties/price/type \(line 4, column 15\)"):
+        JsonSchema(text)
+    empty = text.replace('"numbr"}', '"integer", "minimum": 5, "maximum": 3}')
+    empty = empty.replace('"object",', '"object", "required": ["price"],')
+    with pytest.raises(InvalidGrammar, match=r"\(line 4, column 34\): properties/price: minimum"):
+        JsonSchema(empty)
+
+
+FORMATS = {
+    "date": (["2024-02-29", "0001-12-31"], ["2024-13", "2024-1-"]),
+    "time": (["12:00:00Z", "23:59:59.5+05:30"], ["24", "12:60"]),
+    "date-time": (["2024-01-01T12:00:00Z", "2024-01-01t00:00:00.25-01:00"], ["2024-01-01X"]),
+    "uuid": (["00000000-0000-0000-0000-00000000000A"], ["0000g", "00000000_"]),
+    "ipv4": (["0.0.0.0", "255.255.255.255"], ["256", "1.2.3.4.", "01."]),
+    "email": (["a@b", "@", "x y@z"], []),
+}
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_formats_in_the_mask_keep_every_valid_value_and_refuse_early(name):
+    valid, dead = FORMATS[name]
+    js = JsonSchema({"type": "string", "format": name}, **EXACT)
+    assert ("/", "format", "mask") in {(r["path"], r["keyword"], r["where"]) for r in js.coverage}
+    for value in valid:
+        assert js.validate(json.dumps(value)), value
+        text = json.dumps(value).encode()
+        assert all(js.allowed(list(text[:i]))[text[i]] for i in range(len(text))), value
+    for prefix in dead:  # refused at the byte that leaves the format, not at completion
+        text = b'"' + prefix.encode()
+        assert not all(js.allowed(list(text[:i]))[text[i]] for i in range(len(text))), prefix
+
+
+def test_formats_a_draft_does_not_check_stay_annotations():
+    js = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#", "type": "string",
+                     "format": "date"})  # fmt: skip
+    assert js.validate('"yesterday"')
+    assert js.allowed(list(b'"yes'))[ord("t")]
+
+
+def test_finish_writes_values_of_a_format():
+    schema = {
+        "type": "object",
+        "properties": {f: {"type": "string", "format": f} for f in FORMATS},
+        "required": list(FORMATS),
+    }
+    js = JsonSchema(schema)
+    for prefix in ['{"date": "2024-0', '{"date": "', "{", '{"date": "2024-01-01", "time": "12:3']:
+        tail = js.finish(prefix)
+        assert tail is not None and js.validate(prefix.encode() + tail), (prefix, tail)
+
+
+def test_a_prefix_finish_cannot_complete_warns_once_with_path_and_keyword():
+    from genlm_lab.control.constraint.json_schema import FinishWarning
+
+    js = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
+                     "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip
+    with pytest.warns(FinishWarning, match=r"\$\.p: pattern cannot be finished") as caught:
+        assert js.finish('{"p": "a') is None
+        assert js.finish('{"p": "a') is None
+    assert len(caught) == 1
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert js.finish('{"p": "x', limit=3) is None  # dead already or cut by the limit: silent
+
+
+def test_pattern_properties_keys_are_refused_as_they_are_written():
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    for js in (JsonSchema(schema), JsonSchema(schema, **EXACT)):
+        assert js.validate('{"x-a": "q", "id": 1}')
+        for key in ["x-a", "id", "x-"]:
+            text = b'{"' + key.encode() + b'"'
+            assert all(js.allowed(list(text[:i]))[text[i]] for i in range(len(text))), key
+        for prefix, byte in [(b'{"', b"y"), (b'{"x', b"y"), (b'{"i', b"x"), (b'{"id', b"x")]:
+            assert not js.allowed(list(prefix))[byte[0]], (prefix, byte)

@@ -74,3 +74,16 @@ def test_invalid_utf8_is_dead_and_bad_patterns_raise_one_error():
         PythonRegex(b"a")
     with pytest.raises(ValueError, match="weight zero"):
         p.allowed(list(b"\xff"))
+
+
+@pytest.mark.parametrize("pattern", [r"[^\x00-\U0010FFFF]", r"ab[^\x00-\U0010FFFF]c", r"(?!)"])
+def test_a_python_regex_that_matches_nothing_raises(pattern):
+    with pytest.raises(InvalidGrammar, match="matches no text"):
+        PythonRegex(pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"x|[^\x00-\U0010FFFF]", r"(a)\1", r"[^\s\S]"])
+def test_a_python_regex_with_a_match_is_kept(pattern):
+    # `regex` reads [^\s\S] as a set that holds "x" (unlike `re`): it is not empty
+    p = PythonRegex(pattern)
+    assert any(p.accepts(t) for t in (b"x", b"aa"))
