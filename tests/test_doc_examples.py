@@ -1,10 +1,17 @@
-"""Every Python example in README.md and docs/ runs, with warnings as errors.
+"""Every Python example in README.md and docs/ runs, with warnings as errors, as its page says.
 
-Each ```python block of a Markdown file runs in order in one namespace, as the
-cells of a notebook do (top-level `await` included, on one event loop per
-file), from a fresh temporary folder. A block that is not meant to run (a path
-that exists only on the reader's machine, a GPU) carries an explicit marker on
-the line above its fence::
+The docs have one async style. A ```python block is a notebook cell: the
+blocks of a Markdown file run in order in one namespace, inside a running
+event loop as a Jupyter kernel's cells do (top-level `await` works;
+`asyncio.run` raises "cannot be called from a running event loop", as it
+does in Jupyter), from a fresh temporary folder. A block that is a script
+carries ``<!-- script -->`` on the line above its fence and says so in its
+first line (``# a script: python my_run.py``); it runs as
+``python my_run.py`` would: alone, in its own namespace, with no event loop
+running (there `asyncio.run` is the way in, and a top-level `await` is a
+syntax error). A block that is not meant to run (a path that exists only on
+the reader's machine, a GPU) carries an explicit marker on the line above its
+fence::
 
     <!-- no-run: needs CUDA and the Llama weights -->
 
@@ -37,7 +44,11 @@ PYTHON = {"python", "py", "python3"}
 # Python that this runner would not run: write such an example as a python block with asserts.
 UNRUN_PYTHON = {"pycon", "ipython", "ipython3", "python-repl", "doctest"}
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_MARKER = re.compile(r"^\s*<!--\s*(?P<kind>no-run|slow)\b\s*(?::\s*(?P<reason>.*?))?\s*-->\s*$")
+_MARKER = re.compile(
+    r"^\s*<!--\s*(?P<kind>no-run|slow|script)\b\s*(?::\s*(?P<reason>.*?))?\s*-->\s*$"
+)
+# The first line of a script block: a comment that says it is one.
+_SCRIPT_SAYS = re.compile(r"^#.*\bscript\b", re.I)
 # A comment that reads as a claimed output: `# ' Paris'`, `# -> 3`, `# == {...}`.
 _CLAIM = re.compile(r"^#\s*(->|=>|==|['\"])")
 
@@ -52,6 +63,7 @@ class Block:
     code: str
     no_run: str | None  # the reason given by `<!-- no-run: reason -->`
     slow: bool
+    script: bool = False  # `<!-- script -->`: run alone as `python file.py`, not as a cell
 
     @property
     def is_python(self) -> bool:
@@ -105,6 +117,7 @@ def parse_blocks(path: Path, text: str | None = None) -> list[Block]:
                 code="\n".join(body) + "\n",
                 no_run=no_run,
                 slow=any(k == "slow" for _, k, _ in markers),
+                script=any(k == "script" for _, k, _ in markers),
             )
         )
         markers = []
@@ -115,8 +128,11 @@ def parse_blocks(path: Path, text: str | None = None) -> list[Block]:
 
 
 def _compile(block: Block) -> ast.Module:
-    """The block as a module whose line numbers are those of the Markdown file."""
-    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    """The block as a module whose line numbers are those of the Markdown file.
+
+    A notebook cell may `await` at top level; a script may not (Python refuses it).
+    """
+    flags = ast.PyCF_ONLY_AST | (0 if block.script else ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     tree = compile(block.code, str(block.path), "exec", flags=flags, dont_inherit=True)
     ast.increment_lineno(tree, block.line - 1)
     return tree
@@ -134,12 +150,24 @@ def unchecked_claims(block: Block) -> list[str]:
     return claims
 
 
-def _run(code: object, namespace: dict, loop: asyncio.AbstractEventLoop) -> object:
-    """Evaluate compiled code in the namespace, awaiting it on the loop if it awaits."""
+async def _cell(code: object, namespace: dict) -> object:
+    """Evaluate compiled code in the namespace with the loop running, as a kernel does."""
     result = eval(code, namespace)  # noqa: S307 - the repo's own documentation
     if asyncio.iscoroutine(result):
-        result = loop.run_until_complete(result)
+        result = await result
     return result
+
+
+def _run(code: object, namespace: dict, loop: asyncio.AbstractEventLoop) -> object:
+    """Run a notebook cell's code inside the running loop (`asyncio.run` in it fails as in
+    Jupyter) and return its value."""
+    return loop.run_until_complete(_cell(code, namespace))
+
+
+def _run_script(block: Block) -> None:
+    """Run a script block as `python file.py` would: alone, as __main__, no loop running."""
+    code = compile(_compile(block), str(block.path), "exec", dont_inherit=True)
+    exec(code, {"__name__": "__main__"})  # noqa: S102 - the repo's own documentation
 
 
 def run_blocks(blocks: list[Block]) -> dict:
@@ -156,6 +184,9 @@ def run_blocks(blocks: list[Block]) -> dict:
             warnings.simplefilter("error")
             for block in blocks:
                 if not block.is_python or block.no_run:
+                    continue
+                if block.script:
+                    _run_script(block)
                     continue
                 tree = _compile(block)
                 last = (
@@ -220,6 +251,20 @@ def problems(path: Path, text: str | None = None) -> list[str]:
             found.append(f"{where}: <!-- slow --> on a {block.lang or 'plain'} block")
         if block.no_run and not block.is_python:
             found.append(f"{where}: <!-- no-run --> on a non-Python block is not needed")
+        if block.script and not block.is_python:
+            found.append(f"{where}: <!-- script --> on a {block.lang or 'plain'} block")
+        if block.is_python and block.script:
+            first = block.code.lstrip().splitlines()[0] if block.code.strip() else ""
+            if not _SCRIPT_SAYS.match(first):
+                found.append(
+                    f"{where}: a script block says so in its first line "
+                    "(# a script: python my_run.py)"
+                )
+        if block.is_python and not block.script and re.search(r"\basyncio\.run\(", block.code):
+            found.append(
+                f"{where}: asyncio.run in a notebook cell fails in Jupyter (a loop is running): "
+                "use top-level await, or make the block a script (<!-- script -->) and say so"
+            )
         if block.lang in UNRUN_PYTHON:
             found.append(f"{where}: a {block.lang} block would not run; use python with asserts")
         loads_model = re.search(r"load_model_by_name\(\s*['\"](default|smollm2)", block.code)
@@ -302,3 +347,48 @@ def test_problems_are_found() -> None:
 def test_unchecked_claims_are_found() -> None:
     (block,) = _blocks("```python\nx = 1  # ' Paris'\nx  # ' Paris'\nassert x == 1  # ok\n```\n")
     assert unchecked_claims(block) == ["example.md:3: x  # ' Paris'"]
+
+
+def test_a_notebook_cell_runs_in_a_running_loop_so_asyncio_run_fails_as_in_jupyter() -> None:
+    cell = "```python\nimport asyncio\n\n\nasync def f():\n    return 1\n\n\nx = asyncio.run(f())\n```\n"
+    with pytest.raises(RuntimeError, match="running event loop"):
+        run_blocks(_blocks(cell))
+    ns = run_blocks(_blocks(cell.replace("asyncio.run(f())", "await f()")))
+    assert ns["x"] == 1
+
+
+def test_a_script_block_runs_alone_with_asyncio_run_and_no_loop() -> None:
+    script = (
+        "```python\ny = 5\n```\n"
+        "<!-- script -->\n```python\n# a script: python my_run.py\nimport asyncio\n\n\n"
+        "async def main():\n    return 2\n\n\n"
+        "assert 'y' not in globals() and __name__ == '__main__'\n"
+        "assert asyncio.run(main()) == 2\n```\n"
+        "```python\nz = y + 1\n```\n"
+    )
+    ns = run_blocks(_blocks(script))
+    assert ns["z"] == 6 and "main" not in ns  # the script kept to its own namespace
+    with pytest.raises(SyntaxError):  # python refuses a top-level await in a script
+        run_blocks(
+            _blocks(
+                "<!-- script -->\n```python\n# a script\nimport asyncio\nawait asyncio.sleep(0)\n```\n"
+            )
+        )
+
+
+def test_the_async_style_is_checked() -> None:
+    page = ROOT / "page.md"
+    found = problems(
+        page,
+        "```python\nimport asyncio\nasyncio.run(asyncio.sleep(0))\n```\n"
+        "<!-- script -->\n```python\nimport asyncio\nasyncio.run(asyncio.sleep(0))\n```\n"
+        "<!-- script -->\n```bash\nls\n```\n",
+    )
+    assert found == [
+        "page.md:2: asyncio.run in a notebook cell fails in Jupyter (a loop is running): use "
+        "top-level await, or make the block a script (<!-- script -->) and say so",
+        "page.md:7: a script block says so in its first line (# a script: python my_run.py)",
+        "page.md:12: <!-- script --> on a bash block",
+    ]
+    said = "<!-- script -->\n```python\n# a script: python run.py\nimport asyncio\n```\n"
+    assert problems(page, said) == []
