@@ -1,0 +1,144 @@
+"""Budgets: SMC hands `max_tokens` to the factors that can finish, and the target stays exact.
+
+On a seeded ToyLM over a tiny vocabulary, every sequence of at most
+`max_tokens` tokens is enumerated with its exact weight (`exact_completions`):
+the budgeted runs' normalising constant is unbiased for it and their
+posterior converges to it, so nothing is set aside; and with the budget no
+particle is cut at `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import warnings
+
+import numpy as np
+import pytest
+from _toys import exact_completions, toy_llm, within
+
+from genlm_lab.control import AWRS, SMC, BoolFSA, EndOfSequence, direct_token_sampler
+from genlm_lab.control.constraint.finish_distance import AutomatonDistance
+from genlm_lab.control.inference.budgets import Budget, BudgetedSampler, budget_for, with_budget
+
+MAIL = [b"a", b"b", b"ab", b"@", b".", b"c", b"<eos>"]
+PATTERN = r"(ab|b)+@c(\.c)?"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def _normalise(weights: dict) -> dict:
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()}
+
+
+def _tv(p: dict, q: dict) -> float:
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
+
+
+def _setup(pattern: str = PATTERN):
+    llm = toy_llm(vocab=MAIL, seed=5)
+    return llm, BoolFSA.from_regex(pattern).coerce(llm, f=b"".join)
+
+
+def _cut(sequences) -> int:
+    """Particles that reached max_tokens without finishing (EOS forced, weight zero)."""
+    return sum(
+        1
+        for step in sequences.record.steps
+        for e in step.get("extras", [])
+        if e and e.get("cut") and e.get("killed_by")
+    )
+
+
+@pytest.mark.parametrize("kind", ["awrs", "direct"])
+def test_the_budgeted_run_is_unbiased_for_the_constraint_within_max_tokens(kind):
+    llm, constraint = _setup()
+    exact = run(exact_completions(llm * constraint, 5))
+    sampler = AWRS(llm, constraint) if kind == "awrs" else direct_token_sampler(llm * constraint)
+    smc = SMC(sampler, record_factors=False)
+    z = []
+    for seed in range(40):
+        z.append(math.exp(run(smc(8, 0.5, 5, seed=seed)).log_ml))
+    assert within(np.array(z), sum(exact.values()))
+    stats = smc.budget_stats[next(iter(smc.budget_stats))]
+    assert stats["refused"] > 0  # the budget did refuse tokens
+
+
+def test_the_budgeted_posterior_is_the_exact_conditional_and_no_particle_is_cut():
+    llm, constraint = _setup()
+    exact = _normalise(run(exact_completions(llm * constraint, 5)))
+    pooled: dict = {}
+    # max_accepts=10 and no resampling: independent, little-varying weights, so the pooled
+    # posterior's error shrinks as 1/sqrt(1500)
+    for seed in range(6):
+        sequences = run(SMC(AWRS(llm, constraint, max_accepts=10))(250, 0.0, 5, seed=seed))
+        assert _cut(sequences) == 0
+        assert np.isfinite(sequences.log_weights).all()  # AWRS redraws: every particle ends
+        for key, p in dict(sequences.posterior).items():
+            pooled[key] = pooled.get(key, 0.0) + p / 6
+    assert set(pooled) <= set(exact)
+    # measured 0.018 over 20 such runs (0.048 without the budget, whose cut particles are wasted)
+    assert _tv(pooled, exact) < 0.06
+
+
+def test_without_the_budget_particles_are_cut_and_with_it_none_are():
+    llm, constraint = _setup(r"[ab]+@(ab|c)+\.c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        off = run(AWRS(llm, constraint).smc(12, 0.5, 7, seed=0, budget=False))
+        on = run(AWRS(llm, constraint).smc(12, 0.5, 7, seed=0))
+    assert _cut(off) > 0
+    assert _cut(on) == 0 and np.isfinite(on.log_weights).all()
+
+
+def test_a_product_is_budgeted_factor_by_factor():
+    llm, first = _setup(r"[ab]+@c(\.c)?")
+    second = BoolFSA.from_regex(r"(ab|b)+.*").coerce(llm, f=b"".join)  # not plain: searched
+    sampler = AWRS(llm, first * second)
+    budget = budget_for(sampler, 5)
+    assert [name for _, name, _ in budget.factors] == ["BoolFSA", "BoolFSA#2"]
+    assert isinstance(budget.factors[0][2], AutomatonDistance)
+    exact = run(exact_completions(llm * first * second, 5))
+    z = [math.exp(run(sampler.smc(8, 0.5, 5, seed=s)).log_ml) for s in range(30)]
+    assert within(np.array(z), sum(exact.values()))
+
+
+def test_with_budget_picks_the_sampler_form_and_leaves_unconstrained_runs_alone():
+    llm, constraint = _setup()
+    awrs = AWRS(llm, constraint)
+    budgeted, budget = with_budget(awrs, 5)
+    assert isinstance(budgeted, AWRS) and budgeted.budget is budget and awrs.budget is None
+    assert "within 5 tokens" in repr(budgeted)
+    direct, _ = with_budget(direct_token_sampler(llm * constraint), 5)
+    assert isinstance(direct, BudgetedSampler)
+    plain, none = with_budget(direct_token_sampler(llm), 5)
+    assert none is None and not isinstance(plain, BudgetedSampler)
+
+
+def test_a_direct_draw_that_cannot_end_in_time_names_the_factor_and_budget():
+    llm, constraint = _setup()
+    sampler = BudgetedSampler(direct_token_sampler(llm * constraint), budget_for(
+        direct_token_sampler(llm * constraint), 3))  # fmt: skip
+    seen = False
+    for _ in range(60):
+        token, logw, _, info = run(sampler.sample_with_info([]))
+        if "budget" in info:
+            seen = True
+            assert logw == -math.inf and info["budget"]["max_tokens"] == 3
+            assert info["factors"][1] == -math.inf  # the constraint, not the LM
+    assert seen
+
+
+def test_a_run_that_cannot_end_at_all_starts_dead():
+    llm, constraint = _setup()  # the shortest text takes 3 tokens and EOS
+    assert not run(
+        Budget([(1, "c", budget_for(AWRS(llm, constraint), 9).factors[0][2])], 3).fits([])
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sequences = run(SMC(AWRS(llm, constraint))(4, 0.5, 3, seed=0))
+    assert sequences.log_ml == -math.inf
+    assert not any(isinstance(c[-1], EndOfSequence) for c in sequences.contexts if c)
