@@ -24,6 +24,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from genlm_lab.eval.wording import plural
+
 __all__ = ["add_eval_parser", "method_help", "parse_method"]
 
 #: One line per method kind (`genlm_lab.eval.methods` has the full table).
@@ -249,6 +251,7 @@ def _run_one(
         from genlm_lab.eval.cluster import ModelSpec
 
         model = ModelSpec.method(method, args.domain, model_name)
+    started = time.perf_counter()
     results = asyncio.run(
         run_evaluation(
             domain.dataset,
@@ -265,11 +268,13 @@ def _run_one(
             cluster=cluster,
         )
     )
+    wall = time.perf_counter() - started
     lo, hi = results["ci"]
     print(
         f"{method.label} on {domain.name} with {model_name}: weighted accuracy "
         f"{results['average_weighted_accuracy']:.3f} (95% CI {lo:.3f}-{hi:.3f}), "
-        f"{results['n_instances']} instances, {results['n_errors']} errors -> {args.db}"
+        f"{plural(results['n_instances'], 'instance')}, {plural(results['n_errors'], 'error')}, "
+        f"{wall:.1f} s of wall time -> {args.db}"
     )
 
 

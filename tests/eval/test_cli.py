@@ -27,6 +27,7 @@ def test_run_report_merge(tmp_path, capsys):
     assert main([*common, "--db", str(b), "--shard", "1/2"]) == 0
     out = capsys.readouterr().out
     assert "smc on json_schema with tiny-random: weighted accuracy" in out
+    assert "2 instances, 0 errors, " in out and " s of wall time -> " in out  # plural; cost
     merged = tmp_path / "all.sqlite"
     assert main(["eval", "merge", str(merged), str(a), str(b)]) == 0
     with ResultsStore(merged) as store:
