@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from genlm_lab.smc.alarms import AlarmMonitor, AlarmThresholds
-from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence
+from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence, final_deaths
 from genlm_lab.smc.observers import ObserverSet
 from genlm_lab.smc.profile import Profiler
 from genlm_lab.smc.record import RecordWriter, SMCRecord
@@ -371,7 +371,9 @@ class Run:
         else:
             await self.emit(particles, before, None)
             when = f"after step {self.steps}"
-            why = deaths_sentence(death_rows(self.record.steps, self.record.parents()))
+            steps, parents = self.record.steps, self.record.parents()
+            rows = final_deaths(death_rows(steps, parents), steps, parents)
+            why = deaths_sentence(rows, n_particles=len(steps[-1]["log_weights"]))
         self.alarms.raise_(self.steps, "all_dead", f"every particle died ({when}): {why}.")
         warnings.warn(
             f"every particle has weight zero (log-weight -inf) {when}: "

@@ -18,7 +18,11 @@ Kinds (thresholds in `AlarmThresholds`):
 - "runaway": at least `runaway_fraction` of the live particles end in a run
   of whitespace or a repeated piece of text;
 - "max_tokens": more than `cut_fraction` of the final particles were cut at
-  max_tokens (EOS forced, "cut" in `step_extras`);
+  max_tokens (EOS forced, "cut" in `step_extras`) unfinished: a constraint
+  refused the cut text, or there was no constraint to accept it. A text the
+  constraints accept as it was cut ("complete" in `step_extras`) finished
+  valid and is not counted. The sentence names the factor and, where the run
+  held it to a budget, the budget;
 - "log_ml_inf": the run ended with log_ml = -inf;
 - "slow_factor": one potential took more than `slow_fraction` of the wall
   time (profiled runs only; LM factors are left out, their forwards are the
@@ -29,10 +33,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from genlm_lab.smc.deaths import cut_hint
 from genlm_lab.smc.record import step_links
 from genlm_lab.util.alarms import text_runaway
 
@@ -121,7 +127,8 @@ class AlarmMonitor:
         self._kinds: set[str] = set()
         self._low_ess = 0
         self._previous: Mapping | None = None
-        self._cut: list[bool] = []
+        #: Per particle: None, or (factor, budget) of the cut that ended its line unfinished.
+        self._cut: list[tuple[str | None, int | None] | None] = []
         #: Profile components that belong to a (non-LM) potential, with its name.
         self.factor_of: dict[str, str] = {}
 
@@ -189,32 +196,36 @@ class AlarmMonitor:
         )
 
     def _follow_cuts(self, entry: Mapping, extras: Sequence[Any]) -> None:
-        """Each particle's flag: was it (or its ancestor) cut at max_tokens."""
+        """Each particle's cut: was it (or its ancestor) cut at max_tokens unfinished, by what."""
         n = len(entry["contents"])
+        flags: list[tuple[str | None, int | None] | None]
         if self._previous is None:
-            flags = [False] * n
+            flags = [None] * n
         else:
             try:
                 links = step_links(self._previous, entry, self.steer, self.beam)
             except ValueError:
                 links = list(range(n)) if len(self._cut) == n else [0] * n
-            flags = [self._cut[a] if a < len(self._cut) else False for a in links]
+            flags = [self._cut[a] if a < len(self._cut) else None for a in links]
         for i, extra in enumerate(extras[:n]):
-            if isinstance(extra, Mapping) and extra.get("cut"):
-                flags[i] = True
+            if isinstance(extra, Mapping) and extra.get("cut") and not extra.get("complete"):
+                flags[i] = (extra.get("killed_by"), extra.get("killed_budget"))
         self._cut = flags
 
     def finish(self, log_ml: float, ancestors: Sequence[int] | None) -> None:
         """Alarms on how the run ended; `ancestors`: the last step's selection, if any."""
         step = int(self._previous["step"]) if self._previous is not None else 0
         flags = self._cut if ancestors is None else [self._cut[a] for a in ancestors]
-        if flags and sum(flags) > self.limits.cut_fraction * len(flags):
+        cut = [f for f in flags if f is not None]
+        if flags and len(cut) > self.limits.cut_fraction * len(flags):
+            (factor, budget), _ = Counter(cut).most_common(1)[0]
+            plain = factor is None or factor in ("model", "sampler", "critic")
+            what = "mid-text" if plain else f"before {factor} accepted them"
             self.raise_(
                 step,
                 "max_tokens",
-                f"{sum(flags)} of {len(flags)} final particles were cut at max_tokens: the "
-                "budget, not the constraint, ended them; raise max_tokens or ask for "
-                "shorter output.",
+                f"{len(cut)} of {len(flags)} final particles were cut at max_tokens {what}: "
+                f"{cut_hint(factor, budget)}.",
             )
         if log_ml == -math.inf:
             self.raise_(

@@ -3,8 +3,14 @@
 A particle dies in the step where its log-weight becomes -inf. A model may
 say why in its `step_extras`: "killed_by" (the factor, e.g. "JsonSchema",
 "critic", "sampler") and "killed_why" (a sentence, e.g. "cut at max_tokens
-inside a string at $.name"); `genlm_lab.control.SMC` always does. For any
-other model the factor is "model" and the reason a plain default.
+inside a string at $.name"); `genlm_lab.control.SMC` always does, and adds
+"killed_budget" (the tokens the factor was held to, where the run had a
+budget). For any other model the factor is "model" and the reason a plain default.
+
+Deaths are not particles: resampling copies live particles over dead ones, so
+one slot can die several times in a run. `final_deaths` keeps one death per
+particle of the last step (the death of its own line), which is what a
+sentence about "every particle died" must count.
 """
 
 from __future__ import annotations
@@ -14,7 +20,16 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEATH_COLUMNS", "AllParticlesDied", "death_rows", "deaths_frame", "most_common_death"]
+__all__ = [
+    "DEATH_COLUMNS",
+    "AllParticlesDied",
+    "cut_hint",
+    "death_rows",
+    "deaths_frame",
+    "deaths_sentence",
+    "final_deaths",
+    "most_common_death",
+]
 
 #: The columns of a deaths table (`Sequences.deaths`).
 DEATH_COLUMNS = ("particle", "step", "factor", "reason")
@@ -59,6 +74,7 @@ def death_rows(steps: Sequence[Mapping], parents: Sequence[Sequence[int] | None]
                     "factor": "model" if factor is None else str(factor),
                     "reason": str(reason) if reason else _DEFAULT_REASON,
                     "text": entry["contents"][i],
+                    "budget": extra.get("killed_budget"),
                 }
             )
         previous = entry
@@ -81,20 +97,84 @@ def most_common_death(rows: Sequence[Mapping]) -> tuple[str, str, int] | None:
     return factor, reason, count
 
 
-def deaths_sentence(rows: Sequence[Mapping]) -> str:
-    """One sentence on the deaths: the factor that killed most and the commonest reason."""
+def final_deaths(
+    rows: Sequence[Mapping], steps: Sequence[Mapping], parents: Sequence[Sequence[int] | None]
+) -> list[Mapping]:
+    """The death of each dead particle of the last step, found by walking its line back.
+
+    At most one row per final particle, so a count of them never exceeds the
+    particles. A final particle whose line never died has no row.
+
+    Args:
+        rows: `death_rows(steps, parents)`.
+        steps: a record's step entries.
+        parents: `SMCRecord.parents()` of those entries.
+    """
+    if not steps:
+        return []
+    at = {(r["step"], r["particle"]): r for r in rows}
+    out = []
+    for i in range(len(steps[-1]["log_weights"])):
+        here = i
+        for t in range(len(steps) - 1, -1, -1):
+            row = at.get((int(steps[t]["step"]), here))
+            if row is not None:
+                out.append(row)
+                break
+            links = parents[t]
+            if links is not None:
+                here = links[here]
+            elif t > 0 and len(steps[t - 1]["log_weights"]) != len(steps[t]["log_weights"]):
+                break  # no links and a different size: the line cannot be followed
+    return out
+
+
+def cut_hint(factor: str | None, budget: int | None) -> str:
+    """What to do about particles cut at `max_tokens`, for the factor and budget at hand.
+
+    Args:
+        factor: the constraint that refused the cut text (None: nothing refused
+            it, the text was merely cut short).
+        budget: the tokens the run held that factor to (None: no budget).
+    """
+    if budget is not None and factor is not None:
+        return (
+            f"the budget of {budget} tokens was too small for {factor} to finish them: raise "
+            "max_tokens (budget=False turns budgets off; particles are then cut instead)"
+        )
+    if factor is not None and factor not in ("model", "sampler", "critic"):
+        return (
+            f"the budget ran out, not the constraint: raise max_tokens, or keep budget=True "
+            f"(the default) so that {factor} refuses texts that cannot end in time"
+        )
+    return "the budget ran out: raise max_tokens or ask for shorter output"
+
+
+def deaths_sentence(rows: Sequence[Mapping], n_particles: int | None = None) -> str:
+    """One sentence on the deaths: the factor that killed most and the commonest reason.
+
+    Args:
+        rows: death rows; with `n_particles`, one per particle (`final_deaths`),
+            else every death of the run (a resampled slot may die again, so the
+            sentence then counts deaths, not particles).
+        n_particles: the particles the rows are out of.
+    """
     top = most_common_death(rows)
     if top is None:
         return "no death was recorded"
     by_factor = Counter(r["factor"] for r in rows).most_common(1)[0]
     factor, reason, count = top
-    sentence = (
-        f"{by_factor[0]} killed {by_factor[1]} of {len(rows)}; most common reason "
-        f"({count} of {len(rows)}): {factor}: {reason}"
-    )
+    if n_particles is not None:
+        head = f"{by_factor[0]} killed {by_factor[1]} of {n_particles} particles"
+    else:
+        noun = "death" if len(rows) == 1 else "deaths"
+        head = f"{by_factor[0]} caused {by_factor[1]} of {len(rows)} {noun}"
+    sentence = f"{head}; most common reason ({count} of {len(rows)}): {factor}: {reason}"
     if str(reason).startswith("cut at max_tokens"):
-        sentence += (
-            " (the budget ran out, not the constraint: raise max_tokens, or for a JSON schema "
-            "use WithinBudget(schema, llm, max_tokens) so that documents end in time)"
-        )
+        budgets = [r.get("budget") for r in rows if (r["factor"], r["reason"]) == (factor, reason)]
+        budget = budgets[0] if budgets else None
+        hint = cut_hint(factor, budget)
+        if budget is not None:  # the reason already names the budget and the factor
+            hint = "raise max_tokens; budget=False turns budgets off"
+        sentence += f" ({hint})"
     return sentence

@@ -186,3 +186,35 @@ def test_every_kind_is_listed():
         "log_ml_inf",
         "slow_factor",
     }
+
+
+def _cut_entry(step, extras, weights=None):
+    n = len(extras)
+    return {
+        "step": step,
+        "ess": float(n),
+        "log_weights": weights or [0.0] * n,
+        "contents": ["x"] * n,
+        "extras": extras,
+    }
+
+
+def test_the_max_tokens_alarm_counts_only_unfinished_cuts_and_names_factor_and_budget():
+    from genlm_lab.smc.alarms import AlarmMonitor
+
+    inf = float("-inf")
+    valid = {"cut": True, "complete": True, "killed_by": None}
+    monitor = AlarmMonitor(3)
+    monitor.step(_cut_entry(1, [valid, valid, valid]))
+    monitor.finish(0.0, None)
+    assert monitor.raised == []  # all cut, all finished valid: not the budget's doing
+
+    killed = {"cut": True, "killed_by": "JsonSchema", "killed_budget": 20}
+    monitor = AlarmMonitor(3)
+    monitor.step(_cut_entry(1, [killed, killed, valid], [inf, inf, 0.0]))
+    monitor.finish(0.0, None)
+    ((_, kind, sentence),) = monitor.raised
+    assert kind == "max_tokens"
+    assert sentence.startswith("2 of 3 final particles were cut at max_tokens before JsonSchema")
+    assert "the budget of 20 tokens was too small for JsonSchema" in sentence
+    assert "budget=False" in sentence and "WithinBudget" not in sentence

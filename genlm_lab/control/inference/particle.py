@@ -65,6 +65,20 @@ _TIMED = (
 )
 
 
+def _explainer(factor: Any, depth: int = 3) -> Callable[[Any], str | None] | None:
+    """The `explain(text)` of a factor or of the constraint it wraps (coerced, budgeted)."""
+    explain = getattr(factor, "explain", None)
+    if callable(explain) or depth == 0:
+        return explain if callable(explain) else None
+    for attr in ("grammar", "schema", "potential", "inner"):
+        inner = getattr(factor, attr, None)
+        if inner is not None and inner is not factor:
+            found = _explainer(inner, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 class SequenceModel(Model):
     """One particle: a token sequence extended by the unit sampler, with forced EOS at max_tokens.
 
@@ -210,10 +224,14 @@ class SequenceModel(Model):
                     f"no token has weight under every factor after {len(context)} tokens"
                 )
             else:
-                extras["killed_by"] = self._killer(factors)
-                extras["killed_why"] = self._why(extras["killed_by"], token, forced)
+                refused = (info.get("budget") or {}).get("refused_by")
+                extras["killed_by"] = refused if refused in self.names else self._killer(factors)
+                extras["killed_why"] = self._why(extras["killed_by"], token, forced, info)
+            extras["killed_budget"] = self._budget_of(extras["killed_by"])
             self.finish()
             return
+        if forced and any(getattr(f, "is_boolean", False) for f in self.factors):
+            extras["complete"] = True  # the constraints accept the text as it was cut: valid
         ends = isinstance(token, EndOfSequence) or len(self.context) >= self.max_tokens
         if self.critic is not None and (self.twist_with_critic or ends):
             critic = float(await self.critic.score(self.context))
@@ -232,35 +250,72 @@ class SequenceModel(Model):
         if ends:
             self.finish()
 
-    def _why(self, name: str, token: Any, forced: bool) -> str:
+    def _budget_of(self, name: str | None) -> int | None:
+        """The tokens factor `name` was held to (the run's budget, or its `WithinBudget`)."""
+        budget = getattr(self.unit_sampler, "budget", None)
+        if budget is not None and any(n == name for _, n, _ in getattr(budget, "factors", ())):
+            return int(budget.max_tokens)
+        if name in self.names:
+            own = getattr(self.factors[self.names.index(name)], "max_tokens", None)
+            if isinstance(own, int) and not isinstance(own, bool):
+                return own  # WithinBudget: a budget of its own
+        return None
+
+    def _explain(self, name: str, text: list[Any]) -> str | None:
+        """What factor `name`'s `explain` (JsonSchema's) says of `text`; None where it has none."""
+        if name not in self.names:
+            return None
+        explain = _explainer(self.factors[self.names.index(name)])
+        if explain is None:
+            return None
+        try:
+            return explain(join_bytes(text))
+        except Exception as error:  # noqa: BLE001 - a reason must not end the run
+            return f"its explain() raised {type(error).__name__}: {error}"
+
+    def _why(self, name: str, token: Any, forced: bool, info: dict | None = None) -> str:
         """Why factor `name` refused the drawn token, in one phrase.
 
         At EOS a constraint with `explain` (JsonSchema) says where the text
         fails: the JSON path and keyword, or where an unfinished document
-        stops; a forced EOS reads "cut at max_tokens ...".
+        stops; a forced EOS reads "cut at max_tokens ...", and names the
+        budget where the run held the factor to one. A token refused after a
+        document that was already complete but failed a final check (a
+        `format`, a `required` key) names that check, not the token: no token
+        could have saved it.
         """
         ends = isinstance(token, EndOfSequence)
-        why = None
-        if ends and name in self.names:
-            factor = self.factors[self.names.index(name)]
-            explain = getattr(factor, "explain", None) or getattr(
-                getattr(factor, "grammar", None), "explain", None
-            )
-            if explain is not None:
-                try:
-                    why = explain(join_bytes(self.context[:-1]))
-                except Exception as error:  # noqa: BLE001 - a reason must not end the run
-                    why = f"its explain() raised {type(error).__name__}: {error}"
+        text = self.context[:-1]  # the drawn token is the context's last
+        why = self._explain(name, text)
+        budget = self._budget_of(name)
         if forced:
+            where = why[len("unfinished: ") :] if why and why.startswith("unfinished: ") else why
+            if budget is not None:
+                return (
+                    f"cut at max_tokens: the budget of {budget} tokens was too small for "
+                    f"{name} to finish" + (f" ({where})" if where else "")
+                )
             if why is not None and why.startswith("unfinished: "):
-                return "cut at max_tokens " + why[len("unfinished: ") :]
+                return "cut at max_tokens " + where
             if why:
                 return f"cut at max_tokens; {why}"
             return f"cut at max_tokens: {name} does not accept the text as complete"
-        if why:
-            return why
-        label = "EOS" if ends else repr(token_label(token))
-        return f"{name} gives {label} weight zero after {len(self.context) - 1} tokens"
+        if ends:
+            if why:
+                return why
+            return f"{name} gives EOS weight zero after {len(self.context) - 1} tokens"
+        label = repr(token_label(token))
+        refused = (info or {}).get("budget") or {}
+        if refused.get("refused_by") == name:
+            return (
+                f"{name} could not end within max_tokens={refused.get('max_tokens')} "
+                f"after {label} ({len(text) + 1} tokens)"
+            )
+        if why is not None and not why.startswith(("unfinished", "not JSON")):
+            # a complete document that fails a check only completion makes: no token could follow
+            return f"the document was complete but fails: {why}"
+        where = f" ({why[len('unfinished: ') :]})" if why and why.startswith("unfinished") else ""
+        return f"{name} gives {label} weight zero after {len(text)} tokens{where}"
 
     async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""
