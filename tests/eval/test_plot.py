@@ -1,13 +1,10 @@
 """plot_accuracy_cost and the paper tables: what they draw is what summarize says."""
 
-import re
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from genlm_lab.eval import plot_accuracy_cost, summarize, summary_markdown, summary_table
-from genlm_lab.eval.chart import Encoding, scatter_svg
 
 
 def _runs():
@@ -52,34 +49,6 @@ def test_the_figure_has_a_point_with_its_interval_per_row_a_colour_per_method_a_
         )
     labels = {t.get_text() for t in fig.legends[0].get_texts()}
     assert labels == {"lcd", "smc", "awrs_smc", "default", "tiny-random"}
-
-
-def test_the_figure_and_the_svg_chart_share_one_encoding():
-    summary = summarize(_runs(), n_bootstrap=200)
-    rows = summary.to_dict("records")
-    enc = Encoding.of(rows)
-    fig = plot_accuracy_cost(summary)
-    svg = scatter_svg(rows)
-    for ax in fig.axes:
-        domain = ax.get_title()
-        drawn = {
-            (
-                round(float(c.lines[0].get_xdata()[0]), 9),
-                round(float(c.lines[0].get_ydata()[0]), 9),
-            ): (
-                c.lines[0].get_color(),
-                c.lines[0].get_marker(),
-            )
-            for c in ax.containers
-        }
-        for r in (r for r in rows if r["domain"] == domain):
-            key = (round(r["wall_per_run"], 9), round(r["weighted_accuracy"], 9))
-            assert drawn[key] == (enc.colour(r["method"]), enc.marker(r["model"]))
-            tip = re.escape(f"<title>{r['method']} / {r['model']} / {domain}:")
-            shape = {"o": "circle", "s": "rect"}[enc.marker(r["model"])]
-            assert re.search(
-                rf"<{shape} class='genlm-point'[^>]*fill:{enc.colour(r['method'])};[^>]*>{tip}", svg
-            )
 
 
 def test_latency_is_not_offered_as_a_cost_without_its_name():

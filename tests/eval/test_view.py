@@ -14,7 +14,6 @@ from genlm_lab.eval import (
     run_evaluation,
     summarize,
 )
-from genlm_lab.eval.view import scatter_svg
 from genlm_lab.widgets import ParticleView
 
 
@@ -169,54 +168,6 @@ def test_two_picked_rows_are_compared_and_several_comparisons_are_flagged(store)
     view.compare_rows = [1]
     view.compare_rows = [1, 0]
     assert "2 comparisons made here" in view.view_data()["comparison"]["html"]
-
-
-def _bbox(text: str, x: float, y: float, anchor: str, size: float = 10) -> tuple:
-    """An upper bound of a text's box (every glyph at most 0.62 em wide)."""
-    w = 0.62 * size * len(text)
-    left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
-    return left, y - size, left + w, y + 2
-
-
-def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
-    methods = ["base", "lcd", "sample_rerank", "smc", "awrs_smc", "smc_steer"]
-    domains = ["pattern_matching", "json_schema", "spider"]
-    summary = [
-        {
-            "model": model,
-            "method": m,
-            "domain": d,
-            "weighted_accuracy": (i * 7 % 10) / 10,
-            "ci_low": max(0, (i * 7 % 10) / 10 - 0.1),
-            "ci_high": min(1, (i * 7 % 10) / 10 + 0.1),
-            "wall_per_run": 0.5 + i,
-        }
-        for i, (m, d, model) in enumerate(
-            (m, d, model) for m in methods for d in domains for model in ("default", "tiny-random")
-        )
-    ]
-    svg = scatter_svg(summary)
-    width, height = (float(v) for v in re.search(r"viewBox='0 0 (\S+) (\S+)'", svg).groups())
-    texts = re.findall(
-        r"<text x='([\d.]+)' y='([\d.]+)'(?: text-anchor='(\w+)')?[^>]*>([^<]*)</text>", svg
-    )
-    boxes = [_bbox(t, float(x), float(y), a or "start") for x, y, a, t in texts]
-    assert "weighted accuracy" in svg and svg.count(">wall time per run (s)</text>") == 3
-    assert len(re.findall(r"class='genlm-point'", svg)) == len(summary) + 2  # points, models
-    assert len(re.findall(r"class='genlm-swatch'", svg)) == len(methods)  # method colours
-    for m in methods:
-        assert f">{m}</text>" in svg  # in the legend, not on the points
-    rotated = [b for b, t in zip(boxes, texts, strict=True) if t[3] == "weighted accuracy"]
-    for (x0, y0, x1, y1), t in zip(boxes, texts, strict=True):
-        if t[3] == "weighted accuracy":
-            continue  # rotated: checked by its centre below
-        assert x0 >= 0 and y0 >= 0 and x1 <= width and y1 <= height, f"{t[3]!r} is cut off"
-    assert rotated and 0 <= float(texts[0][1]) <= height
-    flat = [(b, t) for b, t in zip(boxes, texts, strict=True) if t[3] != "weighted accuracy"]
-    for i, (a, ta) in enumerate(flat):
-        for b, tb in flat[i + 1 :]:
-            overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-            assert not overlap, f"{ta[3]!r} overlaps {tb[3]!r}"
 
 
 def test_the_report_sizes_or_says_unsizeable_and_counts_in_the_singular(tmp_path):
