@@ -2,18 +2,27 @@
 
 An SMC run with `max_tokens` keeps only documents of at most that many tokens
 (EOS included): a particle still writing when the budget runs out is cut and
-gets weight zero. A small model often spends its budget inside one long
-string and every particle is cut. `WithinBudget` refuses a token once the
-document could no longer be finished within the tokens left: after the
-token, the schema's `finish` (a short completion found by walking the mask)
-must fit, counted in the vocabulary's tokens (a greedy longest match) plus EOS.
+gets weight zero. `WithinBudget` refuses a token once the document can no
+longer be finished within the tokens left. SMC now does this by default for
+every constraint that can finish (`SMC(...)(..., budget=True)`,
+`inference/budgets.py`); `WithinBudget` is the explicit form, a potential of
+its own (for a direct sampler's mask, or a run with the budget off).
 
-What it sets aside: the finish is short but not always the shortest, so a
-prefix that some shorter completion could still have finished in time may be
-refused (a document of at most `max_tokens` tokens that the run would
-otherwise have kept). Where no finish is found (a dead end of the greedy walk,
-or one longer than its limit), it refuses nothing. Everything else is the
-schema's own mask, and `complete` stays the schema's verdict.
+By default it is sound: a prefix is refused only where no completion fits
+(`finish_distance.SearchDistance`: one token left and the document not
+complete, or a search over the tokens the mask allows that finds none; the
+schema's `finish`, counted in tokens, proves quickly that a prefix fits).
+Nothing that could end in time is set aside, so the run's target is exactly
+the schema's, within `max_tokens`; where the search cannot decide (a string,
+where nearly every token is allowed) the prefix is kept.
+
+`greedy=True` is the older, stronger and not exact rule: refuse as soon as
+the schema's greedy `finish` (a short completion found by walking the mask,
+in longest-match tokens, plus EOS) no longer fits. That finish is short but
+not always the shortest, so a prefix some shorter completion could still have
+finished in time may be refused: mass is set aside. Where no finish is found
+it refuses nothing. Everything else is the schema's own mask, and `complete`
+stays the schema's verdict.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.control.constraint.finish_distance import SearchDistance
 from genlm_lab.control.constraint.guidance import _GreedyTokenizer
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
@@ -44,6 +54,9 @@ class WithinBudget(Potential):
         llm: the language model potential whose vocabulary the tokens are (`PromptedLLM`).
         max_tokens: the run's `max_tokens` (EOS included).
         cache_size: how many prefixes' finish lengths to keep.
+        greedy: refuse wherever the greedy finish is too long (sets mass aside, see above).
+        max_branch: with `greedy=False`, the most allowed tokens a searched prefix may have.
+        max_nodes: with `greedy=False`, the most masks one check may read.
 
     Raises:
         ValueError: if `max_tokens` is not a positive int, or `schema` has no `finish`.
@@ -51,7 +64,16 @@ class WithinBudget(Potential):
 
     is_boolean = True
 
-    def __init__(self, schema: Any, llm: Any, max_tokens: int, cache_size: int = 8192) -> None:
+    def __init__(
+        self,
+        schema: Any,
+        llm: Any,
+        max_tokens: int,
+        cache_size: int = 8192,
+        greedy: bool = False,
+        max_branch: int = 64,
+        max_nodes: int = 256,
+    ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if max_tokens < 1:
@@ -69,15 +91,28 @@ class WithinBudget(Potential):
         self._tokenize = _GreedyTokenizer(self._bytes, len(self._bytes), self.inner.special)
         self._needed: OrderedDict[bytes, tuple[int | None, bytes | None]] = OrderedDict()
         self._cache_size = cache_size
+        self.greedy = greedy
+        self._search = SearchDistance(
+            self.inner, upper=self._upper, max_branch=max_branch, max_nodes=max_nodes
+        )
         #: checked: finishes walked; reused: a parent's finish taken over; refused: tokens
-        #: refused for the budget; unknown: prefixes with no finish found (nothing refused).
-        self.stats = {"checked": 0, "reused": 0, "refused": 0, "unknown": 0}
+        #: refused for the budget; unknown: prefixes with no finish found; unproven: kept
+        #: because no search could decide (greedy=False).
+        self.stats = {"checked": 0, "reused": 0, "refused": 0, "unknown": 0, "unproven": 0}
 
     def _default_name(self) -> str:
         return f"{self.inner.name} within {self.max_tokens} tokens"
 
     def __repr__(self) -> str:
-        return f"WithinBudget({self.schema!r}, max_tokens={self.max_tokens})"
+        greedy = ", greedy=True" if self.greedy else ""
+        return f"WithinBudget({self.schema!r}, max_tokens={self.max_tokens}{greedy})"
+
+    def _upper(self, context: Sequence[Any]) -> int | None:
+        """Tokens (EOS included) of the schema's finish after `context`: an upper bound."""
+        ids = self.encode(context)
+        text = b"".join(self._bytes[i] for i in ids)
+        parent = text[: len(text) - len(self._bytes[ids[-1]])] if ids else None
+        return self.needed(text, parent)
 
     def needed(self, text: bytes, parent: bytes | None = None) -> int | None:
         """Tokens (EOS included) that finishing `text` takes, by the schema's finish; None if
@@ -121,13 +156,16 @@ class WithinBudget(Potential):
         self.stats["reused"] += 1
         return found[1]
 
-    def fits(self, context: Sequence[Any]) -> bool:
+    async def fits(self, context: Sequence[Any]) -> bool:
         """Whether the document after `context` (tokens) can still end within `max_tokens`."""
-        ids = self.encode(context)
-        text = b"".join(self._bytes[i] for i in ids)
-        parent = text[: len(text) - len(self._bytes[ids[-1]])] if ids else None
-        need = self.needed(text, parent)
-        ok = need is None or need <= self.max_tokens - len(context)
+        left = self.max_tokens - len(context)
+        if not self.greedy:
+            unproven = self._search.stats["unproven"]
+            ok = await self._search.fits(list(context), left)
+            self.stats["unproven"] += self._search.stats["unproven"] - unproven
+        else:
+            need = self._upper(context)
+            ok = need is None or need <= left
         if not ok:
             self.stats["refused"] += 1
         return ok
@@ -135,7 +173,7 @@ class WithinBudget(Potential):
     async def prefix(self, context: Sequence[Any]) -> float:
         if await self.inner.prefix(context) == -math.inf:
             return -math.inf
-        return 0.0 if self.fits(context) else -math.inf
+        return 0.0 if await self.fits(context) else -math.inf
 
     async def complete(self, context: Sequence[Any]) -> float:
         if len(context) >= self.max_tokens:
@@ -147,7 +185,7 @@ class WithinBudget(Potential):
         if context and not self.ends(context):
             if await self.inner.score(context) == -math.inf:
                 return -math.inf
-            return 0.0 if self.fits(context) else -math.inf
+            return 0.0 if await self.fits(context) else -math.inf
         return await super().score(context)
 
     async def logw_next(self, context: Sequence[Any]) -> LazyWeights:
@@ -159,7 +197,7 @@ class WithinBudget(Potential):
             weights[:eos] = -math.inf  # no token fits before the forced EOS
         else:
             for i in np.flatnonzero(weights[:eos] > -math.inf).tolist():
-                if not self.fits([*context, self.vocab[i]]):
+                if not await self.fits([*context, self.vocab[i]]):
                     weights[i] = -math.inf
         if len(context) >= self.max_tokens:
             weights[eos] = -math.inf

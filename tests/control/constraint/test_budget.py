@@ -127,3 +127,19 @@ def test_runs_cut_at_max_tokens_end_with_valid_documents(seed):
         assert schema.validate(text), text
         assert set(json.loads(text)) == {"city", "rank"}
     assert not any(str(r).startswith("cut at max_tokens") for r in sequences.deaths.reason)
+
+
+def test_the_default_keeps_what_a_shorter_completion_ends_and_greedy_sets_it_aside():
+    # The schema's finish after '{"a":' is "0}" (2 tokens here), but the token "2}" ends it in
+    # one: with 2 tokens left the prefix can end ('2}', EOS). The sound default keeps it; the
+    # greedy rule (the finish's length) refuses it, setting that mass aside.
+    schema = JsonSchema({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})  # fmt: skip
+    llm = toy_llm(vocab=[b'{"a":', b"0", b"2", b"}", b"2}", b"{", b"<eos>"])
+    assert schema.finish(b'{"a":') == b"0}"
+    sound = WithinBudget(schema, llm, 3)
+    greedy = WithinBudget(schema, llm, 3, greedy=True)
+    assert run(sound.prefix([b'{"a":'])) == 0
+    assert run(greedy.prefix([b'{"a":'])) == -math.inf
+    assert run(sound.prefix([b'{"a":', b"2}"])) == 0  # then EOS: 3 tokens
+    assert run(sound.prefix([b'{"a":', b"2"])) == -math.inf  # '}' and EOS would make 4
+    assert "greedy=True" in repr(greedy) and "greedy" not in repr(sound)
