@@ -292,7 +292,8 @@ class RayCluster:
         """Start or join Ray (once) and return the `ray` module."""
         ray = require_ray()
         if not ray.is_initialized():
-            options = {"logging_level": logging.WARNING, "log_to_driver": False}
+            # Quiet: a notebook cell or a test shows the evaluation's bar, not Ray's start-up log.
+            options = {"logging_level": logging.ERROR, "log_to_driver": False}
             options.update(self.init_options)
             if self.address in _LOCAL:
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, **options)
