@@ -14,7 +14,11 @@ instance coerced onto the LM's tokens, and the domain's critic:
 | `smc` | LM x c (direct sampler), critic twisting | n | SMC's weights, resampling below ess_threshold |
 | `awrs_smc` | AWRS(LM, c): c checked only on drawn tokens | n | SMC's weights |
 
-The posterior over answers is the normalised weight of each distinct
+With `budget` (on by default) the run hands `max_tokens` to the constraint
+(`SMC(...)(..., budget=True)`): a token after which the answer can no longer
+end in time gets weight zero at once (AWRS draws another), not at the cut;
+the target is unchanged. `budget=False` (`--method smc:budget=false`) turns it
+off. The posterior over answers is the normalised weight of each distinct
 finished text. Each run keeps its `SMCRecord` (the store saves it; the views
 open it) and counts the LM requests it made (cache hits included).
 """
@@ -49,6 +53,7 @@ class Method(BaseModel):
         max_tokens: longest answer, EOS included.
         seed: the experiment's seed; each (instance, replicate) derives its own.
         name: a label (default: the kind).
+        budget: hand max_tokens to the constraint so answers end in time (see above).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -59,6 +64,7 @@ class Method(BaseModel):
     max_tokens: int = Field(default=32, ge=1)
     seed: int = 0
     name: str | None = None
+    budget: bool = True
 
     @classmethod
     def parse(cls, text: str, **defaults: Any) -> Method:
@@ -185,6 +191,7 @@ class MethodAdaptor:
             m.max_tokens,
             seed=get_rng(),
             progress=False,
+            budget=m.budget,
         )
         if m.kind in ("base", "lcd"):
             posterior = _uniform(sequences)

@@ -79,3 +79,26 @@ def test_method_parse_and_hash():
     for bad in ("beam", "smc:n_particles=0", "smc:bogus=1", "smc:n_particles"):
         with pytest.raises(ValueError):
             Method.parse(bad)
+
+
+async def test_budgets_are_on_by_default_and_one_key_turns_them_off():
+    assert Method(kind="awrs_smc").budget is True
+    off = Method.parse("awrs_smc:budget=false,max_tokens=3")
+    assert off.budget is False
+    assert config_hash(off.model_dump(mode="json")) != config_hash(
+        Method.parse("awrs_smc:max_tokens=3").model_dump(mode="json")
+    )
+    # "(ab)+c" needs at least 3 tokens and EOS: with max_tokens=4 the budget keeps every
+    # particle to texts that end in time; without it some are cut at max_tokens
+    lm = toy_lm()
+    domain = toy_domain(["(ab)+c"])
+    cut = {}
+    for budget in (True, False):
+        method = Method(kind="awrs_smc", n_particles=8, max_tokens=4, budget=budget)
+        instance = next(iter(domain.dataset))
+        output = await method.adaptor(domain, lm)(instance, None, 0)
+        record = output.metadata["smc_record"]
+        cut[budget] = sum(
+            1 for s in record.steps for e in s.get("extras", []) if e and e.get("cut") and e.get("killed_by")
+        )  # fmt: skip
+    assert cut[True] == 0 and cut[False] > 0
