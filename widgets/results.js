@@ -35,7 +35,10 @@ function drawResults(data, model) {
     h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${fmt(r.ci_low)}, ${fmt(r.ci_high)}]`),
     h("td", { class: "genlm-num" }, r.n_instances), h("td", { class: "genlm-num" }, r.n_errors),
     h("td", { class: "genlm-num" }, r.n_unfinished ?? 0),
-    h("td", { class: "genlm-num" }, fmt(r.wall_per_run, 3)), h("td", { class: "genlm-num" }, fmt(r.runtime_mean, 3)),
+    h("td", { class: "genlm-num", title: r.wall_seconds === null || r.wall_seconds === undefined
+      ? "wall time not known (runs that never reached a store)"
+      : `${fmt(r.wall_seconds, 3)} s of wall time over ${r.n_runs} run${r.n_runs === 1 ? "" : "s"}` },
+      fmt(r.wall_per_run, 3)), h("td", { class: "genlm-num" }, fmt(r.runtime_mean, 3)),
     h("td", { class: "genlm-num" }, fmt(r.lm_requests_mean, 3))));
   const runRows = (data.runs || []).map((r) => {
     const open = r.has_record ? () => { model.set("selected_run", -1); model.set("selected_run", r.run_id); model.save_changes(); } : null;

@@ -138,11 +138,20 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
             f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
             f"<td class='genlm-num'>{r['n_errors']}</td>"
             f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
-            f"<td class='genlm-num'>{esc(fmt(r.get('wall_per_run'), 3))}</td>"
+            f"<td class='genlm-num' title='{esc(_wall_tip(r))}'>"
+            f"{esc(fmt(r.get('wall_per_run'), 3))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('runtime_mean'), 3))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests_mean'), 3))}</td></tr>"
         )
     return out
+
+
+def _wall_tip(r: dict) -> str:
+    """The wall-time cell's tooltip: the method's whole wall time and what it is divided by."""
+    wall = r.get("wall_seconds")
+    if wall is None:
+        return "wall time not known (runs that never reached a store)"
+    return f"{fmt(wall, 3)} s of wall time over {plural(int(r.get('n_runs') or 0), 'run')}"
 
 
 def _run_rows(runs: Sequence[dict], link: bool) -> list[str]:

@@ -194,3 +194,26 @@ def test_the_report_sizes_or_says_unsizeable_and_counts_in_the_singular(tmp_path
     assert "unsizeable (no spread among the pairs)" in page and "NaN" not in page
     row = re.search(r"<tr><td>d</td><td>a @ model unknown</td>.*?</tr>", page).group(0)
     assert "<td class='genlm-num'>+0.000</td>" in row  # ties: float noise is no difference
+
+
+def test_live_rows_get_their_wall_time_and_the_cell_says_what_it_divides():
+    view = ResultsView()
+    for i in range(3):  # what run_evaluation(on_result=view.add) passes: no finish time
+        view.add(
+            {
+                "run_id": i,
+                "model": "m",
+                "method": "smc",
+                "domain": "d",
+                "instance_id": str(i),
+                "replicate": 0,
+                "status": "finished",
+                "weighted_accuracy": 1.0,
+                "runtime_seconds": 0.5,
+                "lm_requests": 4,
+            }
+        )
+    view.refresh()
+    (row,) = view.view_data()["summary"]
+    assert 0.5 <= row["wall_seconds"] < 1.5 and row["wall_per_run"] == row["wall_seconds"] / 3
+    assert "s of wall time over 3 runs" in ResultsView.to_html(view.view_data())
