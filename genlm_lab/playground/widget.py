@@ -134,7 +134,12 @@ class Playground(w.VBox):
             continuous_update=False,
         )
         self.particle = w.Dropdown(options=[0], value=0, description="particle", disabled=True)
-        self.mask = w.VBox()
+        self.mask_head = w.HTML("")
+        self.mask_view = MaskView()
+        self.mask_view.layout.display = "none"
+        # Fixed children, redrawn in place: replacing a shown widget's view makes
+        # JupyterLab log "processLuminoMessage of null".
+        self.mask = w.VBox([self.mask_head, self.mask_view])
         for control in (self.kind, self.source):
             control.observe(self._check_constraint, names="value")
         for control in (self.step, self.particle):
@@ -174,6 +179,7 @@ class Playground(w.VBox):
             "step",
             "particle",
             "mask",
+            "mask_head",
         ):
             getattr(self, name).add_class(f"genlm-pg-{name.replace('_', '-')}")
         super().__init__(
@@ -261,19 +267,21 @@ class Playground(w.VBox):
         return particles, profile
 
     def _swap_views(self, particles: ParticleView, profile: ProfileView) -> None:
-        """Put these views where the old ones were (the old ones are closed)."""
+        """Put these views where the old ones were (`reopen`, before the Playground is shown)."""
         swap = {id(self.particles): particles, id(self.profile): profile}
         self.children = tuple(swap.get(id(c), c) for c in self.children)
-        for old in (self.particles, self.profile):
-            if old is not particles and old is not profile:
-                old.close()
         self.particles, self.profile = particles, profile
 
     def _reset_panels(self) -> None:
-        """Start every panel afresh for a new run: views hidden until its first step, no mask."""
+        """Start every panel afresh for a new run: views hidden until its first step, no mask.
+
+        The particle and profile views start afresh on the new run's first step
+        (they follow runs in turn); hidden until then, they show nothing stale.
+        """
         self._generation += 1
-        self._swap_views(*self._new_views(shown=False))
-        self.mask.children = ()
+        for view in (self.particles, self.profile, self.mask_view):
+            view.layout.display = "none"
+        self.mask_head.value = ""
         self._quiet = True
         try:
             self.step.value, self.step.max, self.step.disabled = 0, 0, True
@@ -315,7 +323,7 @@ class Playground(w.VBox):
             ess_threshold=config.ess_threshold,
             max_tokens=config.max_tokens,
             seed=config.seed,
-            observers=[self._reveal, self.particles, self.profile],
+            observers=[self.particles, self.profile, self._reveal],
             progress=False,
             profile=True,
         )
@@ -435,19 +443,22 @@ class Playground(w.VBox):
         except RuntimeError:  # no event loop (a plain script): `await mask_at(...)` instead
             return None
         task = asyncio.ensure_future(self.mask_at(step, particle))
-        head = w.HTML(
+        head = (
             f"<span class='genlm-note'>particle {particle} before the token of step {step}"
             f" ({html.escape(str(self.config.constraint_kind))} run)</span>"
         )
-        head.add_class("genlm-pg-mask-head")
 
         def show(done: asyncio.Task) -> None:
             if done.cancelled() or generation != self._generation:
                 return  # a newer run owns the panel now
             if done.exception() is not None:
-                self.mask.children = (w.HTML(_error_html(f"no mask: {done.exception()}")),)
+                self.mask_head.value = _error_html(f"no mask: {done.exception()}")
+                self.mask_view.layout.display = "none"
             else:
-                self.mask.children = (head, done.result())
+                data = done.result().view_data()
+                self.mask_view.push(lambda: data, final=True)
+                self.mask_head.value = head
+                self.mask_view.layout.display = None
 
         task.add_done_callback(show)
         return task

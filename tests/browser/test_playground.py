@@ -108,3 +108,124 @@ def test_type_run_stop_and_pick_a_step(tall_page, lab, screenshot):
     screenshot(playground, DOCS_IMAGE)
     errors = [e for e in page.console_errors if not NOISE.search(e)]
     assert not errors, errors
+
+
+SWITCH_CELL = """from genlm_lab.backend import load_model_by_name
+from genlm_lab.playground import Playground, PlaygroundConfig
+
+pg = Playground(
+    PlaygroundConfig(prompt="Code: ", model="tiny-random", constraint="[a-z]{3}",
+                     method="direct", n_particles=3, max_tokens=8),
+    lm=load_model_by_name("tiny-random"),
+)
+pg"""
+
+_TEXT = "(sel) => (document.querySelector(sel) || {}).textContent || ''"
+
+
+def _text(page, selector: str) -> str:
+    return page.evaluate(_TEXT, selector)
+
+
+def _wait_text(page, selector: str, needle: str, timeout: int = 180_000) -> None:
+    page.wait_for_function(
+        "([sel, needle]) => ((document.querySelector(sel) || {}).textContent || '')"
+        ".includes(needle)",
+        arg=[selector, needle],
+        timeout=timeout,
+    )
+
+
+def _copied_code(page) -> str:
+    """Click "Copy as code": the box's code, checked against the clipboard where it was copied."""
+    page.locator(".genlm-pg-code .genlm-code-button").click()
+    page.wait_for_function(
+        "() => document.querySelector('.genlm-pg-code .genlm-code-note').textContent.trim()",
+        timeout=30_000,
+    )
+    box = page.locator(".genlm-pg-code textarea.genlm-code-text")
+    assert box.is_visible()
+    code = box.input_value()
+    if "clipboard" in _text(page, ".genlm-pg-code .genlm-code-note"):
+        assert page.evaluate("() => navigator.clipboard.readText()") == code
+    else:  # refused: the box is shown with all of its code selected
+        selected = page.evaluate(
+            "() => { const b = document.querySelector('.genlm-pg-code textarea');"
+            " return b.value.slice(b.selectionStart, b.selectionEnd); }"
+        )
+        assert selected == code
+    return code
+
+
+def _panels(page, kind: str) -> dict:
+    """Every panel after a run of `kind`: waits for that run's mask (drawn at its end)."""
+    _wait_text(page, ".genlm-pg-mask-head", f"({kind} run)")
+    mask = page.locator(".genlm-pg-mask .genlm-live.genlm-mask")
+    mask.locator("table thead").first.wait_for(timeout=60_000)
+    page.locator(".genlm-pg-profile table").first.wait_for(timeout=60_000)
+    return {
+        "status": _text(page, ".genlm-pg-status"),
+        "rows": page.locator(".genlm-pg-particles table.genlm-table")
+        .first.locator("tbody tr")
+        .count(),
+        "mask": mask.locator("table thead").first.text_content(),
+        "profile": _text(page, ".genlm-pg-profile"),
+        "particles": _text(page, ".genlm-pg-particles"),
+        "code": _copied_code(page),
+    }
+
+
+def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, lab):
+    context, page = open_page(browser, width=1300, height=2600)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    base, token, root = lab
+    nb = new_notebook(cells=[new_code_cell(SWITCH_CELL)])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, str(root / "playground_switch.ipynb"))
+    open_and_run_all(
+        page, f"{base}/lab/workspaces/switch/tree/playground_switch.ipynb?reset&token={token}"
+    )
+    page.locator(".genlm-playground").wait_for(timeout=120_000)
+
+    # before any run: a true idle line, no empty numbers, no profile hint
+    _wait_text(page, ".genlm-pg-status", "no run yet")
+    assert not page.locator(".genlm-pg-particles").is_visible()
+    assert not page.locator(".genlm-pg-profile").is_visible()
+    body = page.locator(".genlm-playground").inner_text()
+    assert "SMC running" not in body and "profile=True" not in body
+
+    # an error is red, not plain black
+    _type(page, ".genlm-pg-source textarea", "ab(c")
+    _wait_text(page, ".genlm-pg-error", "column 3", timeout=30_000)
+    colour = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.genlm-pg-error .genlm-error')).color"
+    )
+    red, green, _ = (int(x) for x in colour[colour.index("(") + 1 : -1].split(",")[:3])
+    assert red > 150 and green < 100, colour
+    _type(page, ".genlm-pg-source textarea", "[a-z]{3}")
+
+    runs = []
+    for kind, source, needle, other in (
+        ("regex", "[a-z]{3}", "BoolFSA", "JsonSchema"),
+        ("json_schema", '{"type": "integer"}', "JsonSchema", "BoolFSA"),
+        ("regex", "[a-z]{2}", "BoolFSA", "JsonSchema"),
+    ):
+        page.locator(".genlm-pg-kind select").select_option(kind)
+        _type(page, ".genlm-pg-source textarea", source)
+        page.locator("button.genlm-pg-run-button").click()
+        panels = _panels(page, kind)
+        runs.append(panels)
+        assert needle in panels["mask"] and other not in panels["mask"], panels["mask"]
+        assert needle in panels["code"] and other not in panels["code"]
+        assert (source if kind == "regex" else "integer") in panels["code"]
+        assert panels["rows"] == 3 and "3 particles" in panels["status"], panels
+        assert "profile=True" not in panels["profile"] and "step" in panels["profile"]
+        assert "SMC finished" in panels["particles"] or "SMC all_dead" in panels["particles"]
+    assert runs[0]["code"] != runs[1]["code"] != runs[2]["code"]
+    errors = [e for e in page.console_errors if not NOISE.search(e)]
+    assert not errors, errors
+    context.close()

@@ -49,11 +49,11 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
     pg.step.value = 1  # what moving the slider does: the mask of that step appears below
     for _ in range(200):  # until step 1's mask replaces the step 0 one drawn after the run
-        if pg.mask.children and "step 1 " in pg.mask.children[0].value:
+        if "step 1 " in pg.mask_head.value:
             break
         await asyncio.sleep(0.05)
-    head, shown = pg.mask.children
-    assert "particle 0 before the token of step 1 " in head.value
+    assert "particle 0 before the token of step 1 " in pg.mask_head.value
+    shown = pg.mask_view
     assert shown.view_data()["n_allowed"] == data["n_allowed"]
     assert "log ML" in pg.status.value
 
@@ -104,39 +104,40 @@ def test_before_any_run_the_panels_say_nothing_untrue(tiny):
     pg = _playground(tiny)
     assert "no run yet" in pg.status.value
     assert pg.particles.layout.display == "none" and pg.profile.layout.display == "none"
-    assert pg.mask.children == () and pg.step.disabled
+    assert pg.mask_head.value == "" and pg.mask_view.layout.display == "none"
+    assert pg.step.disabled
 
 
 async def test_each_run_owns_every_panel(tiny):
     pg = _playground(tiny, constraint="[a-z]{2}", n_particles=3, max_tokens=6, method="direct")
     await pg.run()
-    first_views = (pg.particles, pg.profile)
+    first_run = pg.particles.run_id
     assert pg.particles.layout.display is None and pg.profile.layout.display is None
     assert "3 particles" in pg.status.value
     for _ in range(200):  # the new run's mask at step 0 is drawn without moving the slider
-        if pg.mask.children:
+        if pg.mask_head.value:
             break
         await asyncio.sleep(0.02)
-    head, mask = pg.mask.children
-    assert "regex run" in head.value
-    assert "BoolFSA" in str(mask.view_data())
+    assert "regex run" in pg.mask_head.value and pg.mask_view.layout.display is None
+    assert "BoolFSA" in str(pg.mask_view.view_data())
     pg.kind.value, pg.source.value = "json_schema", '{"type": "integer"}'
     pg.n_particles.value = 2
     task = pg.start()
     await asyncio.sleep(0)
-    assert pg.mask.children == ()  # the regex run's mask is gone the moment the run starts
-    assert (pg.particles, pg.profile) != first_views
+    # the regex run's panels are gone the moment the run starts
+    assert pg.mask_head.value == "" and pg.mask_view.layout.display == "none"
+    assert pg.particles.layout.display == "none" and pg.profile.layout.display == "none"
     await task
     for _ in range(200):
-        if pg.mask.children:
+        if pg.mask_head.value:
             break
         await asyncio.sleep(0.02)
-    head, mask = pg.mask.children
-    assert "json_schema run" in head.value
-    assert "JsonSchema" in str(mask.view_data()) and "BoolFSA" not in str(mask.view_data())
+    assert "json_schema run" in pg.mask_head.value
+    mask = str(pg.mask_view.view_data())
+    assert "JsonSchema" in mask and "BoolFSA" not in mask
+    assert pg.particles.run_id != first_run
     assert len(pg.particles.view_data()["particles"]) == 2
     assert pg.profile.view_data()["table"]  # profiled: no "run with profile=True" hint
-    assert pg.particles in pg.children and first_views[0] not in pg.children
 
 
 async def test_errors_are_styled_as_errors(tiny):
