@@ -52,6 +52,25 @@ def test_a_stray_token_after_a_complete_document_that_fails_names_the_check():
     assert "'x'" not in row.reason and "x" not in row.reason.split(":")[0]
 
 
+def test_a_date_that_fails_its_format_is_named_with_its_path_not_the_next_token():
+    schema = {
+        "type": "object",
+        "properties": {"date": {"type": "string", "format": "date"}},
+        "required": ["date"],
+    }
+    llm = toy_llm(vocab=[b'{"date": "', b"2020-13-45", b'"}', b" Citiz", b"$"])
+    target = llm * JsonSchema(schema).coerce(llm, f=b"".join)
+    by = {bytes(t): t for t in target.vocab}
+    script = [by[b'{"date": "'], by[b"2020-13-45"], by[b'"}'], by[b" Citiz"]]
+    seqs = run(SMC(Scripted(target, script))(1, 0.0, 10, budget=False))
+    (row,) = seqs.deaths.itertuples()
+    assert "Citiz" not in row.reason and "$.date" in row.reason, row.reason
+    if row.step == 4:  # format checked at completion: the complete document's check is named
+        assert "keyword format" in row.reason
+    else:  # format in the mask: the date's own token is refused, inside its string
+        assert row.step == 2 and "inside a string at $.date" in row.reason
+
+
 def test_a_refused_token_inside_an_open_document_names_it_and_says_where():
     llm = toy_llm(vocab=[b'{"n":', b"1", b"x", b"}", b"$"])
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
