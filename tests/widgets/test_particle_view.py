@@ -228,7 +228,7 @@ def test_particle_text_with_a_backslash_never_looks_like_an_escape(text, other):
 # -- why particles died, alarms, the result's particles, what the factor columns leave out ----
 
 
-def _control_run(vocab, schema, n, ess, max_tokens, seed=0, observers=()):
+def _control_run(vocab, schema, n, ess, max_tokens, seed=0, observers=(), budget=True):
     import asyncio
     import warnings
 
@@ -240,7 +240,9 @@ def _control_run(vocab, schema, n, ess, max_tokens, seed=0, observers=()):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return asyncio.run(
-            SMC(direct_token_sampler(target))(n, ess, max_tokens, seed=seed, observers=observers)
+            SMC(direct_token_sampler(target))(
+                n, ess, max_tokens, seed=seed, observers=observers, budget=budget
+            )
         )
 
 
@@ -250,7 +252,7 @@ NAME_VOCAB = [b'{"name":"', b"a", b'"}', b"$"]
 
 def test_a_killed_row_says_why_live_and_from_the_record():
     view = ParticleView()
-    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 3, observers=[view])
+    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 3, observers=[view], budget=False)
     why = "cut at max_tokens inside a string at $.name"
     for data in (view.view_data(), ParticleView.from_record(seqs.record).view_data()):
         killed = [p["killed"] for p in data["particles"] if p.get("killed")]
@@ -260,7 +262,7 @@ def test_a_killed_row_says_why_live_and_from_the_record():
 
 def test_alarms_are_shown_live_and_in_the_static_view():
     view = ParticleView()
-    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 2, observers=[view])  # every particle cut
+    seqs = _control_run(NAME_VOCAB, NAME, 4, 0.0, 2, observers=[view], budget=False)  # all cut
     kinds = {k for _, k, _ in seqs.alarms}
     assert {"all_dead", "log_ml_inf", "max_tokens"} <= kinds
     assert {a["kind"] for a in view.view_data()["alarms"]} == kinds
