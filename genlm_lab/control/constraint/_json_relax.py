@@ -13,9 +13,9 @@ what it compiles departs from the specification, and some keywords it lacks:
 - `integer` refuses `1.0`, and `enum` / `const` compare texts, not values;
 - `oneOf`, `not`, `uniqueItems`, `if`, `dependentRequired`, ... are missing,
   and some of its formats are stricter than `jsonschema`'s format checker
-  (`email`, `ipv6`, `hostname`, `duration`): only those whose language
-  contains the checker's go into the mask (`MASK_FORMATS`), and `email`
-  as the pattern jsonschema checks.
+  (`email`, `ipv6`, `hostname`, `duration`): dates, times and e-mail
+  addresses go into the mask as patterns of exactly the checker's strings
+  (`PATTERN_FORMATS`), `ipv4` and `uuid` as llguidance's formats.
 
 `relax` rewrites a schema into one whose language contains the original's
 (object keys in any order, the rest widened or dropped), and records where
@@ -67,12 +67,34 @@ _KEEP = {
     "id",
 }  # fmt: skip
 _META = set(r"\.+*?()|[]{}^$#&-~")
-# Formats llguidance enforces in its mask whose language contains every string jsonschema's
-# format checker accepts (measured: llguidance's email, ipv6, hostname and duration refuse
-# strings the checker takes, e.g. "a@", "::ffff:1.2.3.4", "a.", "P1.5D").
-MASK_FORMATS = frozenset({"date", "time", "date-time", "uuid", "ipv4"})
-# Formats whose checker is a pattern the mask can read: jsonschema's email test is "@" in it.
-PATTERN_FORMATS = {"email": "(?s:.*)@(?s:.*)", "idn-email": "(?s:.*)@(?s:.*)"}
+# Formats read in the mask, each as a pattern whose language is exactly the strings
+# jsonschema's format checker accepts (dates: days per month and leap years, no year 0;
+# times: RFC 3339 without leap seconds, as rfc3339-validator; e-mail: an "@" somewhere),
+# or as llguidance's own format where that contains the checker's language (ipv4; uuid
+# in its canonical 8-4-4-4-12 spelling, see `MASK_FORMATS`). Measured: llguidance's
+# email, ipv6, hostname and duration refuse strings the checker takes ("a@",
+# "::ffff:1.2.3.4", "a.", "P1.5D"): those stay at completion.
+_YEAR = "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
+_LEAP = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+_DATE = f"(?:{_YEAR}-{_MONTH_DAY}|{_LEAP}-02-29)"
+_TIME = (
+    "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?"
+    "(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+PATTERN_FORMATS = {  # anchored: a JSON-Schema pattern matches anywhere in the string
+    "date": f"^{_DATE}$",
+    "time": f"^{_TIME}$",
+    "date-time": f"^{_DATE}[Tt]{_TIME}$",
+    "email": "@",
+    "idn-email": "@",
+}
+# llguidance's own: ipv4 exactly the checker's; uuid only the canonical spelling (Python's
+# UUID also reads braces, "urn:uuid:", underscores and extra dashes, which the mask refuses).
+MASK_FORMATS = frozenset({"ipv4", "uuid"})
 
 
 def _rust_literal(text: str) -> str:
@@ -184,12 +206,16 @@ class Relaxer:
                           "of some branch; the rest at completion)" if branch else ""))  # fmt: skip
             elif key == "format" and value in self.formats and value in MASK_FORMATS:
                 out["format"] = value
-                self.note(path, "format", "mask", f"llguidance's {value!r} (at most looser "
-                          "than the checker: 29 February of any year)")  # fmt: skip
+                self.note(path, "format", "mask", f"llguidance's {value!r}" + (" (canonical "
+                          "spelling only)" if value == "uuid" else ""))  # fmt: skip
             elif key == "format" and value in self.formats and value in PATTERN_FORMATS:
-                extra.append({"pattern": PATTERN_FORMATS[value]})
-                self.note(path, "format", "mask", f"{value!r}: an '@' in the string, "
-                          "jsonschema's whole check")  # fmt: skip
+                # its own `pattern` keyword where the node has none: llguidance decides
+                # the liveness of one regex exactly, of an intersection of two not always
+                if "pattern" in node and _rust_regex_ok(node["pattern"]):
+                    extra.append({"pattern": PATTERN_FORMATS[value]})
+                else:
+                    out["pattern"] = PATTERN_FORMATS[value]
+                self.note(path, "format", "mask", f"{value!r}: exactly the checker's strings")
             elif key == "format" and value not in self.formats:
                 self.note(path, "format", "annotation", f"{value!r} is not checked by this draft's "
                           "format checker: an annotation")  # fmt: skip

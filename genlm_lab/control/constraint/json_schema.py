@@ -244,7 +244,8 @@ class JsonSchema(GrammarPotential):
         self.max_whitespace = max_whitespace
         self.key_order = key_order
         self.strict = strict
-        formats = frozenset(self._validator.FORMAT_CHECKER.checkers)
+        draft3 = type(self._validator).__name__ == "Draft3Validator"  # its own `time`
+        formats = frozenset() if draft3 else frozenset(self._validator.FORMAT_CHECKER.checkers)
         ordered = key_order == "schema"
         self.relaxed, rows = relax(self.schema, ordered=ordered, strict=strict, formats=formats)
         grammar, fallback = _compile(self.relaxed, options)

@@ -536,7 +536,8 @@ class PythonRegex(Potential):
 
     Raises:
         InvalidGrammar (a ValueError): if the pattern does not compile, naming it
-            and the engine's message, or if it matches no text (`[^\\s\\S]`, `a(?!)`).
+            and the engine's message, or if it matches no text (`(?!)`, an empty
+            character set; a pattern the check cannot read is kept).
     """
 
     is_boolean = True

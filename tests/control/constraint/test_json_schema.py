@@ -450,3 +450,38 @@ def test_pattern_properties_keys_are_refused_as_they_are_written():
             assert all(js.allowed(list(text[:i]))[text[i]] for i in range(len(text))), key
         for prefix, byte in [(b'{"', b"y"), (b'{"x', b"y"), (b'{"i', b"x"), (b'{"id', b"x")]:
             assert not js.allowed(list(prefix))[byte[0]], (prefix, byte)
+
+
+def test_date_and_time_masks_accept_exactly_what_the_format_checker_accepts():
+    """Every day of 14 months x 33 days in leap, common, century and zero years; times at
+    and past each field's range: the mask's grammar (no final check) agrees with jsonschema."""
+    from genlm_lab.control.constraint.guidance import Engine
+
+    years = ["0000", "0001", "0400", "1900", "2000", "2023", "2024", "2100"]
+    zones = ("Z", "z", "+23:59", "-24:00", "+00:60", ".5Z", "")
+    values = {
+        "date": [f"{y}-{m:02d}-{d:02d}" for y in years for m in range(14) for d in range(33)],
+        "time": [
+            f"{h:02d}:{mi:02d}:{s:02d}{z}"
+            for h in (0, 23, 24)
+            for mi in (0, 59, 60)
+            for s in (0, 59, 60)
+            for z in zones
+        ],  # fmt: skip
+        "date-time": [
+            f"2024-02-{d}{sep}12:00:00{z}"
+            for d in ("28", "29", "30")
+            for sep in "Tt x"
+            for z in ("Z", "z", ".123+01:00")
+        ]
+        + ["2023-02-29T00:00:00Z"],  # fmt: skip
+    }
+    for name, strings in values.items():
+        js = JsonSchema({"type": "string", "format": name})
+        grammar = Engine([bytes([i]) for i in range(256)], js.grammar)
+        verdicts = [(grammar.accepting(tuple(json.dumps(v).encode())), js.validate(json.dumps(v)))
+                    for v in strings]  # fmt: skip
+        assert len(verdicts) > 30 and any(ok for ok, _ in verdicts)
+        assert [
+            v for v, (mask, check) in zip(strings, verdicts, strict=True) if mask != check
+        ] == [], name
