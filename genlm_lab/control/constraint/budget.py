@@ -93,7 +93,11 @@ class WithinBudget(Potential):
         self._cache_size = cache_size
         self.greedy = greedy
         self._search = SearchDistance(
-            self.inner, upper=self._upper, max_branch=max_branch, max_nodes=max_nodes
+            self.inner,
+            upper=self._upper,
+            max_branch=max_branch,
+            max_nodes=max_nodes,
+            max_depth=None,
         )
         #: checked: finishes walked; reused: a parent's finish taken over; refused: tokens
         #: refused for the budget; unknown: prefixes with no finish found; unproven: kept

@@ -321,7 +321,9 @@ class SearchDistance:
     search over every token the constraint allows, down to the tokens left,
     reaches no accepted context. The search gives up (keeps the prefix,
     counted as "unproven") when a context allows more than `max_branch`
-    tokens or after `max_nodes` masks. It runs only on constraints with a
+    tokens or after `max_nodes` masks, and is not tried (nothing is read)
+    with more than `max_depth` tokens left, where a proof would need more
+    nodes than that anyway. It runs only on constraints with a
     cheap whole-vocabulary mask (`allowed`: grammars, JSON schemas); others
     (a Python check, a model-based judge) are only asked `complete` with one
     token left, so AWRS never masks the vocabulary with them.
@@ -331,6 +333,7 @@ class SearchDistance:
         upper: `context -> tokens to end it (EOS included) | None`, an upper bound.
         max_branch: the most allowed tokens a searched context may have.
         max_nodes: the most masks one `fits` may read.
+        max_depth: the most tokens left for which anything is checked (None: any).
         cache_size: how many contexts' proven bounds to keep.
         masks: whether to search with the constraint's masks (None: where it has `allowed`).
     """
@@ -343,6 +346,7 @@ class SearchDistance:
         upper: Callable[[Sequence[Any]], int | None] | None = None,
         max_branch: int = 64,
         max_nodes: int = 256,
+        max_depth: int | None = 8,
         cache_size: int = 65536,
         masks: bool | None = None,
     ) -> None:
@@ -351,6 +355,7 @@ class SearchDistance:
         self.upper = upper
         self.max_branch = max_branch
         self.max_nodes = max_nodes
+        self.max_depth = max_depth
         self.cache_size = cache_size
         self._usable = _usable_mask(potential)
         # context -> (most tokens proven too few, fewest tokens proven enough)
@@ -428,7 +433,8 @@ class SearchDistance:
             return self._count(True)
         if low >= left or left < 1:
             return self._count(False)
-        if left > 1 and not self.masks:  # nothing to prove it with: keep it, ask nothing
+        if left > 1 and (not self.masks or (self.max_depth is not None and left > self.max_depth)):
+            # nothing to prove it with, or too far from the end to prove: keep it, ask nothing
             self.stats["unproven"] += 1
             return True
         if await self._accepts(context):

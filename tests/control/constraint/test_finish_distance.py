@@ -139,9 +139,11 @@ def test_search_distance_is_sound_and_exact_when_the_search_finishes(kind):
     for max_tokens in sizes:
         live = run(_truth(constraint, max_tokens))
         assert any(live.values()) and not all(live.values())
-        full = finisher_for(constraint, max_branch=1000, max_nodes=10**6, masks=True)
+        full = finisher_for(
+            constraint, max_branch=1000, max_nodes=10**6, max_depth=None, masks=True
+        )
         assert run(_answers(full, live, max_tokens)) == live  # nothing set aside, nothing left
-        small = finisher_for(constraint, max_branch=2, max_nodes=3, masks=True)
+        small = finisher_for(constraint, max_branch=2, max_nodes=3, max_depth=None, masks=True)
         cut = run(_answers(small, live, max_tokens))
         assert all(cut[c] for c, ends in live.items() if ends)  # sound: never refuses what ends
         assert small.stats["unproven"] > 0  # and here it could not decide everything
