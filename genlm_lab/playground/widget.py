@@ -27,7 +27,7 @@ import ipywidgets as w
 
 from genlm_lab.backend import known_model_names, load_model_by_name
 from genlm_lab.control import Sequences
-from genlm_lab.playground.code_box import CodeBox
+from genlm_lab.widgets.code_box import CodeBox
 from genlm_lab.playground.config import (
     CONSTRAINT_KINDS,
     METHODS,

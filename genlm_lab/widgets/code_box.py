@@ -1,4 +1,4 @@
-"""`CodeBox`: the Playground's "Copy as code" button and the box that holds the code.
+"""`CodeBox`: a "Copy as code" button and the box that holds the code (the Playground's).
 
 The code is kept equal to the Playground's current choices, so a click copies
 it at once, inside the click: browsers allow a clipboard write only then. Where
