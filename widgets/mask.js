@@ -4,7 +4,10 @@
 
 function awrsTrace(tr) {
   if (!tr) return null;
-  let line = `AWRS: ${tr.n_draws} draws, ${tr.n_checks} checks, ${tr.n_rejected} rejected; ` +
+  // counts that are counts; the estimator's draw count skips repeats in one geometric jump
+  const count = (n) => Number(n || 0).toLocaleString("en-US");
+  let line = `AWRS: ${count(tr.n_checks)} checked, ${count(tr.n_rejected)} rejected ` +
+    `(the estimate counts ${count(tr.n_draws)} draws, repeats skipped in one jump); ` +
     `log w ${fmt(tr.logw, 3)}`;
   if (tr.exact_logw !== null && tr.exact_logw !== undefined) {
     line += ` (exact log allowed mass ${fmt(tr.exact_logw, 3)})`;

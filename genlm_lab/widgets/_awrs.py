@@ -70,10 +70,15 @@ def awrs_trace(info: Mapping, allowed_mass: float | None = None) -> dict:
 
 
 def awrs_summary(trace: Mapping) -> str:
-    """One line: draws, checks, rejections and the returned log-weight (vs the exact one)."""
+    """One line: tokens checked and rejected, the estimator's draws, the log-weight (vs exact).
+
+    The draw count is the estimator's: repeats of a rejected token are counted in
+    one geometric jump, never made, so it can be far larger than the vocabulary.
+    """
     line = (
-        f"AWRS: {trace['n_draws']} draws, {trace['n_checks']} checks, "
-        f"{trace['n_rejected']} rejected; log w {fmt(trace['logw'], 3)}"
+        f"AWRS: {trace['n_checks']:,} checked, {trace['n_rejected']:,} rejected "
+        f"(the estimate counts {trace['n_draws']:,} draws, repeats skipped in one jump); "
+        f"log w {fmt(trace['logw'], 3)}"
     )
     if trace.get("exact_logw") is not None:
         line += f" (exact log allowed mass {fmt(trace['exact_logw'], 3)})"

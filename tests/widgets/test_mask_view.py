@@ -9,7 +9,7 @@ import pytest
 from genlm_lab.backend import ToyLM
 from genlm_lab.control import BoolCFG, BoolFSA, JsonSchema, PromptedLLM
 from genlm_lab.widgets import MaskView, mask_data, mask_html
-from genlm_lab.widgets._awrs import awrs_trace
+from genlm_lab.widgets._awrs import awrs_summary, awrs_trace
 from genlm_lab.widgets.mask_view import mask_data_of
 from genlm_lab.widgets.trie_view import trie_html
 
@@ -164,6 +164,23 @@ def test_awrs_trace_marks_each_draw_in_order():
     ]
     assert trace["logw"] == -math.inf and trace["exact_logw"] == pytest.approx(math.log(0.25))
     assert trace["n_checks"] == 3
+
+
+def test_awrs_summary_counts_checks_and_rejections_and_names_the_estimators_draws():
+    trace = awrs_trace(
+        {
+            "drawn": [b"x", b"z"],
+            "accepted": [b"z"],
+            "rejected": [b"x"],
+            "n_draws": 306183867,
+            "n_checks": 49152,
+            "logw": -1.5,
+        },
+        allowed_mass=0.25,
+    )
+    line = awrs_summary(trace)
+    assert line.startswith("AWRS: 49,152 checked, 1 rejected")
+    assert "306,183,867 draws, repeats skipped" in line  # never read as tokens drawn
 
 
 def test_mask_data_checks_shapes_and_lm_name():
