@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from genlm_lab.control.core.constant import EndOfSequence
+from genlm_lab.control.constraint._states import Key
 from genlm_lab.control.potential.base import Potential
 
 __all__ = [
@@ -61,8 +61,13 @@ class Finisher(Protocol):
 
     exact: bool
     stats: dict[str, int]
+    lookup: dict[Any, int]
 
-    async def fits(self, context: Sequence[Any], left: int) -> bool: ...
+    def encode(self, context: Sequence[Any]) -> list[int]: ...
+
+    async def fits(
+        self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
+    ) -> bool: ...
 
 
 def token_bytes(potential: Potential) -> list[bytes] | None:
@@ -212,6 +217,7 @@ class AutomatonDistance:
         tokens: the byte string of each token of the constraint's vocabulary.
         usable: the tokens the constraint may ever allow (not special, not empty).
         encode: maps a context to token indices (the potential's `encode`).
+        lookup: token -> index (the potential's `lookup`).
         max_states: the most states reachable by tokens for which distances are
             worked out; past it `fits` keeps everything (and counts "unproven").
     """
@@ -224,9 +230,11 @@ class AutomatonDistance:
         tokens: Sequence[bytes],
         usable: Sequence[int],
         encode: Callable[[Sequence[Any]], list[int]],
+        lookup: dict[Any, int] | None = None,
         max_states: int = 4096,
     ) -> None:
         self.dfa = dfa
+        self.lookup = lookup
         self.tokens = list(tokens)
         self.trie = _trie(self.tokens, usable)
         self.encode = encode
@@ -291,17 +299,23 @@ class AutomatonDistance:
             self._states.popitem(last=False)
         return found
 
-    def needed(self, context: Sequence[Any]) -> int | None:
-        """The fewest tokens (EOS included) that end `context`; None if unknown, `_FAR` if none."""
+    def needed(self, context: Sequence[Any], ids: Sequence[int] | None = None) -> int | None:
+        """The fewest tokens (EOS included) that end `context`; None if unknown, `_FAR` if none.
+
+        `ids`, if given, are the context's token indices (saves encoding it again).
+        """
         dist = self.distances()
         if dist is None:
             return None
-        ids = [i for i in self.encode(context) if i < len(self.tokens)]
-        state = self.state(ids)
+        ids = self.encode(context) if ids is None else ids
+        state = self.state([i for i in ids if i < len(self.tokens)])
         return _FAR if state == 0 else dist.get(state, _FAR - 1) + 1
 
-    async def fits(self, context: Sequence[Any], left: int) -> bool:
-        need = self.needed(context)
+    async def fits(
+        self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
+    ) -> bool:
+        """Whether `context` can end within `left` tokens (EOS included): exact."""
+        need = self.needed(context, ids)
         if need is None:
             self.stats["unproven"] += 1
             return True
@@ -351,6 +365,8 @@ class SearchDistance:
         masks: bool | None = None,
     ) -> None:
         self.potential = potential
+        self.encode = potential.encode
+        self.lookup = potential.lookup
         self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
         self.upper = upper
         self.max_branch = max_branch
@@ -358,21 +374,34 @@ class SearchDistance:
         self.max_depth = max_depth
         self.cache_size = cache_size
         self._usable = _usable_mask(potential)
+        from genlm_lab.control.constraint.grammar import _MaskedPotential
+
+        self._engine = potential.engine if isinstance(potential, _MaskedPotential) else None
         # context -> (most tokens proven too few, fewest tokens proven enough)
         self._bounds: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
         #: kept: proven to fit; refused: proven not to; unproven: kept, undecided
         self.stats = {"kept": 0, "refused": 0, "unproven": 0}
 
-    async def _accepts(self, context: list[Any]) -> bool:
-        return await self.potential.complete(context) == 0
+    def _tokens(self, ids: tuple[int, ...]) -> list[Any]:
+        vocab = self.potential.vocab
+        return [vocab[i] for i in ids]
 
-    async def _allowed(self, context: list[Any]) -> np.ndarray:
-        allowed = getattr(self.potential, "allowed", None)
-        if callable(allowed):
-            mask = np.asarray(allowed(context), dtype=bool)[:-1]
+    async def _accepts(self, ids: tuple[int, ...]) -> bool:
+        if self._engine is not None:  # a grammar's own cached check, no re-encoding
+            return bool(self._engine.accepting(Key(ids)))
+        return await self.potential.complete(self._tokens(ids)) == 0
+
+    async def _allowed(self, ids: tuple[int, ...]) -> np.ndarray:
+        if self._engine is not None:
+            mask = np.asarray(self._engine.mask(Key(ids)), dtype=bool)[:-1]
         else:
-            weights = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
-            mask = weights[:-1] > -math.inf
+            allowed = getattr(self.potential, "allowed", None)
+            context = self._tokens(ids)
+            if callable(allowed):
+                mask = np.asarray(allowed(context), dtype=bool)[:-1]
+            else:
+                weights = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
+                mask = weights[:-1] > -math.inf
         if self._usable is not None:
             mask = mask & self._usable
         return np.flatnonzero(mask)
@@ -390,70 +419,78 @@ class SearchDistance:
         if len(self._bounds) > self.cache_size:
             self._bounds.popitem(last=False)
 
-    async def _can(self, context: list[Any], r: int, spent: list[int]) -> bool | None:
+    async def _can(self, ids: tuple[int, ...], r: int, spent: list[int]) -> bool | None:
         """Whether some completion of at most `r` tokens (EOS included) exists; None: unknown."""
         if r < 1:
             return False
-        key = tuple(context)
-        low, high = self._bound(key)
+        low, high = self._bound(ids)
         if high <= r:
             return True
         if low >= r:
             return False
-        if await self._accepts(context):
-            self._learn(key, high=1)
+        if await self._accepts(ids):
+            self._learn(ids, high=1)
             return True
         if r == 1:
-            self._learn(key, low=1)
+            self._learn(ids, low=1)
             return False
         if spent[0] >= self.max_nodes:
             return None
         spent[0] += 1
-        allowed = await self._allowed(context)
+        allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:
             return None
         unknown = False
-        vocab = self.potential.vocab
         for i in allowed.tolist():
-            found = await self._can([*context, vocab[i]], r - 1, spent)
+            found = await self._can((*ids, i), r - 1, spent)
             if found:
-                self._learn(key, high=r)
+                self._learn(ids, high=r)
                 return True
             unknown = unknown or found is None
         if unknown:
             return None
-        self._learn(key, low=r)
+        self._learn(ids, low=r)
         return False
 
-    async def fits(self, context: Sequence[Any], left: int) -> bool:
-        context = [t for t in context if not isinstance(t, EndOfSequence)]
-        key = tuple(context)
-        low, high = self._bound(key)
-        if high <= left:
-            return self._count(True)
-        if low >= left or left < 1:
+    async def fits(
+        self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
+    ) -> bool:
+        """Whether `context` can end within `left` tokens (EOS included); see the class docstring.
+
+        `ids`, if given, are the context's indices in the constraint's vocabulary (saves
+        encoding it again).
+        """
+        n = len(self.potential.vocab)
+        if ids is None:
+            ids = self.potential.encode(context)
+        ids = tuple(i for i in ids if i < n)  # EOS is not a token of the text
+        if left < 1:
             return self._count(False)
-        if left > 1 and (not self.masks or (self.max_depth is not None and left > self.max_depth)):
+        if left == 1:  # only EOS is left: exactly whether the text is complete
+            return self._count(await self._accepts(ids))
+        if not self.masks or (self.max_depth is not None and left > self.max_depth):
             # nothing to prove it with, or too far from the end to prove: keep it, ask nothing
             self.stats["unproven"] += 1
             return True
-        if await self._accepts(context):
-            self._learn(key, high=1)
+        low, high = self._bound(ids)
+        if high <= left:
             return self._count(True)
-        if left == 1:
-            self._learn(key, low=1)
+        if low >= left:
             return self._count(False)
-        allowed = await self._allowed(context)
+        if await self._accepts(ids):
+            self._learn(ids, high=1)
+            return self._count(True)
+        allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:  # no proof within reach: keep it, read no finish
             self.stats["unproven"] += 1
             return True
         if self.upper is not None:
-            need = self.upper(context)
+            need = self.upper(self._tokens(ids))
             if need is not None:
-                self._learn(key, high=need)
+                self._learn(ids, high=need)
                 if need <= left:
                     return self._count(True)
-        found = await self._can(context, left, [0])
+        found = await self._can(ids, left, [0])
         if found is None:
             self.stats["unproven"] += 1
             return True
@@ -626,7 +663,7 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
         usable = np.flatnonzero(_usable_mask(potential)).tolist()
         dfa = _dfa_of(language) if language is not None else None
         if dfa is not None:
-            out = AutomatonDistance(dfa, tokens, usable, potential.encode)
+            out = AutomatonDistance(dfa, tokens, usable, potential.encode, potential.lookup)
         else:
             upper = (
                 _json_upper(potential, language, _trie(tokens, usable))

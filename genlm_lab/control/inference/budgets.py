@@ -38,19 +38,42 @@ class Budget:
     def __init__(self, factors: list[tuple[int, str, Finisher]], max_tokens: int) -> None:
         self.factors = factors
         self.max_tokens = int(max_tokens)
+        self._prefix: list[Any] | None = None  # the last context asked about, and its ids
+        self._prefix_ids: list[list[int]] = []
 
-    async def refuser(self, context: Sequence[Any]) -> tuple[int, str] | None:
-        """`(index, name)` of the first factor that cannot end `context` in time; None if all can."""
-        flat = [t for t in context if not isinstance(t, EndOfSequence)]
-        left = self.max_tokens - len(flat)
-        for index, name, finisher in self.factors:
-            if not await finisher.fits(flat, left):
+    def _ids(self, context: list[Any]) -> list[list[int]]:
+        """Each factor's indices of `context`, kept for the next call with the same list.
+
+        AWRS asks about many tokens after one context (the same list object):
+        it is encoded once, not once per token.
+        """
+        if context is not self._prefix or len(context) != len(self._prefix_ids[0]):
+            self._prefix_ids = [f.encode(context) for _, _, f in self.factors]
+            self._prefix = context
+        return self._prefix_ids
+
+    async def refuser(self, context: Sequence[Any], token: Any = None) -> tuple[int, str] | None:
+        """`(index, name)` of the first factor that cannot end `context` (then `token`, if
+        given) in time; None if all can.
+        """
+        context = context if isinstance(context, list) else list(context)
+        if context and isinstance(context[-1], EndOfSequence):
+            return None  # a finished text: the forced EOS needs no budget
+        left = self.max_tokens - len(context) - (token is not None)
+        prefixes = self._ids(context) if self.factors else []
+        for (index, name, finisher), ids in zip(self.factors, prefixes, strict=True):
+            if token is not None:
+                ids = [*ids, finisher.lookup[token]]
+                full = None
+            else:
+                full = context
+            if not await finisher.fits(full, left, ids):
                 return index, name
         return None
 
-    async def fits(self, context: Sequence[Any]) -> bool:
-        """Whether every factor can still end `context` within the tokens left."""
-        return await self.refuser(context) is None
+    async def fits(self, context: Sequence[Any], token: Any = None) -> bool:
+        """Whether every factor can still end `context` (then `token`) within the tokens left."""
+        return await self.refuser(context, token) is None
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Each factor's counts: kept, refused, unproven (kept without proof)."""
@@ -108,7 +131,7 @@ class BudgetedSampler:
         else:
             (token, logw, logp), info = await self.sampler.sample(context), {}
         if logw > -math.inf and not isinstance(token, EndOfSequence):
-            refused = await self.budget.refuser([*context, token])
+            refused = await self.budget.refuser(list(context), token)
             if refused is not None:
                 info = dict(info)
                 factors = info.get("factors")

@@ -160,7 +160,7 @@ class AWRS(TokenSampler):
         value = await self.condition.score([*context, token])
         if value == 0:
             if self.budget is not None and not self.target.ends([token]):
-                return await self.budget.fits([*context, token])
+                return await self.budget.fits(context, token)
             return True
         if value == -math.inf:
             return False
