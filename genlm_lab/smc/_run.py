@@ -4,22 +4,36 @@
 live ones together, record the step and let a `Policy` choose the particles
 that go on (smc_standard resamples when the ESS drops, smc_steer expands
 each particle into a beam of children and cuts back), until none is alive.
+
+Its helpers live beside it: `_particles` (checks, weights, liveness, copies,
+the walk that finds a model's LM backends) and `_tasks` (stepping particles
+together as asyncio tasks).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import inspect
 import math
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 import numpy as np
 
+from genlm_lab.smc._particles import (
+    check_model,
+    checked_weights,
+    contents_of,
+    counting_backends,
+    is_alive,
+    resettable_backends,
+    step_extras,
+    untwist_finished,
+    weights_of,
+)
+from genlm_lab.smc._tasks import call_all, gather_all
 from genlm_lab.smc.alarms import AlarmMonitor, AlarmThresholds
 from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence, final_deaths
 from genlm_lab.smc.observers import ObserverSet
@@ -30,210 +44,13 @@ from genlm_lab.smc.rng import using_rng
 from genlm_lab.util import logmeanexp
 from genlm_lab.util.progress import finish_early, progress_bar
 
-
-def check_n(name: str, value: Any) -> int:
-    """`value` as an int, or ValueError naming `name` unless it is a positive int."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def check_model(model: Any) -> None:
-    """TypeError, with the fix, for a model class or a model whose base was not initialised."""
-    if isinstance(model, type):
-        raise TypeError(
-            f"got the class {model.__name__}, not a model: pass an instance, e.g. "
-            f"{model.__name__}(...)"
-        )
-    if not hasattr(model, "weight"):
-        raise TypeError(
-            f"{type(model).__name__} has no weight: its __init__ must call "
-            "super().__init__() (Model.__init__ sets weight, finished and twist_amount)"
-        )
-
-
-def seed_param(seed: Any) -> int | None:
-    """The seed as the record keeps it: an int seed (numpy ints too), else None."""
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return int(seed)
-    return None
-
-
-def weights_of(particles: Sequence[Any]) -> np.ndarray:
-    """The particles' log-weights as a float64 array."""
-    return np.array([float(p.weight) for p in particles], dtype=np.float64)
-
-
-def checked_weights(particles: Sequence[Any], step: int) -> np.ndarray:
-    """`weights_of(particles)`, or ValueError naming the first particle with a NaN or +inf weight.
-
-    Such a weight cannot be compared, resampled or averaged: left alone it
-    reads as weight zero in some sums and poisons others (log_ml, ESS).
-    """
-    weights = weights_of(particles)
-    bad = np.flatnonzero(np.isnan(weights) | (weights == math.inf))
-    if bad.size:
-        i = int(bad[0])
-        try:
-            contents = repr(particles[i].string_for_serialization())
-        except Exception:  # noqa: BLE001 - the message must not hide the weight
-            contents = "?"
-        when = "before the first step" if step == 0 else f"after step {step}"
-        raise ValueError(
-            f"particle {i} ({contents}) has log-weight {weights[i]} {when}; log-weights must "
-            "be finite or -inf. Change weights through score / observe / condition, which "
-            "check their argument, rather than by assigning `weight`."
-        )
-    return weights
-
-
-def is_alive(particle: Any) -> bool:
-    """A particle that still steps: not done and not of weight zero."""
-    return not particle.done_stepping() and particle.weight > -math.inf
-
-
-def untwist_finished(particles: Sequence[Any]) -> None:
-    """Remove the twist of every particle that is done: it has no next step to remove it.
-
-    `finish()` untwists, but a particle may also end through `done_stepping()`
-    or `finished = True`, or twist after finishing; its twist must not stay
-    in the final weights (and so in `log_ml`).
-    """
-    for p in particles:
-        if p.done_stepping():
-            p.untwist()
-
-
-def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
-    """`particles[i]` for each index: the first use of a particle reuses it, later ones copy."""
-    used: set[int] = set()
-    out = []
-    for i in indices:
-        i = int(i)
-        out.append(particles[i] if i not in used else copy.deepcopy(particles[i]))
-        used.add(i)
-    return out
-
-
-def call_all(particles: Iterable[Any], method: str) -> list[Awaitable[Any]]:
-    """`particle.method()` of each particle, to await together.
-
-    Raises:
-        TypeError: naming the method if one returns no awaitable (a plain `def`).
-    """
-    out: list[Any] = []
-    for p in particles:
-        result = getattr(p, method)()
-        if not inspect.isawaitable(result):
-            for a in out:  # never awaited now: close them, without a warning
-                if inspect.iscoroutine(a):
-                    a.close()
-            raise TypeError(
-                f"{type(p).__name__}.{method}() returned {result!r}, not an awaitable: "
-                f"define it with `async def {method}(self)`"
-            )
-        out.append(result)
-    return out
+__all__ = ["Policy", "Run", "run_particles", "start_all"]
 
 
 async def start_all(particles: Sequence[Any]) -> bool:
     """Run every particle's `start()` together; True iff all of them died there."""
     await gather_all(call_all(particles, "start"))
     return bool(np.all(checked_weights(particles, 0) == -math.inf))
-
-
-class _Interrupt(Exception):
-    """Carries a KeyboardInterrupt / SystemExit out of a particle's task.
-
-    asyncio lets those two escape a task straight out of the event loop,
-    which would skip the run's clean-up; wrapped, they reach `gather_all`.
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(repr(error))
-        self.error = error
-
-
-async def _guarded(awaitable: Awaitable[Any]) -> Any:
-    try:
-        return await awaitable
-    except (KeyboardInterrupt, SystemExit) as error:
-        raise _Interrupt(error) from error
-
-
-async def gather_all(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
-    """Run awaitables concurrently; if one fails or we are cancelled, cancel the rest first.
-
-    A KeyboardInterrupt inside one of them is re-raised here, in the caller.
-    """
-    pending = list(awaitables)
-    tasks = [asyncio.ensure_future(_guarded(a)) for a in pending]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException as error:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for a in pending:  # a task cancelled before it ran never awaited its coroutine
-            a = getattr(a, "inner", a)  # a profiled step: its coroutine
-            if inspect.iscoroutine(a) and inspect.getcoroutinestate(a) == inspect.CORO_CREATED:
-                a.close()
-        if isinstance(error, _Interrupt):
-            raise error.error.with_traceback(error.error.__traceback__) from None
-        raise
-
-
-def _backends(particles: Sequence[Any]) -> list[Any]:
-    """LM-like objects (with `reset_async_queries`) reachable from the particles' attributes."""
-    found: dict[int, Any] = {}
-
-    def visit(value: Any, depth: int) -> None:
-        if hasattr(value, "reset_async_queries") and callable(value.reset_async_queries):
-            found[id(value)] = value
-            return
-        if depth == 0:
-            return
-        if isinstance(value, dict):
-            items = list(value.values())
-        elif isinstance(value, (list, tuple, set)):
-            items = list(value)
-        else:
-            items = list(getattr(value, "__dict__", {}).values())
-        for item in items[:64]:
-            visit(item, depth - 1)
-
-    for particle in particles[:1]:
-        visit(particle, 2)
-    return list(found.values())
-
-
-def _contents(particles: Sequence[Any]) -> list[str]:
-    """`string_for_serialization()` of each particle; TypeError naming one that is not text."""
-    out = [p.string_for_serialization() for p in particles]
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            raise TypeError(
-                f"particle {i}: {type(particles[i]).__name__}.string_for_serialization() "
-                f"returned {type(text).__name__} ({text!r:.60}); it must return str"
-            )
-    return out
-
-
-def step_extras(particles: Sequence[Any]) -> list[Any] | None:
-    """Each particle's `step_extras` (JSON-able details of its last step), or None if none has any.
-
-    A model that sets `self.step_extras` in `step` gets it into the step
-    entry's "extras" list (one item per particle, None where unset). The
-    attribute is consumed: reset to None once recorded, so a particle that
-    did not step (it had finished) shows None in later steps.
-    """
-    out = [getattr(p, "step_extras", None) for p in particles]
-    if all(x is None for x in out):
-        return None
-    for p in particles:
-        if getattr(p, "step_extras", None) is not None:
-            p.step_extras = None
-    return out
 
 
 class Run:
@@ -298,7 +115,9 @@ class Run:
         profiler.step = self.steps + 1
         if self._lms is None:
             with profiler.timed("profiler"):  # its own set-up: a search for the LM backends
-                self._lms = profiler.lms if profiler.lms is not None else _lm_stats(particles)
+                self._lms = (
+                    profiler.lms if profiler.lms is not None else counting_backends(particles)
+                )
         counts = [dict(lm.stats) for lm in self._lms]
         steps = call_all(particles, "step")
         previous = profiler.switch("lm.forward")
@@ -324,7 +143,7 @@ class Run:
         entry = {
             "run_id": self.record.run_id,
             "step": self.steps,
-            "contents": _contents(particles),
+            "contents": contents_of(particles),
             "log_weights": weights.tolist(),
             "weight_increments": increments.tolist(),
             "finished": [bool(p.done_stepping()) for p in particles],
@@ -433,7 +252,7 @@ class Run:
 
     def interrupted(self, particles: Sequence[Any]) -> None:
         """After an exception or cancellation: drop queued LM requests, close the file."""
-        for lm in _backends(particles):
+        for lm in resettable_backends(particles):
             try:
                 lm.reset_async_queries()
             except Exception:  # clean-up must not hide the original error
@@ -455,31 +274,6 @@ _LM_COUNTERS = (
     ("rows", "lm.batch_rows"),
     ("cache_hits", "lm.cache_hits"),
 )
-
-
-def _lm_stats(particles: Sequence[Any]) -> list[Any]:
-    """LM backends (objects with a `stats` dict counting "batches") reachable from a particle."""
-    found: dict[int, Any] = {}
-
-    def visit(value: Any, depth: int) -> None:
-        stats = getattr(value, "stats", None)
-        if isinstance(stats, dict) and "batches" in stats and "cache_hits" in stats:
-            found[id(value)] = value
-            return
-        if depth == 0 or isinstance(value, (str, bytes, int, float, np.ndarray)):
-            return
-        if isinstance(value, dict):
-            items = list(value.values())
-        elif isinstance(value, (list, tuple)):
-            items = list(value)
-        else:
-            items = list(getattr(value, "__dict__", {}).values())
-        for item in items[:64]:
-            visit(item, depth - 1)
-
-    for particle in particles[:1]:
-        visit(particle, 5)
-    return list(found.values())
 
 
 class Policy(Protocol):

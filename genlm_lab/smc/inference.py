@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._run import Run, check_n, clone_all, is_alive, run_particles, seed_param
+from genlm_lab.smc._particles import check_n, clone_all, is_alive, seed_param
+from genlm_lab.smc._run import Run, run_particles
 from genlm_lab.smc.alarms import AlarmThresholds
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size

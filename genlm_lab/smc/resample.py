@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from genlm_lab.smc._run import check_n
+from genlm_lab.smc._particles import check_n
 
 __all__ = [
     "RESAMPLING_METHODS",

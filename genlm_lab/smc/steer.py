@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._run import Run, check_n, is_alive, run_particles, seed_param
+from genlm_lab.smc._particles import check_n, is_alive, seed_param
+from genlm_lab.smc._run import Run, run_particles
 from genlm_lab.smc.alarms import AlarmThresholds
 from genlm_lab.smc.result import SMCResult
 from genlm_lab.smc.rng import make_rng
