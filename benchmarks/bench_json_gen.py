@@ -13,21 +13,26 @@ Each schema is put in the prompt (compact, cut at PROMPT_CHARS) and the
 model (SmolLM2-135M, "default") writes a document with 4 particles and a
 budget of twice the shortest document's tokens plus 40 (the issue's rule):
 
-- `awrs`: AWRS-SMC with our `JsonSchema` (its defaults);
-- `direct`: direct-sampler SMC with our `JsonSchema`;
-- `budgeted`: AWRS-SMC with our `JsonSchema` inside `WithinBudget` (the run's
-  `max_tokens`): a token is refused once the document could no longer end
-  in time (the schema's greedy `finish`, counted in tokens, must fit);
+- `default`: AWRS-SMC with our `JsonSchema` (its defaults), budgets on (SMC's
+  default: a token is refused where the document provably can no longer end
+  within the tokens left; sound, see `constraint/finish_distance.py`);
+- `off`: the same with `budget=False` (particles are cut at max_tokens);
+- `direct`: direct-sampler SMC with our `JsonSchema`, budgets on;
+- `greedy`: AWRS-SMC with our `JsonSchema` inside `WithinBudget(...,
+  greedy=True)` (the run's `max_tokens`), SMC's budget off: a token is refused
+  once the schema's greedy `finish`, counted in tokens, no longer fits (not
+  exact: it may set aside what a shorter completion ends in time);
 - `llg`: AWRS-SMC with llguidance's own mask of the schema (keys in the
-  schema's order, compact, `lenient`), no completion check: what outlines,
-  xgrammar and llguidance generate;
+  schema's order, compact, `lenient`), no completion check, no budget: what
+  outlines, xgrammar and llguidance generate;
 - `genlm-control` (with `--theirs N`, the first N schemas): genlm-control
   0.4.1's `JsonSchema` with AWRS-SMC, in a child process capped at
   `--their-cap` seconds.
 
 Per schema and method: solved (>= 1 finished document valid under
 jsonschema), the posterior mass on valid documents, the particles cut at
-max_tokens (the budget, not the mask, failed them), mean tokens, wall time.
+max_tokens (the budget, not the mask, failed them), mean tokens, wall time,
+and wall per particle-step (what a step costs: mask, budget checks, forward).
 The mask cost: along the shortest document's tokens, our coerced mask per
 step (llguidance's mask of the relaxed schema and the key rules) against the
 same llguidance mask alone (a fresh engine each, no cache hits).
@@ -224,20 +229,31 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
         potential = GrammarPotential(grammar, entry["id"], "JSON schema")
     else:
         potential = JsonSchema(entry["schema"], **options)
-    if method == "budgeted":
-        constraint = WithinBudget(potential, llm, budget)
+    if method == "greedy":
+        constraint = WithinBudget(potential, llm, budget, greedy=True)
     else:
         constraint = potential.coerce(llm, f=b"".join)
     sampler = (
         direct_token_sampler(llm * constraint) if method == "direct" else AWRS(llm, constraint)
     )
     start = time.perf_counter()
-    sequences = await SMC(sampler)(
-        n_particles=N_PARTICLES, ess_threshold=0.5, max_tokens=budget, seed=seed
+    smc = SMC(sampler)
+    sequences = await smc(
+        n_particles=N_PARTICLES,
+        ess_threshold=0.5,
+        max_tokens=budget,
+        seed=seed,
+        budget=method in ("default", "direct"),
     )
     row = _summary(sequences, checker.validate, time.perf_counter() - start, budget)
-    if method == "budgeted":
+    steps = sum(
+        1 for s in (sequences.record.steps if sequences.record else []) for e in s.get("extras", []) if e
+    )  # fmt: skip
+    row["per_step"] = row["wall"] / max(steps, 1)
+    if method == "greedy":
         row["budget_stats"] = dict(constraint.stats)
+    elif smc.budget_stats:
+        row["budget_stats"] = next(iter(smc.budget_stats.values()))
     await constraint.cleanup()
     return row
 
@@ -309,7 +325,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 schemas")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--methods", default="awrs,direct,budgeted,llg")
+    parser.add_argument("--methods", default="default,off,greedy,llg")
     parser.add_argument("--theirs", type=int, default=0, help="genlm-control on the first N")
     parser.add_argument("--their-cap", type=float, default=120.0)
     parser.add_argument("--set", action="append", default=[], type=_option)
@@ -358,7 +374,8 @@ def _line(row: dict, methods: list[str]) -> str:
     for m in methods:
         r = row[m]
         cells.append(f"{m}: {'solved' if r['solved'] else '-'} mass {r['valid_mass']:.2f} "
-                     f"cut {r['cut']} {r['tokens']:.0f} tok {r['wall']:.1f}s")  # fmt: skip
+                     f"cut {r['cut']} {r['tokens']:.0f} tok {r['wall']:.1f}s "
+                     f"{r['per_step'] * 1e3:.0f}ms/step")  # fmt: skip
     ratio = row["mask_ours"] / row["mask_bare"]
     return f"{row['id']} (budget {row['budget']}): " + " | ".join(cells) + f" | mask x{ratio:.2f}"
 
@@ -379,8 +396,8 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
         "particles were cut at max_tokens), valid mass, mean tokens, wall.",
         "",
         "| method | solved | valid mass on solved (min) | schemas with a particle cut at max_tokens "
-        "| mean tokens | mean wall (s) |",
-        "|---|---|---|---|---|---|",
+        "| mean tokens | mean wall (s) | wall / particle-step (ms, median) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in methods:
         solved = [r[m] for r in rows if r[m]["solved"]]
@@ -388,7 +405,8 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
         cut = sum(r[m]["cut"] > 0 for r in rows)
         head.append(f"| {m} | {len(solved)}/{n} | {mass:.3f} | {cut} | "
                     f"{statistics.mean(r[m]['tokens'] for r in rows):.0f} | "
-                    f"{statistics.mean(r[m]['wall'] for r in rows):.1f} |")  # fmt: skip
+                    f"{statistics.mean(r[m]['wall'] for r in rows):.1f} | "
+                    f"{statistics.median(r[m]['per_step'] for r in rows) * 1e3:.0f} |")  # fmt: skip
     theirs = [r["theirs"] for r in rows if "theirs" in r]
     if theirs:
         solved = sum(bool(t.get("posterior")) for t in theirs)
@@ -398,23 +416,31 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) 
             raise SystemExit(f"genlm-control failed to run: {errors[0]}")
         head.append(f"| genlm-control 0.4.1 (first {len(theirs)}, capped at {theirs[0]['cap']:.0f} "
                     f"s) | {solved}/{len(theirs)} | | {timeouts} timed out | | |")  # fmt: skip
-    if "budgeted" in methods:
-        stats = [r["budgeted"].get("budget_stats", {}) for r in rows]
+    if "greedy" in methods:
+        stats = [r["greedy"].get("budget_stats", {}) for r in rows]
         total = {k: sum(x.get(k, 0) for x in stats) for k in ("checked", "reused", "refused",
                                                               "unknown")}  # fmt: skip
         head += [
             "",
-            "`budgeted` is `WithinBudget(JsonSchema(schema), llm, budget)`: the same mask, and a "
-            "token is refused once the document could no longer end within the budget (the "
-            "schema's greedy `finish`, in tokens, plus EOS must fit). The target is unchanged "
-            "(the run keeps only documents within `max_tokens` either way); what it may set "
-            "aside is a prefix that only a completion shorter than the greedy finish could "
-            f"have ended in time. Over the panel: {total['checked']} finishes walked, "
+            "`greedy` is `WithinBudget(JsonSchema(schema), llm, budget, greedy=True)`: the same "
+            "mask, and a token is refused once the schema's greedy `finish`, in tokens, plus EOS "
+            "no longer fits. The run keeps only documents within `max_tokens` either way; what "
+            "it may set aside is a prefix that only a completion shorter than the greedy finish "
+            f"could have ended in time. Over the panel: {total['checked']} finishes walked, "
             f"{total['reused']} taken over from the parent, {total['refused']} tokens refused, "
-            f"{total['unknown']} prefixes with no finish found (nothing refused there: a key "
-            "the mask let through that the schema's final check refuses, or a pattern the "
-            "greedy walk cannot close, such as an e-mail address).",
+            f"{total['unknown']} prefixes with no finish found (nothing refused there).",
         ]
+    for m in ("default", "direct"):
+        if m in methods:
+            stats = [r[m].get("budget_stats", {}) for r in rows]
+            total = {k: sum(x.get(k, 0) for x in stats) for k in ("kept", "refused", "unproven")}
+            head += [
+                "",
+                f"`{m}`'s budget (sound: refused only where no completion fits): "
+                f"{total['refused']} tokens refused, {total['kept']} proven to fit, "
+                f"{total['unproven']} kept unproven (too far from the end, or too many tokens "
+                "allowed, for the search to decide).",
+            ]
     ratios = [r["mask_ours"] / r["mask_bare"] for r in rows]
     head += [
         "",
