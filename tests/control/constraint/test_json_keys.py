@@ -251,3 +251,31 @@ def test_the_default_mask_is_exact_on_documents_in_the_schema_order(name):
             else:
                 refused += 1
     assert refused > 20
+
+
+def test_pattern_property_keys_live_exactly_while_some_allowed_key_extends_them():
+    """additionalProperties false with patternProperties: brute force over keys of up to 3
+    characters of "x-ai1d": a key's bytes are allowed iff it is the start of a key the
+    final check takes ("id", or one starting "x-"), and refused at the first byte that is not."""
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}, "[0-9]$": {"type": "boolean"}},
+        "additionalProperties": False,
+    }
+    js = JsonSchema({**schema, "patternProperties": {"^x-": {"type": "string"}}})
+    takes = JsonSchema(schema)  # "[0-9]$": every key may still end in a digit
+    checked = 0
+    for n in range(1, 4):
+        for chars in itertools.product("x-ai1d", repeat=n):
+            key = "".join(chars)
+            text = b'{"' + key.encode()
+            live = "id".startswith(key) or "x-".startswith(key) or key.startswith("x-")
+            kept = all(js.allowed(list(text[:i]))[text[i]] for i in range(len(text)))
+            assert kept == live, key
+            assert all(takes.allowed(list(text[:i]))[text[i]] for i in range(len(text))), key
+            closed = json.dumps({key: True}).encode()
+            path = [takes.allowed(list(closed[:i]))[closed[i]] for i in range(len(closed))]
+            assert takes.validate(closed) == (all(path) and takes.allowed(list(closed))[-1]), key
+            checked += 1
+    assert checked == 6 + 36 + 216
