@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.eval.identity import UNKNOWN_MODEL
 from genlm_lab.eval.stats import bootstrap_ci
 from genlm_lab.eval.wording import mde_text, plural
 
@@ -225,7 +226,7 @@ def compare(
     """
     runs = store.runs_frame() if hasattr(store, "runs_frame") else store
     if "model" not in runs:
-        runs = runs.assign(model="model unknown")
+        runs = runs.assign(model=UNKNOWN_MODEL)
     rows_a, label_a = _select(runs, a, common)
     rows_b, label_b = _select(runs, b, common)
     pa, pb = _per_instance(rows_a), _per_instance(rows_b)
@@ -287,7 +288,7 @@ def pairwise(store: Any, n_bootstrap: int = 2000, **kwargs: Any) -> Any:
 
     runs = store.runs_frame() if hasattr(store, "runs_frame") else store
     if "model" not in runs:
-        runs = runs.assign(model="model unknown")
+        runs = runs.assign(model=UNKNOWN_MODEL)
     rows = []
     for domain, group in runs.groupby("domain", sort=True):
         cells = sorted({(m, k) for m, k in zip(group["model"], group["method"], strict=True)})

@@ -15,136 +15,46 @@ as the domain builds it (data, prompt, constraint), the evaluator (class
 and version), the domain, the replicate and the seed. `output_key` is the
 same without the evaluator: outputs can be re-scored by a new evaluator.
 
-Tables (`to_pandas(name)` returns any of them):
-
-- `methods`: method_hash, name, config (JSON): what was run.
-- `models`: model_hash, name, identified (0 for a model that could not be
-  read, and for runs migrated from format 1), identity (JSON).
-- `instances`: domain, instance_id, instance_hash, data (the instance as
-  JSON), identity (JSON: prompt, constraint, ...).
-- `runs`: one row per run_key: domain, instance_id, method_hash, model_hash,
-  instance_hash, evaluator (JSON), replicate, seed, status ("error", or the
-  method's own: "finished", "all_dead", ...), error, weighted_accuracy,
-  runtime_seconds, lm_requests, output (the `ModelOutput` as JSON), record
-  (the `SMCRecord` as JSON, if any), store_seconds, finished_at, worker,
-  provenance (JSON: package versions, CPU, GPU).
-- `responses`: run_id, position, response (JSON), weight, score, desc, metadata.
-
-Files written by genlm_lab before runs had keys (format 1: no model in a
-run's identity) are migrated when opened: a copy of the old file is kept
-next to it, and their runs are shown under the model "model unknown"
-(`ResultsStore(path, migrate=False)` refuses instead and says how to migrate).
+The tables, the format number and the migration of older files are in
+`genlm_lab.eval.store_format`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "TABLES", "UNKNOWN_MODEL_HASH", "ResultsStore", "config_hash"]
-
-TABLES = ("methods", "models", "instances", "runs", "responses")
-#: The store format this code writes (SQLite's user_version).
-FORMAT = 2
-#: model_hash of runs whose model is unknown (migrated from format 1).
-UNKNOWN_MODEL_HASH = "unknown"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS methods (
-    method_hash TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    config TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS models (
-    model_hash TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    identified INTEGER NOT NULL,
-    identity TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS instances (
-    domain TEXT NOT NULL,
-    instance_id TEXT NOT NULL,
-    instance_hash TEXT NOT NULL,
-    data TEXT NOT NULL,
-    identity TEXT,
-    PRIMARY KEY (domain, instance_id, instance_hash)
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_key TEXT NOT NULL UNIQUE,
-    output_key TEXT NOT NULL,
-    domain TEXT NOT NULL,
-    instance_id TEXT NOT NULL,
-    method_hash TEXT NOT NULL,
-    model_hash TEXT NOT NULL,
-    instance_hash TEXT NOT NULL,
-    evaluator TEXT,
-    replicate INTEGER NOT NULL,
-    seed INTEGER,
-    status TEXT NOT NULL,
-    error TEXT,
-    weighted_accuracy REAL,
-    runtime_seconds REAL,
-    lm_requests INTEGER,
-    output TEXT,
-    record TEXT,
-    store_seconds REAL,
-    finished_at REAL NOT NULL,
-    worker TEXT,
-    provenance TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_output_key ON runs (output_key);
-CREATE TABLE IF NOT EXISTS responses (
-    run_id INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    response TEXT NOT NULL,
-    weight REAL NOT NULL,
-    score REAL,
-    desc TEXT,
-    metadata TEXT,
-    PRIMARY KEY (run_id, position)
-);
-"""
-
-_RUN_COLUMNS = (
-    "run_key",
-    "output_key",
-    "domain",
-    "instance_id",
-    "method_hash",
-    "model_hash",
-    "instance_hash",
-    "evaluator",
-    "replicate",
-    "seed",
-    "status",
-    "error",
-    "weighted_accuracy",
-    "runtime_seconds",
-    "lm_requests",
-    "output",
-    "record",
-    "store_seconds",
-    "finished_at",
-    "worker",
-    "provenance",
+from genlm_lab.eval.identity import UNKNOWN_MODEL, identity_hash
+from genlm_lab.eval.labels import instance_label
+from genlm_lab.eval.store_format import (
+    FORMAT,
+    RUN_COLUMNS,
+    TABLES,
+    UNKNOWN_MODEL_HASH,
+    file_format,
+    insert_run,
+    open_format,
+    refusal,
 )
-_V1_RUN_COLUMNS = _RUN_COLUMNS[2:5] + _RUN_COLUMNS[8:20]
-_UNKNOWN_IDENTITY = {"identified": False, "name": "model unknown", "migrated_from": "format 1"}
 
+__all__ = [
+    "FORMAT",
+    "TABLES",
+    "UNKNOWN_MODEL_HASH",
+    "ResultsStore",
+    "config_hash",
+    "instance_label",
+]
 
-def config_hash(config: dict[str, Any]) -> str:
-    """A short stable hash of a JSON-able config (sorted keys): the method's identity in the store."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+#: `identity_hash` under the name the store has always used for it: a method's,
+#: model's or instance's key.
+config_hash = identity_hash
 
 
 def _dumps(value: Any) -> str:
@@ -175,13 +85,13 @@ class ResultsStore:
         self._conn.row_factory = sqlite3.Row
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if not migrate and self._format() == 1:  # refused before anything is written
-                raise ValueError(self._refusal())
+            if not migrate and file_format(self._conn) == 1:  # refused before any write
+                raise ValueError(refusal(self.path))
             self._conn.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: a committed transaction survives the process being
             # killed (only a power loss can drop the last ones).
             self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._open(migrate)
+            open_format(self._conn, self.path, migrate, self._write)
             self._conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -189,88 +99,6 @@ class ResultsStore:
         except ValueError:
             self._conn.close()
             raise
-
-    def _format(self) -> int:
-        """1 for a file of the first format, FORMAT for this one, 0 for an empty file."""
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version:
-            return int(version)
-        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
-        return 0 if not cols else (FORMAT if "run_key" in cols else 1)
-
-    def _open(self, migrate: bool) -> None:
-        with self._write():
-            found = self._format()
-            if found > FORMAT:
-                raise ValueError(
-                    f"{self.path} is a results store of format {found}, newer than this "
-                    f"genlm_lab reads ({FORMAT}): upgrade genlm_lab to open it"
-                )
-            if found in (0, FORMAT):
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {FORMAT}")
-                return
-        if not migrate:
-            raise ValueError(self._refusal())
-        self._migrate_from_1()
-
-    def _refusal(self) -> str:
-        return (
-            f"{self.path} is a results store of format 1, whose runs do not record their "
-            "model: open it with ResultsStore(path, migrate=True) or run "
-            f"`genlm-lab eval migrate {self.path}` (the old file is kept as a .format1.bak "
-            "copy; its runs are shown under 'model unknown', none is lost)"
-        )
-
-    def _migrate_from_1(self) -> None:
-        """Format 1 -> 2: runs gain keys and a model ("model unknown"); the old file is copied first."""
-        backup = Path(self.path + ".format1.bak")
-        if self.path != ":memory:" and not backup.exists():
-            with sqlite3.connect(str(backup)) as copy:
-                self._conn.backup(copy)
-        self._conn.execute("PRAGMA foreign_keys = OFF")  # the table is rebuilt under responses
-        with self._write() as db:
-            if self._format() != 1:  # another process migrated it meanwhile
-                return
-            # SQLite's way to change a table's constraints: build the new one, copy, drop, rename.
-            statements = [t for t in _SCHEMA.split(";") if t.strip()]
-            for statement in statements:
-                if "TABLE IF NOT EXISTS runs" in statement:
-                    db.execute(statement.replace("EXISTS runs", "EXISTS runs_new"))
-                elif "TABLE IF NOT EXISTS instances" in statement:
-                    db.execute(statement.replace("EXISTS instances", "EXISTS instances_new"))
-                elif "INDEX" not in statement:
-                    db.execute(statement)
-            db.execute(
-                "INSERT OR IGNORE INTO models VALUES (?, ?, 0, ?)",
-                (UNKNOWN_MODEL_HASH, _UNKNOWN_IDENTITY["name"], json.dumps(_UNKNOWN_IDENTITY)),
-            )
-            db.execute(
-                "INSERT INTO instances_new (domain, instance_id, instance_hash, data) "
-                "SELECT domain, instance_id, 'format1', data FROM instances"
-            )
-            old = ", ".join(_V1_RUN_COLUMNS)
-            db.execute(
-                f"INSERT INTO runs_new (run_id, run_key, output_key, model_hash, instance_hash, {old}) "
-                "SELECT run_id, 'format1:' || run_id, 'format1:' || run_id, ?, 'format1', "
-                f"{old} FROM runs",
-                (UNKNOWN_MODEL_HASH,),
-            )
-            db.execute("DROP TABLE runs")
-            db.execute("DROP TABLE instances")
-            db.execute("ALTER TABLE runs_new RENAME TO runs")
-            db.execute("ALTER TABLE instances_new RENAME TO instances")
-            for statement in statements:
-                if "INDEX" in statement:
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {FORMAT}")
-        warnings.warn(
-            f"{self.path}: migrated a format-1 results store (its runs are shown under "
-            f"'model unknown'); the old file is kept as {backup.name}",
-            stacklevel=4,
-        )
 
     @contextmanager
     def _write(self):
@@ -358,7 +186,7 @@ class ResultsStore:
             ValueError: if the run has no run_key.
         """
         started = time.perf_counter()
-        row = {c: run.get(c) for c in _RUN_COLUMNS}
+        row = {c: run.get(c) for c in RUN_COLUMNS}
         if not row["run_key"]:
             raise ValueError("a run needs a run_key (what identifies it); got none")
         row["output_key"] = row["output_key"] or row["run_key"]
@@ -371,11 +199,7 @@ class ResultsStore:
         with self._write() as db:
             if replace:
                 db.execute("DELETE FROM runs WHERE run_key = ?", (row["run_key"],))
-            cur = db.execute(
-                f"INSERT OR IGNORE INTO runs ({', '.join(_RUN_COLUMNS)}) "
-                f"VALUES ({', '.join('?' for _ in _RUN_COLUMNS)})",
-                [row[c] for c in _RUN_COLUMNS],
-            )
+            cur = insert_run(db, row)
             if cur.rowcount == 0:
                 return None
             run_id = cur.lastrowid
@@ -508,7 +332,7 @@ class ResultsStore:
 
         frame = pd.read_sql_query(
             "SELECT r.run_id, r.domain, r.instance_id, m.name AS method, r.method_hash, "
-            "COALESCE(mo.name, 'model unknown') AS model, r.model_hash, "
+            "COALESCE(mo.name, ?) AS model, r.model_hash, "
             "COALESCE(mo.identified, 0) AS model_identified, r.replicate, "
             "r.seed, r.status, r.error, r.weighted_accuracy, r.runtime_seconds, r.lm_requests, "
             "r.store_seconds, r.finished_at, r.worker, r.record IS NOT NULL AS has_record, "
@@ -517,6 +341,7 @@ class ResultsStore:
             "LEFT JOIN models mo USING (model_hash) "
             "LEFT JOIN instances i USING (domain, instance_id, instance_hash) ORDER BY r.run_id",
             self._conn,
+            params=(UNKNOWN_MODEL,),
         )
         frame["instance"] = [instance_label(d) for d in frame.pop("instance_data")]
         frame["model_identified"] = frame["model_identified"].astype(bool)
@@ -542,11 +367,7 @@ class ResultsStore:
                         )
                 for r in src._conn.execute("SELECT * FROM runs ORDER BY run_id"):
                     run = dict(r)
-                    cur = db.execute(
-                        f"INSERT OR IGNORE INTO runs ({', '.join(_RUN_COLUMNS)}) "
-                        f"VALUES ({', '.join('?' for _ in _RUN_COLUMNS)})",
-                        [run[c] for c in _RUN_COLUMNS],
-                    )
+                    cur = insert_run(db, run)
                     if cur.rowcount == 0:
                         continue
                     copied += 1
@@ -569,28 +390,3 @@ class ResultsStore:
     def __repr__(self) -> str:
         n = self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         return f"ResultsStore({self.path!r}, {n} runs)"
-
-
-#: Instance fields shown first, in this order, when an instance is labelled.
-_LABEL_FIELDS = ("name", "pattern", "question", "title", "text")
-
-
-def instance_label(data: str | dict | None, width: int = 48) -> str:
-    """A short label of an instance's content: its name, pattern, question, ... (JSON or dict)."""
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return data[:width]
-    fields = [k for k in _LABEL_FIELDS if isinstance(data.get(k), str)]
-    fields += [k for k, v in data.items() if isinstance(v, dict)]  # a schema, say
-    fields += [k for k, v in data.items() if k != "instance_id" and isinstance(v, str)]
-    if not fields:
-        text = json.dumps({k: v for k, v in data.items() if k != "instance_id"}, default=str)
-    else:
-        value = data[fields[0]]
-        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from genlm_lab.eval.identity import UNKNOWN_MODEL
 from genlm_lab.eval.stats import bootstrap_ci
 from genlm_lab.eval.wording import readable
 
@@ -87,7 +88,7 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
     Args:
         runs: a DataFrame with method, domain, instance_id, status,
             weighted_accuracy, runtime_seconds, lm_requests (and model; rows
-            without one are "model unknown"); or a `ResultsStore`.
+            without one are `UNKNOWN_MODEL`); or a `ResultsStore`.
             finished_at (for the wall time; without it wall_seconds is NaN).
         ci: the interval's coverage.
         n_bootstrap: bootstrap resamples.
@@ -101,8 +102,8 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
         runs = runs.runs_frame()
     runs = runs.copy()
     if "model" not in runs:
-        runs["model"] = "model unknown"
-    runs["model"] = runs["model"].fillna("model unknown")
+        runs["model"] = UNKNOWN_MODEL
+    runs["model"] = runs["model"].fillna(UNKNOWN_MODEL)
     rows = []
     for (model, method, domain), group in runs.groupby(["model", "method", "domain"], sort=True):
         ok = group[group["status"] != "error"]

@@ -27,8 +27,9 @@ import traitlets
 
 from genlm_lab.eval.chart import scatter_svg
 from genlm_lab.eval.identity import UNKNOWN_MODEL
+from genlm_lab.eval.labels import instance_label
 from genlm_lab.eval.paired import compare, pairwise
-from genlm_lab.eval.store import ResultsStore, instance_label
+from genlm_lab.eval.store import ResultsStore
 from genlm_lab.eval.summary import FINISHED, summarize
 from genlm_lab.eval.wording import mde_text, plural
 from genlm_lab.widgets.base import LiveView, asset, esm
