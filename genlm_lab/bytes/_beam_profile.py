@@ -10,6 +10,27 @@ event loop, is charged to the operation's loop component while it awaits
 the trie's batched pass, which its background task charges to "trie"
 through `charge_batch` (the operations open on this thread, `running`).
 With no profiler open every helper is one context-variable read.
+
+A profiled beam (`BeamParams(profile=True)`, `beam.profile`): every `<<`,
+`logp_next()` and `prune()` charges its wall time to components, per step
+(the `BeamStep` position: `<<` to the step it makes, `prune()` and
+`logp_next()` to the step of their beam), so a step's parts add up to its
+wall time (`genlm_lab.util.profile.Profiler`). Components:
+
+- "lm.forward": the model's calls and the event loop while the beam awaits
+  them (batched forwards run there); "lm.calls" is a counter (seconds 0):
+  the LM calls the step made, `lm_calls + lm_calls_next` of its record;
+- "trie": node masses from the model's probabilities (the trie pass, one
+  per evaluated extension); "trie.build": finding (or, the first time for
+  a model, building) the trie, in `initial`;
+- "extend": the beam's own bookkeeping (advancing candidates, choosing the
+  extensions to evaluate);
+- "mixture": the next-byte distribution of `logp_next`;
+- "heal": token healing's own code (its model calls are "lm.forward");
+- "prune", "record" (the step record), "alarms" (the checks).
+
+A profile measures wall time: beams read concurrently on one event loop
+(SMC particles) each see the others' work in their own.
 """
 
 from __future__ import annotations

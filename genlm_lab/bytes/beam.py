@@ -20,32 +20,13 @@ healed one, a byte of very low probability, a wide certified interval, a
 runaway text; see `genlm_lab.bytes.alarms`) and keeps what it raised in its
 step record.
 
-Profile (`BeamParams(profile=True)`, `beam.profile`): every `<<`,
-`logp_next()` and `prune()` charges its wall time to components, per step
-(the `BeamStep` position: `<<` to the step it makes, `prune()` and
-`logp_next()` to the step of their beam), so a step's parts add up to its
-wall time (`genlm_lab.util.profile.Profiler`). Components:
-
-- "lm.forward": the model's calls and the event loop while the beam awaits
-  them (batched forwards run there); "lm.calls" is a counter (seconds 0):
-  the LM calls the step made, `lm_calls + lm_calls_next` of its record;
-- "trie": node masses from the model's probabilities (the trie pass, one
-  per evaluated extension); "trie.build": finding (or, the first time for
-  a model, building) the trie, in `initial`;
-- "extend": the beam's own bookkeeping (advancing candidates, choosing the
-  extensions to evaluate);
-- "mixture": the next-byte distribution of `logp_next`;
-- "heal": token healing's own code (its model calls are "lm.forward");
-- "prune", "record" (the step record), "alarms" (the checks).
-
-A profile measures wall time: beams read concurrently on one event loop
-(SMC particles) each see the others' work in their own.
+Profile (`BeamParams(profile=True)`, `beam.profile`): where each step's wall
+time goes, by component; see `genlm_lab.bytes._beam_profile`.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from functools import cached_property
@@ -53,16 +34,18 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.bytes import alarms as checks
+from genlm_lab.bytes._beam_alarms import AlarmsMixin
 from genlm_lab.bytes._beam_display import BeamDisplay
-from genlm_lab.bytes._beam_ext import WIDEN_FACTOR, ExtensionMixin
+from genlm_lab.bytes._beam_ext import ExtensionMixin
 from genlm_lab.bytes._beam_heal import HealingMixin
+from genlm_lab.bytes._beam_prefill import PrefillMixin, check_byte
 from genlm_lab.bytes._beam_profile import awaiting, profiling, timed
+from genlm_lab.bytes._beam_prune import PruningMixin
 from genlm_lab.bytes.alarms import AlarmChain
-from genlm_lab.bytes.base import StatefulByteLM, byte_bar
-from genlm_lab.bytes.interval import add_log, keep_for_width, warn_width
+from genlm_lab.bytes.base import StatefulByteLM
+from genlm_lab.bytes.interval import add_log, warn_width
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
-from genlm_lab.bytes.lookahead import DEFAULT_DEPTH, Lookahead
+from genlm_lab.bytes.lookahead import Lookahead
 from genlm_lab.bytes.params import BeamParams, EmptyBeamError
 from genlm_lab.bytes.probs import EOS, LazyByteProbs
 from genlm_lab.bytes.record import BeamStep, CandidateRow, HealEvent
@@ -71,21 +54,20 @@ from genlm_lab.bytes.trie_state import LazyTrieState
 from genlm_lab.bytes.tries import trie_for
 from genlm_lab.util import logsumexp
 from genlm_lab.util.alarms import Alarm
-from genlm_lab.util.profile import Profiler, add_rows, profile_frame
+from genlm_lab.util.profile import Profiler
 
 __all__ = ["BeamParams", "ByteBeamState", "EmptyBeamError"]
 
 
-def _check_byte(b: Any) -> int:
-    if isinstance(b, bool) or not hasattr(b, "__index__"):
-        raise ValueError(f"a beam reads one byte as an int 0..255 (or EOS=257), got {b!r}")
-    b = int(b)
-    if not (0 <= b <= 255 or b == EOS):
-        raise ValueError(f"byte {b} is outside 0..255 (use 257 for EOS)")
-    return b
-
-
-class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
+class ByteBeamState(
+    ExtensionMixin,
+    HealingMixin,
+    AlarmsMixin,
+    PruningMixin,
+    PrefillMixin,
+    BeamDisplay,
+    StatefulByteLM,
+):
     """A beam of candidate tokenizations: a language model over bytes.
 
     Build one with `await ByteBeamState.initial(llm, params)`; then
@@ -254,37 +236,9 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
         return self._history[self._hlen - 1] if self._hlen else None
 
     @property
-    def profile_rows(self) -> list[list[Any]]:
-        """`[position, component, calls, seconds]` rows of the steps up to this beam.
-
-        Empty unless `BeamParams(profile=True)`; see the module docstring.
-        """
-        rows = [list(r) for step in self.history for r in step.profile]
-        return rows + [list(r) for r in self._loose_profile or ()]
-
-    @property
-    def profile(self) -> Any:
-        """Where the time of the steps up to this beam went: a pandas DataFrame.
-
-        Columns step (the `BeamStep` position), component, calls, seconds, as
-        `SMCRecord.profile`; empty unless `BeamParams(profile=True)`.
-        """
-        return profile_frame(self.profile_rows)
-
-    @property
-    def alarms(self) -> list[Alarm]:
-        """The alarms raised along the chain up to this beam, `(position, kind, sentence)`.
-
-        See `genlm_lab.bytes.alarms`; empty for a healthy beam.
-        """
-        return [a for step in self.history for a in step.alarms] + list(self._loose_alarms or ())
-
-    @property
     def trie(self) -> Any:
         """The shared `AsyncTokenByteTrie`."""
         return self.states[0].trie if self.states else None
-
-    # -- extensions ---------------------------------------------------------------------
 
     # -- the two operations ----------------------------------------------------------------
 
@@ -354,7 +308,7 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
             ValueError: if `a` is not a byte.
             EmptyBeamError: if this beam is already empty.
         """
-        a = _check_byte(a)
+        a = check_byte(a)
         self._raise_if_empty()
         if not self.params.profile:
             return (await self._read(a))[0]
@@ -432,181 +386,13 @@ class ByteBeamState(ExtensionMixin, HealingMixin, BeamDisplay, StatefulByteLM):
             print(beam.show())
         return beam, calls
 
-    def _emptied(
-        self, a: int, reason: EmptyBeamError, heals: list[HealEvent], lost: list[float]
-    ) -> ByteBeamState:
-        """The empty beam after `a`, which no candidate could read, with its alarms."""
-        tip = self._is_tip
-        empty = self._derive([], None, self.position, lost)
-        empty._empty_reason = reason
-        if self.params.alarms is not None:
-            with timed("alarms"):
-                if heals:
-                    calls = sum(h.lm_calls for h in heals)
-                    empty._raise(checks.heal_failed(self.position, a, len(heals), calls), tip)
-                empty._raise(checks.empty(self.position, a, reason.reason), tip)
-        return empty
-
-    # -- alarms and profile ------------------------------------------------------------------
-
-    @property
-    def _is_tip(self) -> bool:
-        """Whether this beam's step record is the newest of its history (no one read on)."""
-        return self._hlen == len(self._history)
-
-    def _alarm_chain(self) -> AlarmChain:
-        if self._chain is None:
-            self._chain = AlarmChain(self.history)
-        return self._chain
-
-    def _raise(self, alarm: Alarm | None, tip: bool | None = None) -> None:
-        """Keep `alarm` (in the step record, or on this beam if that record is not its own),
-        unless its kind was raised along the chain."""
-        if alarm is None:
-            return
-        chain = self._alarm_chain()
-        if alarm.kind in chain.kinds:
-            return
-        step = self.last_step
-        if (self._is_tip if tip is None else tip) and step is not None:
-            chain.kinds.add(alarm.kind)
-            step.alarms.append(alarm)
-        elif all(a.kind != alarm.kind for a in self._loose_alarms or ()):
-            self._loose_alarms = [*(self._loose_alarms or ()), alarm]
-
-    def _max_width(self, limits: checks.BeamAlarmThresholds) -> float | None:
-        return self.params.max_width if limits.max_width is None else limits.max_width
-
-    def _check_read(self, parent: ByteBeamState, a: int, heals: list[HealEvent]) -> None:
-        """The alarms of this beam, which `parent << a` made."""
-        limits = self.params.alarms
-        kinds = self._alarm_chain().kinds
-        if heals and "healed" not in kinds:
-            self._raise(checks.healed(self.position, a, heals[-1]))
-        if "low_mass" not in kinds:
-            logp = self.logZ - parent.logZ
-            self._raise(checks.low_mass(self.position, a, logp, limits.min_mass))
-        if "wide_interval" not in kinds:
-            self._raise(checks.wide_interval(self.position, self.width, self._max_width(limits)))
-        if a < 256:
-            self._tail = (parent._tail + bytes((a,)))[-limits.tail_bytes :]
-            if "runaway" not in kinds:
-                self._raise(checks.runaway(self.position, self._tail, limits))
-
-    def _charge(self, rows: list[list[Any]], tip: bool | None = None) -> None:
-        """Add profile rows to this beam's step record (or to this beam), and check them."""
-        tip = self._is_tip if tip is None else tip
-        step = self.last_step
-        if not tip or step is None:
-            self._loose_profile = add_rows(self._loose_profile or [], rows)
-            return
-        add_rows(step.profile, rows)
-        limits = self.params.alarms
-        if limits is not None:
-            chain = self._alarm_chain()
-            chain.add_seconds(rows)
-            if "slow_component" not in chain.kinds:
-                self._raise(checks.slow_component(self.position, chain.seconds, limits), tip)
-
     def _raise_if_empty(self) -> None:
         if not self.states:
             raise self._empty_reason or EmptyBeamError(
                 EOS, self.position, "the beam has no candidates"
             )
 
-    # -- pruning, modes, prefill ---------------------------------------------------------
-
-    def prune(self) -> ByteBeamState:
-        """The K heaviest candidates whose share exceeds `prune_threshold`.
-
-        The heaviest candidate is always kept: when no share exceeds the
-        threshold (two candidates of share 0.5 under a threshold of 0.6), an
-        empty beam would read nothing more.
-        """
-        if not self.params.profile:
-            return self._prune()
-        start = time.perf_counter()
-        beam = self._prune()
-        beam._charge([[self.position, "prune", 1, time.perf_counter() - start]])
-        return beam
-
-    def _prune(self) -> ByteBeamState:
-        logZ = self.logZ
-        cut = self.params.log_prune_threshold
-        keep = [i for i, s in enumerate(self.states) if s.weight - logZ > cut][: self.params.K]
-        if not keep and self.states:
-            keep = [0]  # states are sorted by weight, heaviest first
-        if self.params.widens and len(keep) < len(self.states):
-            weights = [s.weight for s in self.states]
-            most = self.params.K * WIDEN_FACTOR
-            keep = keep_for_width(weights, keep, self.log_dropped, self.params.max_width, most)
-        if len(keep) == len(self.states):  # nothing to drop: the same beam
-            step = self.last_step
-            if step is not None and self._hlen == len(self._history):
-                step.pruned_logZ = logZ
-            return self
-        if self._rows is not None:
-            kept = set(keep)
-            for i, row in enumerate(self._rows):
-                if i not in kept:
-                    row.status = "pruned"
-        kept = set(keep)
-        beam = self._derive(
-            [self.states[i] for i in keep],
-            None if self._rows is None else [self._rows[i] for i in keep],
-            self.position,
-            [s.weight for i, s in enumerate(self.states) if i not in kept],
-        )
-        self._share_history(beam)
-        step = self.last_step
-        if step is not None:
-            step.pruned_logZ = beam.logZ
-        beam._check_width()
-        limits = self.params.alarms
-        if limits is not None and "wide_interval" not in beam._alarm_chain().kinds:
-            beam._raise(checks.wide_interval(beam.position, beam.width, self._max_width(limits)))
-        return beam
-
-    def with_mode(self, mode: TrieMode) -> ByteBeamState:
-        """The same beam, materializing future masses in `mode`."""
-        beam = self._derive([s.with_mode(mode) for s in self.states], self._rows, self.position)
-        return self._share_history(beam)
-
-    async def prefill(
-        self, bs: bytes, lookahead: int = DEFAULT_DEPTH, progress: bool | None = None
-    ) -> ByteBeamState:
-        """The beam after reading `bs`, EOS tokens read as ordinary tokens meanwhile.
-
-        Args:
-            bs: bytes (or text, UTF-8 encoded) to read.
-            lookahead: bytes ahead whose extensions join each batched forward
-                (see `expect`; 0 turns it off); the result is the same for
-                every value, only the number of forwards changes.
-            progress: a bar over the bytes (None: in a notebook, for more
-                than a few dozen bytes).
-
-        Raises:
-            EmptyBeamError: if a byte of `bs` cannot be read (naming it and why).
-        """
-        if isinstance(bs, str):
-            bs = bs.encode("utf-8")
-        if not hasattr(bs, "__iter__"):
-            raise ValueError(f"prefill reads bytes, text or byte ints, got {bs!r}")
-        data = [_check_byte(b) for b in bs]  # all checked before any LM call
-        if EOS in data:
-            raise ValueError(
-                f"prefill reads bytes 0..255, got EOS ({EOS}) at position {data.index(EOS)}: "
-                "EOS tokens are ordinary tokens while prefilling; end with `beam << 257` after"
-            )
-        beam = self.with_mode(TrieMode.WITHOUT_EOS)
-        if lookahead and beam._ahead is None:  # a lookahead given by `expect` is kept
-            beam = beam.expect(bytes(data), lookahead)
-        with byte_bar(len(data), "prefill", progress) as bar:
-            for b in data:
-                beam = await (beam.prune() << b)
-                bar.update(1)
-        beam._raise_if_empty()  # reading text that cannot be read is an error here
-        return beam.with_mode(TrieMode.WITH_EOS)
+    # -- clean-up ---------------------------------------------------------------------
 
     async def cleanup(self) -> None:
         """Stop the trie's background worker."""
