@@ -6,7 +6,8 @@ required keys before `}`, no key twice) enforces as much of the schema as it
 can; with `key_order="any"` and whitespace allowed it never blocks a byte that
 some valid document could continue with. The completion check (`jsonschema`
 with its format checker, on the parsed document) is exact whatever the
-options. `coverage` lists which constraint is enforced where.
+options. `coverage` lists which constraint is enforced where. A schema that
+admits no document is refused when it is built (`_json_empty`).
 """
 
 from __future__ import annotations
@@ -220,9 +221,17 @@ class JsonSchema(GrammarPotential):
             lists `properties` takes no other keys unless `additionalProperties`
             says so, and integers are written without fraction or exponent.
 
+    Formats jsonschema checks go into the mask where it reads them exactly or
+    more loosely (`date`, `time`, `date-time`, `email`, `idn-email` as patterns
+    of exactly the checker's strings; `ipv4`, `uuid` as llguidance's formats);
+    `coverage` says which. `finish` writes values of those formats.
+
     Raises:
-        InvalidGrammar (a ValueError): for invalid JSON, or a schema the
-            JSON-Schema metaschema rejects (naming the path).
+        InvalidGrammar (a ValueError): for invalid JSON, a schema the JSON-Schema
+            metaschema rejects (naming the path and, for JSON text, the line and
+            column of the keyword), or a schema that admits no document
+            ("properties/a: minLength 1 > maxLength 0"; see `_json_empty`, and
+            llguidance's "Unsatisfiable schema" verdict).
     """
 
     def __init__(
