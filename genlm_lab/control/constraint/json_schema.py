@@ -408,6 +408,12 @@ class JsonSchema(GrammarPotential):
             self._warn_unfinishable(*stuck[0])
         return found
 
+    @property
+    def unfinishable(self) -> list[str]:
+        """What `finish` could not complete so far, one line per JSON path and keyword
+        ("$.date: format 'date' cannot be finished by the mask"), for alarms and views."""
+        return sorted(self._unfinishable)
+
     def _warn_unfinishable(self, text: bytes, state: Any) -> None:
         where = self.explain(text) or ""
         at = re.search(r"at (\$\S*)", where)
