@@ -38,7 +38,8 @@ from genlm_lab.smc.alarms import AlarmMonitor, AlarmThresholds
 from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence, final_deaths
 from genlm_lab.smc.observers import ObserverSet
 from genlm_lab.smc.profile import Profiler
-from genlm_lab.smc.record import RecordWriter, SMCRecord
+from genlm_lab.smc.record import SMCRecord
+from genlm_lab.smc.record_json import RecordWriter
 from genlm_lab.smc.result import SMCResult, effective_sample_size
 from genlm_lab.smc.rng import using_rng
 from genlm_lab.util import logmeanexp

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from genlm_lab.smc.deaths import cut_hint
-from genlm_lab.smc.record import step_links
+from genlm_lab.smc.lineage import step_links
 from genlm_lab.util.alarms import text_runaway
 
 __all__ = ["ALARM_KINDS", "AlarmMonitor", "AlarmThresholds", "runaway"]

@@ -1,19 +1,10 @@
 """Where an SMC run's wall time goes: a per-step cost profile.
 
 `Profiler`, `profile_frame` and `PROFILE_COLUMNS` live in
-`genlm_lab.util.profile` (byte beams profile themselves with them too) and
-are re-exported here. The profiler keeps one *current component* and a
-clock. Every switch of component (entering or leaving a timed region)
-charges the time since the last switch to the component that was current,
-so the parts of a step add up to its wall time by construction: nothing is
-counted twice and nothing is lost. Concurrent particles are handled by wrapping each coroutine that
-should be timed (a particle's `step`, a potential's `logw_next`) in
-`Profiler.wrap`: every time the event loop resumes it, its component becomes
-current, and when it suspends (to wait for a batch) the previous one comes
-back. Time when no wrapped coroutine runs belongs to the loop's component:
-during the particles' step that is "lm.forward", because the batched model
-calls run there, between the particles' turns (with the event loop's own
-scheduling, which is small next to a forward).
+`genlm_lab.util.profile` (byte beams profile themselves with them too),
+which explains how time is charged, and are re-exported here. During the
+particles' step the loop's component is "lm.forward": the batched model
+calls run there, between the particles' turns.
 
 Components of a run (`SMCRecord.profile`, a DataFrame of step, component,
 calls, seconds):

@@ -35,141 +35,27 @@ candidates: each particle kept by the previous step (the previous step's
 `ancestors`, in order) becomes `n_beam` consecutive candidates, or one if it
 had finished; `ancestors` then names the candidates kept, so a step's lists
 may be longer than `ancestors`. `SMCRecord.parents()` turns this into one
-parent index per particle for both algorithms. In JSON, -inf / inf / NaN floats are the
-strings "-Infinity" / "Infinity" / "NaN" (both `float()` and JavaScript's
-`Number()` read them back). With `json_file`, inference writes the record as
-JSON lines (header, one line per step, final) as it goes, so an interrupted
-run keeps the steps it finished; `SMCRecord.load` reads both forms.
+parent index per particle for both algorithms (`genlm_lab.smc.lineage`).
+The file forms (one JSON document, or JSON lines written as the run goes)
+and their float encoding are in `genlm_lab.smc.record_json`.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import math
 import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SMCRecord"]
+from genlm_lab.smc.lineage import step_links
+from genlm_lab.smc.record_json import RecordWriter, decode_entry, decode_profile, dumps
 
-_LIST_FLOATS = ("log_weights", "weight_increments")
-_SCALAR_FLOATS = ("ess", "log_ml")
-_NONFINITE = {"-Infinity": -math.inf, "Infinity": math.inf, "NaN": math.nan}
+__all__ = ["RecordWriter", "SMCRecord", "step_links"]
+
 #: The one view a record names: its HTML repr, found by name when first displayed.
 _HTML_VIEW = "genlm_lab.widgets.particle_view:record_html"
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _to_float(value: Any, key: str) -> float:
-    """A number of the record, or one ValueError naming its field."""
-    if isinstance(value, str) and value in _NONFINITE:
-        return _NONFINITE[value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise ValueError(f"record field {key!r} holds {value!r}, not a number")
-
-
-_EXTRA_FLOATS = ("logw", "logZ", "critic")
-
-
-def _maybe_float(value: Any, key: str) -> Any:
-    return None if value is None else _to_float(value, key)
-
-
-def _decode_extras(value: Any) -> Any:
-    """Extras with their float fields (by key, at any depth) read back; the rest as stored."""
-    if isinstance(value, list):
-        return [_decode_extras(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for key, item in value.items():
-        if key in _EXTRA_FLOATS:
-            out[key] = _maybe_float(item, f"extras.{key}")
-        elif key == "factors" and isinstance(item, dict):
-            out[key] = {k: _maybe_float(v, "extras.factors") for k, v in item.items()}
-        else:
-            out[key] = _decode_extras(item)
-    return out
-
-
-def _decode_entry(entry: dict) -> dict:
-    out = dict(entry)
-    if out.get("extras") is not None:
-        out["extras"] = _decode_extras(out["extras"])
-    for key in _LIST_FLOATS:
-        if out.get(key) is not None:
-            out[key] = [_to_float(v, key) for v in out[key]]
-    for key in _SCALAR_FLOATS:
-        if out.get(key) is not None:
-            out[key] = _to_float(out[key], key)
-    return out
-
-
-def _decode_profile(rows: Any) -> list[list[Any]] | None:
-    """Profile rows `[step, component, calls, seconds]` as stored, or None."""
-    if rows is None:
-        return None
-    return [[int(r[0]), str(r[1]), int(r[2]), _to_float(r[3], "profile")] for r in rows]
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(_encode(obj), allow_nan=False, ensure_ascii=False)
-
-
-def _steps_on(entry: dict, i: int) -> bool:
-    """Whether particle i of a step entry is still alive (neither finished nor of weight zero)."""
-    return (
-        not entry["finished"][i] and _to_float(entry["log_weights"][i], "log_weights") > -math.inf
-    )
-
-
-def _gives(ancestors: list | None, steer: bool) -> str:
-    if ancestors is None:
-        return "had"
-    return "kept particles that make" if steer else "resampled into"
-
-
-def step_links(
-    prev: dict, entry: dict, steer: bool, beam: Any, where: str = "previous step", t: int = 1
-) -> list[int]:
-    """The parent (an index into `prev`'s lists) of each particle of `entry`, the step after it.
-
-    Raises:
-        ValueError: if `prev`'s ancestors name particles it lacks, or the counts do not fit.
-    """
-    n_prev, n = len(prev["contents"]), len(entry["contents"])
-    ancestors = prev.get("ancestors")
-    if ancestors is None:
-        links = list(range(n_prev))
-    else:
-        links = [int(a) for a in ancestors]
-        bad = [a for a in links if not 0 <= a < n_prev]
-        if bad:
-            raise ValueError(f"{where}: ancestors {bad} name particles outside 0..{n_prev - 1}")
-        if steer:
-            if not isinstance(beam, int) or beam < 1:
-                raise ValueError(
-                    f"smc_steer record lacks a positive int params['n_beam'] (got {beam!r})"
-                )
-            links = [a for a in links for _ in range(beam if _steps_on(prev, a) else 1)]
-    if len(links) != n:
-        raise ValueError(
-            f"step entry {t} (step {entry.get('step', t + 1)}) has {n} particles, but "
-            f"{where} {_gives(ancestors, steer)} {len(links)}; the record is inconsistent"
-        )
-    return links
 
 
 @dataclass
@@ -240,7 +126,7 @@ class SMCRecord:
 
     def to_json(self) -> str:
         """The whole record as one JSON document."""
-        return _dumps(self.to_dict())
+        return dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict) -> SMCRecord:
@@ -251,11 +137,11 @@ class SMCRecord:
             algorithm=data.get("algorithm", "smc_standard"),
             run_id=data["run_id"],
             params=dict(data.get("params") or {}),
-            steps=[_decode_entry(s) for s in data.get("steps", [])],
-            final=None if final is None else _decode_entry(final),
+            steps=[decode_entry(s) for s in data.get("steps", [])],
+            final=None if final is None else decode_entry(final),
             version=int(data.get("version", 1)),
             alarms=[(int(a[0]), str(a[1]), str(a[2])) for a in data.get("alarms") or []],
-            profile_rows=_decode_profile(data.get("profile")),
+            profile_rows=decode_profile(data.get("profile")),
         )
 
     @classmethod
@@ -392,39 +278,3 @@ class SMCRecord:
         """
         module, function = _HTML_VIEW.split(":")
         return getattr(importlib.import_module(module), function)(self)
-
-
-class RecordWriter:
-    """Appends a record to a JSON-lines file as the run goes (header, steps, final)."""
-
-    def __init__(self, path: str | os.PathLike, record: SMCRecord) -> None:
-        self.path = os.fspath(path)
-        self._file = open(self.path, "w", encoding="utf-8")
-        self._write({"type": "header", **record.header()})
-
-    def _write(self, item: dict) -> None:
-        self._file.write(_dumps(item) + "\n")
-        self._file.flush()
-
-    def step(self, entry: dict) -> None:
-        """Append one step entry as a JSON line."""
-        self._write({"type": "step", **entry})
-
-    def finish(self, final: dict) -> None:
-        """Append the final summary as a JSON line."""
-        self._write({"type": "final", **final})
-
-    def diagnostics(self, record: SMCRecord) -> None:
-        """Append the run's alarms and profile rows as a JSON line."""
-        self._write(
-            {
-                "type": "diagnostics",
-                "alarms": [list(a) for a in record.alarms],
-                "profile": record.profile_rows,
-            }
-        )
-
-    def close(self) -> None:
-        """Close the file (idempotent)."""
-        if not self._file.closed:
-            self._file.close()
