@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
     from genlm_lab.eval.paired import Comparison, compare, pairwise
     from genlm_lab.eval.plot import plot_accuracy_cost
+    from genlm_lab.eval.report import store_report_html
     from genlm_lab.eval.runner import parse_shard, run_evaluation, run_keys, task_seed
     from genlm_lab.eval.stats import bootstrap_ci
     from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
@@ -75,6 +76,7 @@ _HOME = {
     "summarize": "summary",
     "ResultsView": "view",
     "report_html": "view",
+    "store_report_html": "report",
     "results_data": "view",
 }
 
@@ -107,6 +109,7 @@ __all__ = [
     "results_data",
     "run_evaluation",
     "run_keys",
+    "store_report_html",
     "summarize",
     "summary_markdown",
     "summary_table",

@@ -11,7 +11,7 @@ from genlm_lab.widgets.mask_view import MaskView, mask_data, mask_data_of, mask_
 from genlm_lab.widgets.monitor import BackendMonitor, monitor_data, monitor_html
 from genlm_lab.widgets.particle_view import ParticleView, particle_data, particles_html
 from genlm_lab.widgets.profile_view import ProfileView, profile_data, profile_html
-from genlm_lab.widgets.report import report_html, write_report
+from genlm_lab.widgets.report import record_report_html, write_report
 from genlm_lab.widgets.trie_view import TrieView, trie_data, trie_html
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
     "particles_html",
     "profile_data",
     "profile_html",
-    "report_html",
+    "record_report_html",
     "trie_data",
     "trie_html",
     "weight_histogram",

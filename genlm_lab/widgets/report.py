@@ -1,4 +1,7 @@
-"""A standalone offline HTML page of an SMC record: share a run without Jupyter."""
+"""A standalone offline HTML page of an SMC record: share a run without Jupyter.
+
+(A whole results store's page is `genlm_lab.eval.store_report_html`.)
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from genlm_lab.widgets.particle_view import final_status, particle_data, particl
 from genlm_lab.widgets.smc_data import as_record, step_entries
 
 
-def report_html(record: Any) -> str:
+def record_report_html(record: Any) -> str:
     """The whole page: run header, particle table, ESS / log_ml lines, genealogy.
 
     Only inline CSS and SVG: no script, no network, readable in any browser.
@@ -47,7 +50,7 @@ def report_html(record: Any) -> str:
 
 
 def write_report(record_or_path: Any, out_path: str | PathLike) -> Path:
-    """Write `report_html` of a record (object, dict, JSON or file path) to `out_path`.
+    """Write `record_report_html` of a record (object, dict, JSON or file path) to `out_path`.
 
     Returns:
         The path written.
@@ -56,5 +59,5 @@ def write_report(record_or_path: Any, out_path: str | PathLike) -> Path:
         ValueError: if the input is not an SMC record.
     """
     out = Path(out_path)
-    out.write_text(report_html(record_or_path), encoding="utf-8")
+    out.write_text(record_report_html(record_or_path), encoding="utf-8")
     return out

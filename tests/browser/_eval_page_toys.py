@@ -6,7 +6,7 @@ from pathlib import Path
 
 from genlm_lab.backend import ToyLM
 from genlm_lab.control import PythonRegex
-from genlm_lab.eval import Domain, Method, ResultsStore, report_html, run_evaluation
+from genlm_lab.eval import Domain, Method, ResultsStore, run_evaluation, store_report_html
 from genlm_lab.eval.domains.pattern_matching import PatternMatchingDataset, PatternMatchingEvaluator
 
 
@@ -35,9 +35,9 @@ async def toy_store(path: Path) -> ResultsStore:
 
 
 async def toy_report(folder: Path) -> tuple[Path, int]:
-    """`report_html` of `toy_store` written to folder/report.html, and its last run's id."""
+    """`store_report_html` of `toy_store` written to folder/report.html, and its last run's id."""
     store = await toy_store(folder / "r.sqlite")
     with store:
         path = folder / "report.html"
-        path.write_text(report_html(store), encoding="utf-8")
+        path.write_text(store_report_html(store), encoding="utf-8")
         return path, int(store.runs_frame()["run_id"].iloc[-1])

@@ -9,9 +9,9 @@ from genlm_lab.eval import (
     Method,
     ResultsStore,
     ResultsView,
-    report_html,
     results_data,
     run_evaluation,
+    store_report_html,
     summarize,
 )
 from genlm_lab.widgets import ParticleView
@@ -79,7 +79,7 @@ def test_static_html_escapes_instance_text(store):
 
 
 def test_report_opens_offline(store):
-    page = report_html(store)
+    page = store_report_html(store)
     assert page.startswith("<!DOCTYPE html>")
     # No scripts, stylesheets, images or frames from anywhere; only in-page links.
     assert not re.search(r"<(script|link|img|iframe|object|embed)\b", page, re.I)
@@ -127,7 +127,7 @@ def test_rows_name_their_model_and_show_the_instance_content(store):
 
 
 def test_a_stored_run_renders_what_the_live_particle_view_shows(store):
-    from genlm_lab.eval.view import run_html
+    from genlm_lab.eval.report import run_html
 
     for run_id in store.runs_frame()["run_id"]:
         record = store.record(int(run_id))
@@ -142,7 +142,7 @@ def test_a_stored_run_renders_what_the_live_particle_view_shows(store):
 
 
 def test_each_report_link_opens_its_own_run(store):
-    page = report_html(store)
+    page = store_report_html(store)
     assert ".genlm-run:target{display:block}" in page
     for run_id in store.runs_frame()["run_id"]:
         section = re.search(
@@ -191,7 +191,7 @@ def test_the_report_sizes_or_says_unsizeable_and_counts_in_the_singular(tmp_path
                 },
                 [],
             )
-    page = report_html(s)
+    page = store_report_html(s)
     s.close()
     assert "1 pair compared" in page and "1 pairs" not in page
     assert "unsizeable (no spread among the pairs)" in page and "NaN" not in page

@@ -16,7 +16,7 @@ import pytest
 
 from genlm_lab.smc import LogCategorical, Model, SMCRecord, smc_standard, smc_steer
 from genlm_lab.widgets import ParticleView, particles_html
-from genlm_lab.widgets.report import report_html
+from genlm_lab.widgets.report import record_report_html
 
 _LOGITS = np.random.default_rng(7).normal(size=(8, 40))
 
@@ -123,7 +123,7 @@ async def test_steer_genealogy_links_every_candidate_to_the_particle_it_was_clon
         for i, n in enumerate(col)
     }
     assert _edges_of_svg(particles_html(data)) == want
-    assert _edges_of_svg(report_html(record)) == want
+    assert _edges_of_svg(record_report_html(record)) == want
 
 
 async def test_steer_genealogy_is_the_same_from_json_and_from_the_live_view(tmp_path):

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from genlm_lab.smc import SMCRecord
-from genlm_lab.widgets import report_html, write_report
+from genlm_lab.widgets import record_report_html, write_report
 
 
 def _record():
@@ -41,7 +41,7 @@ def test_report_is_a_standalone_page_with_one_row_per_particle(tmp_path):
     assert "<th>run</th><td>run-7</td>" in page
     assert "resampled at step 1" in page
     assert page.count("<line ") == 2  # both step-2 particles descend from particle 0
-    assert report_html(rec) == page
+    assert record_report_html(rec) == page
 
 
 def test_report_refuses_what_is_not_a_record(tmp_path):
@@ -50,7 +50,7 @@ def test_report_refuses_what_is_not_a_record(tmp_path):
     with pytest.raises(ValueError):
         write_report(bad, tmp_path / "out.html")
     with pytest.raises(ValueError, match="expected an SMCRecord"):
-        report_html(42)
+        record_report_html(42)
 
 
 @pytest.mark.parametrize("text", ["[]", "42", '"steps"', '[{"type": "header"}]'])
@@ -71,7 +71,7 @@ def test_json_that_is_not_an_object_is_named_as_such(tmp_path, text):
 )
 def test_record_text_or_dict_missing_a_field_is_a_value_error(record, match):
     with pytest.raises(ValueError, match=match):
-        report_html(record)
+        record_report_html(record)
 
 
 def _lines(tmp_path, step_fields):
@@ -92,11 +92,11 @@ def _lines(tmp_path, step_fields):
 )
 def test_a_malformed_record_file_names_the_problem(tmp_path, fields, match):
     with pytest.raises(ValueError, match=match):
-        report_html(_lines(tmp_path, fields))
+        record_report_html(_lines(tmp_path, fields))
 
 
 def test_a_binary_file_is_named_as_not_a_record(tmp_path):
     path = tmp_path / "image.png"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     with pytest.raises(ValueError, match=r"image\.png' is not an SMC record: it is not UTF-8"):
-        report_html(path)
+        record_report_html(path)
