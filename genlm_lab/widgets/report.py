@@ -10,7 +10,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from genlm_lab.widgets.particle_view import final_status, particle_data, particles_html
+from genlm_lab.widgets.particle_data import final_status, particle_data
+from genlm_lab.widgets.particle_html import particles_html
 from genlm_lab.widgets.smc_data import as_record, step_entries
 
 
