@@ -31,6 +31,7 @@ efficiency, and depends on what is known of the constraint:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import warnings
@@ -350,6 +351,8 @@ class SearchDistance:
         max_depth: the most tokens left for which anything is checked (None: any).
         cache_size: how many contexts' proven bounds to keep.
         masks: whether to search with the constraint's masks (None: where it has `allowed`).
+        necessary: a cheap test a complete text must pass (a JSON document must parse),
+            asked before the constraint's own completion check.
     """
 
     exact = False
@@ -363,8 +366,11 @@ class SearchDistance:
         max_depth: int | None = 8,
         cache_size: int = 65536,
         masks: bool | None = None,
+        necessary: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.potential = potential
+        self.necessary = necessary
+        self._bytes = token_bytes(potential) if necessary is not None else None
         self.encode = potential.encode
         self.lookup = potential.lookup
         self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
@@ -387,6 +393,8 @@ class SearchDistance:
         return [vocab[i] for i in ids]
 
     async def _accepts(self, ids: tuple[int, ...]) -> bool:
+        if self._bytes is not None and not self.necessary(b"".join([self._bytes[i] for i in ids])):
+            return False
         if self._engine is not None:  # a grammar's own cached check, no re-encoding
             return bool(self._engine.accepting(Key(ids)))
         return await self.potential.complete(self._tokens(ids)) == 0
@@ -460,10 +468,9 @@ class SearchDistance:
         `ids`, if given, are the context's indices in the constraint's vocabulary (saves
         encoding it again).
         """
-        n = len(self.potential.vocab)
-        if ids is None:
-            ids = self.potential.encode(context)
-        ids = tuple(i for i in ids if i < n)  # EOS is not a token of the text
+        ids = tuple(self.potential.encode(context) if ids is None else ids)
+        if ids and ids[-1] >= len(self.potential.vocab):  # EOS (only ever last) is not text
+            ids = ids[:-1]
         if left < 1:
             return self._count(False)
         if left == 1:  # only EOS is left: exactly whether the text is complete
@@ -633,6 +640,15 @@ def _json_upper(potential: Potential, language: Any, trie: _Trie) -> Callable | 
     return upper
 
 
+def _parses_as_json(text: bytes) -> bool:
+    """Whether `text` is UTF-8 JSON: what a `JsonSchema`'s completion check parses first."""
+    try:
+        json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return True
+
+
 _FINISHERS: weakref.WeakKeyDictionary[Potential, Any] = weakref.WeakKeyDictionary()
 _NONE = object()
 
@@ -670,7 +686,10 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
                 if language is not None
                 else None
             )
-            out = SearchDistance(potential, upper=upper, **search)
+            from genlm_lab.control.constraint.json_schema import JsonSchema
+
+            necessary = _parses_as_json if isinstance(language, JsonSchema) else None
+            out = SearchDistance(potential, upper=upper, necessary=necessary, **search)
     else:
         out = SearchDistance(potential, **search)
     if not search:

@@ -160,6 +160,17 @@ def test_a_constraint_without_masks_is_only_asked_to_complete_with_one_token_lef
     assert finisher.stats == {"kept": 1, "refused": 1, "unproven": 1}
 
 
+def test_a_json_text_must_parse_before_the_schema_is_asked():
+    from genlm_lab.control.constraint.finish_distance import _parses_as_json
+
+    assert _parses_as_json(b'{"a": ""}') and _parses_as_json(b" [1, 2] ")
+    assert not _parses_as_json(b'{"a": "') and not _parses_as_json(b"\xc3")
+    llm = toy_llm(vocab=JSON_VOCAB)
+    finisher = finisher_for(JsonSchema(SCHEMA).coerce(llm, f=b"".join))
+    assert finisher.necessary is _parses_as_json
+    assert run(finisher.fits([b'{"a":"', b'"}'], 1)) and not run(finisher.fits([b"{"], 1))
+
+
 def test_json_finish_is_an_upper_bound_that_saves_the_search():
     llm = toy_llm(vocab=JSON_VOCAB)
     constraint = JsonSchema(SCHEMA).coerce(llm, f=b"".join)
