@@ -56,6 +56,7 @@ class KeyedEngine:
         self._tokens: list[bytes] = inner._tokens
         self._quote = _holding(self._tokens, b'"')
         self._hot = _holding(self._tokens, b'"{},')
+        self._quote_or_escape = _holding(self._tokens, b'"\\')
         self._states: OrderedDict[Any, State | None] = OrderedDict()
         self._masks: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -156,14 +157,22 @@ class KeyedEngine:
         if state is None:
             return np.zeros_like(bits)
         allowed = unpack_mask(bits, self.n_tokens)
+        plain_dead = None
         if state[0] == STR:
             allowed &= self._quote
         elif not self.rules.in_key(state):
             allowed &= self._hot
+        else:
+            keys = self.rules.key_filter_mask(state, self._tokens)
+            if keys is not None:  # a filtered key: one native mask for the plain tokens
+                plain_dead = allowed & ~self._quote_or_escape & ~keys
+                allowed &= self._quote_or_escape
         candidates = np.flatnonzero(allowed)
         self.stats["read"] += len(candidates)
         feed, tokens = self.rules.feed, self._tokens
         bad = [i for i in candidates.tolist() if feed(state, tokens[i]) is None]
+        if plain_dead is not None:
+            bad.extend(np.flatnonzero(plain_dead).tolist())
         if not bad:
             return bits
         self.stats["refused"] += len(bad)

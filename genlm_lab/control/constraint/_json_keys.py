@@ -79,11 +79,31 @@ class KeyFilter:
                 self.unknown = True
         self._engine: Any = None
         self._starts: dict[bytes, bool] = {}
+        self._grammar: str | None = None
+        self._token_engines: dict[int, Any] = {}
         if not self.unknown:
-            self._engine = _key_engine(names, patterns)
+            self._grammar = _key_grammar(names, patterns)
+            if self._grammar is not None:
+                self._engine = _engine([bytes([i]) for i in range(256)], self._grammar)
 
     def takes(self, name: str) -> bool:
         return self.unknown or name in self.names or any(p.search(name) for p in self.patterns)
+
+    def token_mask(self, raw: bytes, tokens: list[bytes]) -> Any:
+        """Bool array over `tokens`: which keep a key starting `raw` the start of a key
+        this filter takes (one native mask; None where it cannot tell). Meant for tokens
+        without a quote or backslash: the others end or escape the key."""
+        if self._grammar is None or b"\\" in raw:
+            return None
+        engine = self._token_engines.get(id(tokens))
+        if engine is None:
+            # the vocabulary, then the 256 single bytes the key so far is spelled in
+            engine = _engine([*tokens, *(bytes([i]) for i in range(256))], self._grammar)
+            if len(self._token_engines) >= 4:  # a few vocabularies (bytes, one model's tokens)
+                self._token_engines.pop(next(iter(self._token_engines)))
+            self._token_engines[id(tokens)] = engine
+        n = len(tokens)
+        return engine.mask(tuple(n + b for b in raw))[:n]
 
     def may_start(self, raw: bytes) -> bool:
         if self._engine is None or b"\\" in raw:
@@ -96,10 +116,11 @@ class KeyFilter:
         return found
 
 
-def _key_engine(names: frozenset[str], patterns: list[str]) -> Any:
-    """A byte-level llguidance engine of the key language (None if Rust cannot read it)."""
+def _key_grammar(names: frozenset[str], patterns: list[str]) -> str | None:
+    """llguidance's regex grammar of the key language (None if Rust cannot read it)."""
+    import llguidance
+
     from genlm_lab.control.constraint._json_relax import _rust_literal, _rust_regex_ok
-    from genlm_lab.control.constraint.guidance import Engine
 
     parts = [_rust_literal(n) for n in sorted(names)]
     for pattern in patterns:
@@ -113,12 +134,18 @@ def _key_engine(names: frozenset[str], patterns: list[str]) -> Any:
         parts.append(f"{head}(?:{pattern}){tail}")
     if not parts:
         parts = ["[^\\s\\S]"]
-    import llguidance
+    try:
+        return llguidance.LLMatcher.grammar_from_regex("|".join(f"(?:{p})" for p in parts))
+    except Exception:  # noqa: BLE001 - flags llguidance reads otherwise: no verdict
+        return None
+
+
+def _engine(tokens: list[bytes], grammar: str) -> Any:
+    from genlm_lab.control.constraint.guidance import Engine
 
     try:
-        grammar = llguidance.LLMatcher.grammar_from_regex("|".join(f"(?:{p})" for p in parts))
-        return Engine([bytes([i]) for i in range(256)], grammar)
-    except Exception:  # noqa: BLE001 - anchors or flags llguidance reads otherwise: no verdict
+        return Engine(tokens, grammar)
+    except Exception:  # noqa: BLE001 - a grammar llguidance refuses: no verdict
         return None
 
 
@@ -457,6 +484,28 @@ class KeyRules:
         if mode == KSTR and not esc and not self._prefix_ok(stack[-1][1], stack[-1][2], key):
             return None
         return (mode, stack, pend, key, esc)
+
+    @staticmethod
+    def key_filter_mask(state: State, tokens: list[bytes]) -> Any:
+        """Inside a key that `patternProperties` filters (every schema of the object takes
+        any unused key its filters take): bool array over `tokens`, which keep the key the
+        start of one a filter takes (for tokens without a quote or backslash). None: no
+        such key, or no native verdict."""
+        if state[0] != KSTR or state[4]:
+            return None
+        _, alts, keys = state[1][-1]
+        out = None
+        for alt in alts:
+            if alt.takes(keys) is not None or not alt.filters:
+                return None
+            conj = None
+            for f in alt.filters:
+                mask = f.token_mask(state[3], tokens)
+                if mask is None:
+                    return None
+                conj = mask if conj is None else conj & mask
+            out = conj if out is None else out | conj
+        return out
 
     @staticmethod
     def in_key(state: State) -> bool:

@@ -279,3 +279,33 @@ def test_pattern_property_keys_live_exactly_while_some_allowed_key_extends_them(
             assert takes.validate(closed) == (all(path) and takes.allowed(list(closed))[-1]), key
             checked += 1
     assert checked == 6 + 36 + 216
+
+
+def test_filtered_keys_over_tokens_agree_with_the_bytes():
+    """Over a vocabulary of multi-byte tokens, the key mask of a patternProperties object
+    (read natively for tokens without a quote) allows a token iff its bytes pass the
+    byte-level constraint one by one."""
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    vocab = [b"{", b'"', b"x", b"-", b"x-", b"id", b"y", b"a", b'a"', b'x-a":', b":", b"1",
+             b'"y', b"}", b'":', b"ab", b", ", b"\\", b'"x']  # fmt: skip
+    byte_level = JsonSchema(schema)
+    tokens = byte_level._coerce_tokens(vocab, None)
+    contexts = [[0], [0, 1], [0, 1, 2], [0, 1, 4], [0, 1, 4, 7], [0, 1, 5], [0, 1, 6]]
+    contexts += [[0, 1, 5, 14, 11, 16, 1], [0, 18]]
+    compared = 0
+    for context in contexts:
+        prefix = b"".join(vocab[i] for i in context)
+        mask = tokens.engine.mask(tuple(context))
+        for i, token in enumerate(vocab):
+            text = prefix + token
+            expected = all(
+                byte_level.allowed(list(text[:k]))[text[k]] for k in range(len(prefix), len(text))
+            )
+            assert bool(mask[i]) == expected, (prefix, token)
+            compared += 1
+    assert compared == len(contexts) * len(vocab)
