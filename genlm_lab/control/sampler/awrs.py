@@ -130,6 +130,13 @@ class AWRS(TokenSampler):
         self.vocab_eos_set = set(self.target.vocab_eos)
         #: A `Budget` (see `budgeted`): tokens after which the text cannot end in time are rejected.
         self.budget: Any = None
+        # A grammar condition over tokens is asked through its engine, with the context
+        # encoded once per draw rather than once per token asked about.
+        from genlm_lab.control.constraint.grammar import _MaskedPotential
+
+        plain = isinstance(condition, _MaskedPotential) and not condition._bytes_in
+        self._engine = condition.engine if plain else None
+        self._encoded: tuple[Any, Any] = (None, None)
 
     def budgeted(self, budget: Any) -> AWRS:
         """A copy of this sampler that also rejects tokens after which the text cannot end in time.
@@ -152,8 +159,24 @@ class AWRS(TokenSampler):
             return -math.inf
         return weight
 
+    def _key(self, context: list[Any]) -> Any:
+        """The condition's key of `context` (its token indices), kept for the same list."""
+        from genlm_lab.control.constraint._states import Key
+
+        last, key = self._encoded
+        if last is not context or len(key) != len(context):
+            key = Key(self.condition.encode(context))
+            self._encoded = (context, key)
+        return key
+
     async def _accepts(self, context: list[Any], token: Any) -> bool:
         """Whether the condition allows `token` after `context` (one condition call)."""
+        if self._engine is not None and not self.target.ends([token]):
+            if not self._engine.allows(self._key(context), self.condition.lookup[token]):
+                return False
+            if self.budget is not None:
+                return await self.budget.fits(context, token)
+            return True
         # score = prefix(context + [token]), or complete(context) for EOS; grammar
         # potentials answer it from the context's cached state (~7 us vs ~500 us
         # for a prefix from scratch on SmolLM2's vocabulary).
