@@ -219,3 +219,16 @@ def test_awrs_is_unbiased_over_a_large_vocabulary_with_many_rejections():
         p = value / total
         if p * 1500 >= 20:
             assert abs(counts.get(token, 0) / 1500 - p) <= 3.5 * math.sqrt(p * (1 - p) / 1500)
+
+
+def test_a_grammar_condition_is_asked_through_its_engine_with_the_same_answers():
+    from genlm_lab.control import BoolFSA
+
+    llm = toy_llm()
+    condition = BoolFSA.from_regex("(ab|b)+c?").coerce(llm, f=b"".join)
+    sampler = AWRS(llm, condition, seed=0)
+    assert sampler._engine is condition.engine
+    for context in ([], [llm.vocab[1]], [llm.vocab[2], llm.vocab[1]]):
+        for token in [*llm.vocab, EOS]:
+            expected = run(condition.score([*context, token])) == 0
+            assert run(sampler._accepts(context, token)) is expected, (context, token)
