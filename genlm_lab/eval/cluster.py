@@ -490,7 +490,7 @@ class _Pool:
         """Forget this evaluation (the replicas stay for the next one on the same model)."""
         self._free = None
         for actor in self.actors:
-            actor.forget.remote(self.job.hex())
+            actor.forget.options(max_task_retries=0).remote(self.job.hex())
 
 
 async def open_pool(
