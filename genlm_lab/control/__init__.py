@@ -16,7 +16,7 @@ from genlm_lab.control.constraint.cfg import BoolCFG
 from genlm_lab.control.constraint.fsa import WFSA, BoolFSA
 from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.guidance import InvalidGrammar
-from genlm_lab.control.constraint.json_schema import JsonSchema
+from genlm_lab.control.constraint.json_schema import FinishWarning, JsonSchema
 from genlm_lab.control.constraint.predicate import BoolPredicate
 from genlm_lab.control.constraint.python_regex import PythonRegex
 from genlm_lab.control.constraint.sql import sql_grammar
@@ -91,6 +91,7 @@ __all__ = [
     "EagerSetSampler",
     "EndOfSequence",
     "Ensemble",
+    "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
     "InvalidGrammar",

@@ -147,7 +147,8 @@ def build_constraint(kind: str, source: str) -> Potential | None:
     if kind == "lark":
         return BoolCFG.from_lark(source)
     if kind == "json_schema":
-        return JsonSchema(json.loads(source))
+        json.loads(source)  # not JSON: the decoder's own error, with its line and column
+        return JsonSchema(source)  # the text, so that errors name the keyword's line
     raise ValueError(f"constraint_kind must be one of {sorted(CONSTRAINT_KINDS)}, got {kind!r}")
 
 
@@ -162,6 +163,9 @@ def _where(kind: str, source: str, message: str) -> tuple[int, int]:
         if found:
             return int(found.group(1)), max(1, int(found.group(2)))
     if kind == "json_schema":
+        found = re.search(r"\(line (\d+), column (\d+)\)", message)
+        if found:  # JsonSchema read the text: the offending keyword's own place
+            return int(found.group(1)), int(found.group(2))
         found = re.search(r"invalid JSON schema at (\S+?):", message)
         if found:  # the last key of the path, where it first appears in the text
             key = found.group(1).split("/")[-1].split(".")[-1]

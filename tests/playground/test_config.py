@@ -17,6 +17,14 @@ from genlm_lab.playground import PlaygroundConfig, build_run, constraint_error, 
         ("lark", 'start: "a"\n  | ) b', 2, 5, "expecting"),
         ("json_schema", '{\n  "type": "objet"\n}', 2, 3, "type"),
         ("json_schema", '{"type": }', 1, 10, "not JSON"),
+        # the keyword's own line, not the first "type" of the document
+        (
+            "json_schema",
+            '{\n  "type": "object",\n  "properties": {\n    "price": {"type": "numbr"}\n  }\n}',
+            4,
+            15,
+            "numbr",
+        ),
     ],
 )
 def test_a_bad_constraint_is_located(kind, source, line, column, words):
