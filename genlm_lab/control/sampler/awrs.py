@@ -171,7 +171,8 @@ class AWRS(TokenSampler):
 
     async def _accepts(self, context: list[Any], token: Any) -> bool:
         """Whether the condition allows `token` after `context` (one condition call)."""
-        if self._engine is not None and not self.target.ends([token]):
+        fast = self._engine is not None and "score" not in vars(self.condition)  # not profiled
+        if fast and not self.target.ends([token]):
             if not self._engine.allows(self._key(context), self.condition.lookup[token]):
                 return False
             if self.budget is not None:
