@@ -27,7 +27,6 @@ import ipywidgets as w
 
 from genlm_lab.backend import known_model_names, load_model_by_name
 from genlm_lab.control import Sequences
-from genlm_lab.widgets.code_box import CodeBox
 from genlm_lab.playground.config import (
     CONSTRAINT_KINDS,
     METHODS,
@@ -40,6 +39,7 @@ from genlm_lab.playground.steps import context_at
 from genlm_lab.playground.store import load_run, save_run
 from genlm_lab.widgets import MaskView, ParticleView, ProfileView
 from genlm_lab.widgets.base import stored_html
+from genlm_lab.widgets.code_box import CodeBox
 
 __all__ = ["Playground"]
 
