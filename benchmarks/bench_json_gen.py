@@ -325,6 +325,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 schemas")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--start", type=int, default=0, help="skip the panel's first N schemas")
     parser.add_argument("--methods", default="default,off,greedy,llg")
     parser.add_argument("--theirs", type=int, default=0, help="genlm-control on the first N")
     parser.add_argument("--their-cap", type=float, default=120.0)
@@ -339,7 +340,7 @@ async def main() -> None:
     from genlm_lab.control import PromptedLLM
 
     began = time.perf_counter()
-    panel = build_panel(10 if args.quick else args.limit)
+    panel = build_panel(10 if args.quick else args.limit)[args.start :]
     print(f"{len(panel)} schemas", flush=True)
     lm = load_model_by_name("default")
     rows = []
