@@ -53,6 +53,12 @@ def _always_nonempty(expr: ast.AST, constants: set[str]) -> bool:
         if name in ("enumerate", "sorted", "reversed", "list", "tuple") and args:
             return _always_nonempty(args[0], constants)
         if name == "zip" and args:
+            strict = any(
+                k.arg == "strict" and getattr(k.value, "value", False) for k in expr.keywords
+            )
+            agree = any if strict else all  # zip(strict=True) fails unless all have one length
+            return agree(_always_nonempty(a, constants) for a in args)
+        if name == "product":  # itertools.product(..., repeat=0) still yields ()
             return all(_always_nonempty(a, constants) for a in args)
         if name in ("items", "keys", "values") and isinstance(expr.func, ast.Attribute):
             return _always_nonempty(expr.func.value, constants)
@@ -75,9 +81,26 @@ def _module_constants(tree: ast.Module) -> set[str]:
     return {name for name in literal if bound[name] == 1}
 
 
+def _local_constants(fn: ast.AST, constants: set[str]) -> set[str]:
+    """`constants` plus names that `fn` binds once only, at its top level, to a literal."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    found = set(constants)
+    for node in fn.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and stores.get(target.id) == 1:
+                if _always_nonempty(node.value, found):
+                    found.add(target.id)
+    return found
+
+
 def _checks_outside_loops(fn: ast.AST, constants: set[str]) -> tuple[int, int]:
     """(checks outside any possibly-empty loop, asserts inside one) in `fn`'s own body."""
     outside = inside = 0
+    constants = _local_constants(fn, constants)
 
     def visit(node: ast.AST, in_loop: bool) -> None:
         nonlocal outside, inside
@@ -198,6 +221,15 @@ def test_the_loop_check_sees_loops_nested_in_ifs_and_withs_and_a_constant_reboun
     assert loop_only_tests(rebound) == ["test_each_particle"]
     given = "@given(st.lists(st.integers()))\n" + LOOP_ONLY
     assert loop_only_tests(given) == []
+    local = (
+        "def test_x():\n    cases = {'a': 1}\n    for k, v in cases.items():\n        assert v\n"
+    )
+    assert loop_only_tests(local) == []
+    grown = local.replace("    for k", "    cases = load()\n    for k")
+    assert loop_only_tests(grown) == ["test_x"]
+    strict = LOOP_ONLY.replace("live(result)", "zip(live(result), [1, 2], strict=True)")
+    assert loop_only_tests(strict) == []
+    assert loop_only_tests(strict.replace("strict=True", "strict=False")) == ["test_each_particle"]
 
 
 def test_the_constructor_check_flags_classes_only():

@@ -87,6 +87,7 @@ def test_the_figure_and_the_svg_chart_share_one_encoding():
     enc = Encoding.of(rows)
     fig = plot_accuracy_cost(summary)
     svg = scatter_svg(rows)
+    assert len(fig.axes) == len({r["domain"] for r in rows}) > 0
     for ax in fig.axes:
         domain = ax.get_title()
         drawn = {

@@ -34,6 +34,7 @@ async def test_pattern_checker_and_constraint_agree_on_examples():
         "pattern_matching", patterns=[r"(ab)+", r"^(?|(a)|(b))\1$", r"\d{3}-\d{4}"]
     )
     good, bad = ["abab", "aa", "555-1234"], ["aba", "ab", "55-1234"]
+    assert len(list(domain.dataset)) == len(good)
     for instance, yes, no in zip(domain.dataset, good, bad, strict=True):
         assert domain.evaluator.evaluate_sample(instance, yes).score == 1
         assert domain.evaluator.evaluate_sample(instance, no).score == 0

@@ -32,9 +32,9 @@ def _runs(scores_a, scores_b, domain="d", models=("m", "m"), methods=("x", "y"))
 
 @pytest.mark.parametrize("n", [0, 1, 5, 12, 40, 301])
 def test_sign_test_equals_scipys_exact_binomial_test(n):
-    for k in range(n + 1):
-        expected = stats.binomtest(k, n, 0.5).pvalue if n else 1.0
-        assert sign_test(k, n - k) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    got = [sign_test(k, n - k) for k in range(n + 1)]
+    expected = [stats.binomtest(k, n, 0.5).pvalue if n else 1.0 for k in range(n + 1)]
+    assert got == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
 def test_binary_scores_give_mcnemars_exact_test_on_the_discordant_pairs():

@@ -52,6 +52,7 @@ def test_the_last_context_ends_each_final_sequence(resampled_run):
     record = sequences.record
     vocab = run.smc.unit_sampler.target.vocab_eos
     last = len(record.steps) - 1
+    assert sequences.contexts and last > 0
     for particle, context in enumerate(sequences.contexts):
         before = context_at(record, last, particle, vocab)
         assert list(context[: len(before)]) == before

@@ -57,6 +57,7 @@ def renderings(value) -> list[bytes]:
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_every_byte_of_valid_documents_is_allowed(name):
     js = JsonSchema(SCHEMAS[name], **EXACT)
+    assert VALID[name], name
     for value in VALID[name]:
         for text in renderings(value):
             assert js.validate(text)
@@ -262,6 +263,7 @@ def all_renderings(value) -> list[bytes]:
 @pytest.mark.parametrize("name", BEYOND_THE_MASK)
 def test_beyond_the_mask_valid_pass_every_byte_and_invalid_die_at_completion(name):
     schema, valid, invalid = BEYOND_THE_MASK[name]
+    assert valid and invalid, name
     js = JsonSchema(schema, **EXACT)
     for value in valid:
         for text in all_renderings(value):

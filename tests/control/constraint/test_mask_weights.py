@@ -92,6 +92,7 @@ def test_json_masks_equal_the_byte_trie_walk():
     potential = JsonSchema(schema, max_whitespace=None)
     fast, slow = coerce(potential, tokens), Coerced(potential, tokens)
     text = [b'{"', b"na", b"m", b'e"', b": ", b'"', b"A", b"da", b'"', b", ", b'"', b"a", b"ge"]
+    assert set(text) <= set(tokens)
     for i in range(len(text) + 1):
         context = text[:i]
         assert run(slow.prefix(context)) == 0.0

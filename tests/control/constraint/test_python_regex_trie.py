@@ -165,6 +165,7 @@ def test_the_automaton_agrees_with_the_engine_where_the_engine_is_subtle():
         r"\s\w.": ["\x1c", " a\n", " é-", "\u00a0ab"],  # the regex module's \s, \w and .
         r"\P{Greek}": ["", "a", "α", "ab"],
     }
+    assert all(cases.values())
     for pattern, texts in cases.items():
         auto = _CharAutomaton.build(pattern, 0)
         engine = regex.compile(pattern)
@@ -197,7 +198,9 @@ def test_the_automaton_agrees_with_partial_matching_on_the_patterns(index):
         pytest.skip("no automaton for this pattern: the engine walks the trie")
     engine = regex.compile(pattern)
     alphabet = sorted({*pattern, *map(chr, range(32, 127)), *"\n\t éß中αΩ٣𝟘\u00a0"})
-    for text in _guided_texts(engine, alphabet, index):
+    texts = _guided_texts(engine, alphabet, index)
+    assert texts, pattern
+    for text in texts:
         assert (auto.run(text) >= 0) == (engine.fullmatch(text, partial=True) is not None), text
 
 
