@@ -21,8 +21,10 @@ if [ -n "${WHEELHOUSE:-}" ]; then
 fi
 
 # pip, minus the per-package notes about local mirrors that this machine prints.
+# --no-compile: pip would byte-compile every installed file (torch's thousands among
+# them) before the first test; Python compiles the modules it imports, when it imports them.
 pip_install() {
-    "$VENV/bin/python" -m pip install -q ${offline[@]+"${offline[@]}"} "$@" 2>&1 |
+    "$VENV/bin/python" -m pip install -q --no-compile ${offline[@]+"${offline[@]}"} "$@" 2>&1 |
         { grep -v "^WARNING: Location 'file:" || true; }
 }
 
