@@ -100,15 +100,18 @@ async def test_a_lost_actor_loses_no_run_and_writes_none_twice(cluster, tmp_path
 
     ray = require_ray()
 
+    before = set()
+
     def kill_one(row):
         if killed:
             return
-        actor = cluster.actors(_spec())[0]
+        actors = cluster.actors(_spec())
+        before.update(ray.get(a.where.remote())["pid"] for a in actors)
         if how == "ray.kill":
-            ray.kill(actor)
+            ray.kill(actors[0])
         else:
-            os.kill(ray.get(actor.where.remote())["pid"], signal.SIGKILL)
-        killed.append(actor)
+            os.kill(ray.get(actors[0].where.remote())["pid"], signal.SIGKILL)
+        killed.append(actors[0])
 
     db = tmp_path / "r.sqlite"
     await run_evaluation(
@@ -126,6 +129,9 @@ async def test_a_lost_actor_loses_no_run_and_writes_none_twice(cluster, tmp_path
     rows = _rows(db)
     assert len(rows) == len(PATTERNS) * 3 == rows["run_key"].nunique()
     assert (rows["status"] != "error").all()
+    # The lost replica is a new process now (a replacement, or Ray's restart of it).
+    now = cluster.actors(_spec())[0]
+    assert len(before) == 2 and ray.get(now.where.remote())["pid"] not in before
     local = tmp_path / "local.sqlite"
     await run_evaluation(
         domain.dataset, _local(), domain.evaluator, store=local, n_replicates=3, domain="toy"
