@@ -33,15 +33,16 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     )
     from genlm_lab.eval.domain import Domain
     from genlm_lab.eval.domains import DOMAINS, load_domain
-    from genlm_lab.eval.identity import model_identity
+    from genlm_lab.eval.identity import model_identity, run_keys
     from genlm_lab.eval.methods import KINDS, Method, MethodAdaptor
     from genlm_lab.eval.paired import Comparison, compare, pairwise
     from genlm_lab.eval.plot import plot_accuracy_cost
     from genlm_lab.eval.report import store_report_html
-    from genlm_lab.eval.runner import parse_shard, run_evaluation, run_keys, task_seed
+    from genlm_lab.eval.runner import parse_shard, run_evaluation
     from genlm_lab.eval.stats import bootstrap_ci
     from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
     from genlm_lab.eval.summary import summarize, summary_markdown, summary_table
+    from genlm_lab.eval.task import task_seed
     from genlm_lab.eval.view import ResultsView, report_html, results_data
 
 _HOME = {
@@ -57,7 +58,7 @@ _HOME = {
     "pairwise": "paired",
     "model_identity": "identity",
     "plot_accuracy_cost": "plot",
-    "run_keys": "runner",
+    "run_keys": "identity",
     "summary_markdown": "summary",
     "summary_table": "summary",
     "Domain": "domain",
@@ -68,7 +69,7 @@ _HOME = {
     "MethodAdaptor": "methods",
     "parse_shard": "runner",
     "run_evaluation": "runner",
-    "task_seed": "runner",
+    "task_seed": "task",
     "bootstrap_ci": "stats",
     "TABLES": "store",
     "ResultsStore": "store",

@@ -39,8 +39,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from genlm_lab.eval.identity import provenance
-from genlm_lab.eval.runner import _instance_identity, _method_identity, _model_identity, _run_one
+from genlm_lab.eval.identity import (
+    adaptor_model_identity,
+    instance_identity,
+    method_identity,
+    provenance,
+)
+from genlm_lab.eval.task import run_task
 
 __all__ = ["RAY_MISSING", "ModelSpec", "RayCluster", "open_pool", "require_ray"]
 
@@ -202,7 +207,7 @@ class Replica:
     async def _build(self, job_ref: Any) -> tuple[_Job, Any, dict]:
         job: _Job = await job_ref
         adaptor = self._built if job.adapt is None else job.adapt(self._built)
-        return job, adaptor, _model_identity(adaptor, job.model_id, job.model_name)
+        return job, adaptor, adaptor_model_identity(adaptor, job.model_id, job.model_name)
 
     def forget(self, key: str) -> None:
         """Drop an evaluation's adaptor (it has ended)."""
@@ -211,10 +216,10 @@ class Replica:
     async def prepare(self, ref: list, instances: list | None) -> dict[str, Any]:
         """The identities the driver keys runs by: method, model, and each instance's."""
         job, adaptor, model_ident = await self._job(ref)
-        name, config = _method_identity(adaptor, job.method)
+        name, config = method_identity(adaptor, job.method)
         identities = None
         if instances is not None:
-            identities = [_instance_identity(adaptor, i) for i in instances]
+            identities = [instance_identity(adaptor, i) for i in instances]
         return {
             "name": name,
             "config": config,
@@ -229,7 +234,7 @@ class Replica:
         """One (instance, replicate) as the local runner runs it, with this replica's provenance."""
         job, adaptor, model_ident = await self._job(ref)
         traced = _Traced(adaptor)
-        output, result, row = await _run_one(
+        output, result, row = await run_task(
             traced, job.evaluator, instance, replicate, seed, out_dir
         )
         prov = {**self._provenance, "model": model_ident, "ray": self._where}

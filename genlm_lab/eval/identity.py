@@ -18,6 +18,9 @@ the runner hashes the dicts into a run's key:
   request (`run_evaluation(..., reuse_unidentified=True)`).
 - `describe_potential(potential)`: a constraint or critic as built, by its
   class, kind and source (the pattern, the schema, the grammar).
+- `method_identity`, `adaptor_model_identity`, `instance_identity`: the same
+  for what `run_evaluation` is given (an adaptor, its method, an instance);
+  `run_keys` hashes them into a run's key and its output's key.
 - `evaluator_identity(evaluator)`: its class and `version` (bump it when a
   checker changes).
 - `provenance()`: versions of genlm_lab, torch, transformers and
@@ -37,11 +40,15 @@ from typing import Any
 __all__ = [
     "HASH_LIMIT_BYTES",
     "UNKNOWN_MODEL",
+    "adaptor_model_identity",
     "describe_potential",
     "evaluator_identity",
     "identity_hash",
+    "instance_identity",
+    "method_identity",
     "model_identity",
     "provenance",
+    "run_keys",
 ]
 
 #: Name under which runs of an unidentified model (and runs migrated from old stores) are shown.
@@ -214,6 +221,82 @@ def evaluator_identity(evaluator: Any) -> dict[str, str]:
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "version": str(getattr(evaluator, "version", "")),
     }
+
+
+def method_identity(model: Any, method: Any) -> tuple[str, dict]:
+    """(name, config) that identify a model adaptor's method in the store.
+
+    Args:
+        model: the adaptor (its `config`, a `Method`, is used when `method` is None).
+        method: a name, a pydantic config or a dict; None: the adaptor's own.
+    """
+    if method is None:
+        method = getattr(model, "config", None)
+    if method is None:
+        name = getattr(model, "__qualname__", type(model).__name__)
+        return name, {"adaptor": name}
+    if isinstance(method, str):
+        return method, {"name": method}
+    if hasattr(method, "model_dump"):
+        config = method.model_dump(mode="json")
+        return str(config.get("name") or config.get("kind") or type(method).__name__), config
+    config = dict(method)
+    return str(config.get("name", "method")), config
+
+
+def adaptor_model_identity(model: Any, model_id: Any, model_name: str | None) -> dict[str, Any]:
+    """The identity of the model behind an adaptor: `model_id` if given, else the adaptor's own.
+
+    An adaptor that cannot say (a plain async function) gets `"identified": False`
+    and a name under `UNKNOWN_MODEL`.
+    """
+    if isinstance(model_id, str):
+        return {"identified": True, "name": model_name or model_id, "id": model_id}
+    if isinstance(model_id, dict):
+        return {"identified": True, **model_id, "name": model_name or model_id.get("name", "model")}
+    own = getattr(model, "model_identity", None)
+    if callable(own):
+        identity = dict(own())
+        if model_name:
+            identity["name"] = model_name
+        return identity
+    adaptor = getattr(model, "__qualname__", type(model).__qualname__)
+    return {
+        "identified": False,
+        "name": model_name or f"{UNKNOWN_MODEL} ({adaptor})",
+        "adaptor": adaptor,
+    }
+
+
+def instance_identity(model: Any, instance: Any) -> dict[str, Any]:
+    """An instance as the adaptor builds it (prompt, constraint), else the instance's own data."""
+    own = getattr(model, "instance_identity", None)
+    if callable(own):
+        return own(instance)
+    return {"instance": instance.model_dump(mode="json")}
+
+
+def run_keys(
+    method_hash: str,
+    model_hash: str,
+    instance_hash: str,
+    evaluator: dict,
+    domain: str,
+    replicate: int,
+    seed: int,
+) -> tuple[str, str]:
+    """(run_key, output_key): a run's identity, and the same without the evaluator."""
+    output_key = identity_hash(
+        {
+            "method": method_hash,
+            "model": model_hash,
+            "instance": instance_hash,
+            "domain": domain,
+            "replicate": int(replicate),
+            "seed": int(seed),
+        }
+    )
+    return identity_hash({"output": output_key, "evaluator": evaluator}), output_key
 
 
 def _version(package: str) -> str | None:

@@ -26,14 +26,12 @@ time unless `reuse_unidentified=True` or `model_id=` names it.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import os
 import socket
-import time
-import traceback
 import warnings
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -41,19 +39,20 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.eval.core import Dataset, Evaluator, ModelOutput
-from genlm_lab.eval.identity import UNKNOWN_MODEL, evaluator_identity, identity_hash, provenance
+from genlm_lab.eval.identity import (
+    adaptor_model_identity,
+    evaluator_identity,
+    instance_identity,
+    method_identity,
+    provenance,
+    run_keys,
+)
 from genlm_lab.eval.stats import bootstrap_ci
 from genlm_lab.eval.store import ResultsStore, config_hash
-from genlm_lab.smc import using_rng
+from genlm_lab.eval.task import copy_run, response_rows, reuse_run, run_task, task_seed
 from genlm_lab.util import progress_bar
 
-__all__ = ["parse_shard", "run_evaluation", "run_keys", "task_seed"]
-
-
-def task_seed(seed: int, domain: str, instance_id: Any, replicate: int) -> int:
-    """The seed of one (instance, replicate): a hash, so it does not depend on order or schedule."""
-    text = f"{seed}\x00{domain}\x00{instance_id}\x00{replicate}"
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+__all__ = ["parse_shard", "run_evaluation"]
 
 
 def parse_shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
@@ -89,116 +88,6 @@ def _open_store(store: Any, output_dir: str | None) -> tuple[ResultsStore | None
     if path.suffix not in (".sqlite", ".db"):
         path = path / "results.sqlite"
     return ResultsStore(path), True
-
-
-def _method_identity(model: Any, method: Any) -> tuple[str, dict]:
-    """(name, config) that identify the model adaptor in the store."""
-    if method is None:
-        method = getattr(model, "config", None)
-    if method is None:
-        name = getattr(model, "__qualname__", type(model).__name__)
-        return name, {"adaptor": name}
-    if isinstance(method, str):
-        return method, {"name": method}
-    if hasattr(method, "model_dump"):
-        config = method.model_dump(mode="json")
-        return str(config.get("name") or config.get("kind") or type(method).__name__), config
-    config = dict(method)
-    return str(config.get("name", "method")), config
-
-
-def _model_identity(model: Any, model_id: Any, model_name: str | None) -> dict[str, Any]:
-    """The model's identity: `model_id` if given, else the adaptor's own, else "unknown"."""
-    if isinstance(model_id, str):
-        return {"identified": True, "name": model_name or model_id, "id": model_id}
-    if isinstance(model_id, dict):
-        return {"identified": True, **model_id, "name": model_name or model_id.get("name", "model")}
-    own = getattr(model, "model_identity", None)
-    if callable(own):
-        identity = dict(own())
-        if model_name:
-            identity["name"] = model_name
-        return identity
-    adaptor = getattr(model, "__qualname__", type(model).__qualname__)
-    return {
-        "identified": False,
-        "name": model_name or f"{UNKNOWN_MODEL} ({adaptor})",
-        "adaptor": adaptor,
-    }
-
-
-def _instance_identity(model: Any, instance: Any) -> dict[str, Any]:
-    own = getattr(model, "instance_identity", None)
-    if callable(own):
-        return own(instance)
-    return {"instance": instance.model_dump(mode="json")}
-
-
-def run_keys(
-    method_hash: str,
-    model_hash: str,
-    instance_hash: str,
-    evaluator: dict,
-    domain: str,
-    replicate: int,
-    seed: int,
-) -> tuple[str, str]:
-    """(run_key, output_key): a run's identity, and the same without the evaluator."""
-    output_key = identity_hash(
-        {
-            "method": method_hash,
-            "model": model_hash,
-            "instance": instance_hash,
-            "domain": domain,
-            "replicate": int(replicate),
-            "seed": int(seed),
-        }
-    )
-    return identity_hash({"output": output_key, "evaluator": evaluator}), output_key
-
-
-def _error_text(stage: str, exc: BaseException) -> str:
-    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    at = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
-    return f"{stage}: {type(exc).__name__}: {exc}{at}"
-
-
-def _score(
-    evaluator: Evaluator, instance: Any, output: ModelOutput
-) -> tuple[dict | None, str | None]:
-    try:
-        result = evaluator.evaluate_ensemble(instance, output)
-        if not math.isfinite(float(result["weighted_accuracy"])):
-            raise ValueError(f"weighted accuracy {result['weighted_accuracy']} is not finite")
-        return result, None
-    except Exception as exc:
-        return None, _error_text("evaluator", exc)
-
-
-def _response_rows(output: ModelOutput | None, result: dict | None) -> list[dict]:
-    if output is None:
-        return []
-    scored = (result or {}).get("results") or [{} for _ in output.responses]
-    return [
-        {
-            "response": r.response,
-            "weight": r.weight,
-            "score": s.get("score"),
-            "desc": s.get("desc"),
-            "metadata": {**(r.metadata or {}), **(s.get("metadata") or {})},
-        }
-        for r, s in zip(output.responses, scored, strict=True)
-    ]
-
-
-def _record_json(record: Any) -> str | None:
-    if record is None:
-        return None
-    if isinstance(record, str):
-        return record
-    if isinstance(record, dict):
-        return json.dumps(record)
-    return record.to_json()
 
 
 async def run_evaluation(
@@ -287,14 +176,10 @@ async def run_evaluation(
         pool = await open_pool(cluster, model, evaluator, instances, method, model_id, model_name)
         name, config, model_ident = pool.method_name, pool.method_config, pool.model_identity
     else:
-        name, config = _method_identity(model, method)
-        model_ident = _model_identity(model, model_id, model_name)
+        name, config = method_identity(model, method)
+        model_ident = adaptor_model_identity(model, model_id, model_name)
     store_, owned = _open_store(store, None if output_dir is None else str(output_dir))
     identified = bool(model_ident.get("identified"))
-    evaluator_ident = evaluator_identity(evaluator)
-    out_dir = None if output_dir is None else str(output_dir)
-    worker = f"{socket.gethostname()}:{os.getpid()}"
-    prov = json.dumps({**provenance(), "model": model_ident}, default=str)
     if store_ and not identified and not reuse_unidentified:
         warnings.warn(
             f"the model of {name!r} cannot be identified ({model_ident['name']}): its stored "
@@ -307,89 +192,48 @@ async def run_evaluation(
         if pool is not None:
             identities = pool.instance_identities
         else:
-            identities = [_instance_identity(model, i) for i in instances]
+            identities = [instance_identity(model, i) for i in instances]
         if store_:
             instance_hashes = store_.put_instances(domain, instances, identities)
         else:
             instance_hashes = [config_hash(i) for i in identities]
-        semaphore = asyncio.Semaphore(pool.capacity(max_concurrency) if pool else max_concurrency)
-        bar = progress_bar(
-            len(instances) * n_replicates, desc=f"{name} on {domain}", enabled=progress
+        tasks = _Tasks(
+            model=model,
+            evaluator=evaluator,
+            store=store_,
+            pool=pool,
+            semaphore=asyncio.Semaphore(
+                pool.capacity(max_concurrency) if pool else max_concurrency
+            ),
+            bar=progress_bar(
+                len(instances) * n_replicates, desc=f"{name} on {domain}", enabled=progress
+            ),
+            domain=domain,
+            seed=seed,
+            method=name,
+            model_name=model_ident["name"],
+            method_hash=method_hash,
+            model_hash=model_hash,
+            evaluator_identity=evaluator_identity(evaluator),
+            worker=f"{socket.gethostname()}:{os.getpid()}",
+            provenance=json.dumps({**provenance(), "model": model_ident}, default=str),
+            out_dir=None if output_dir is None else str(output_dir),
+            overwrite_results=overwrite_results,
+            overwrite_outputs=overwrite_outputs,
+            reusable=identified or reuse_unidentified,
+            on_result=on_result,
         )
-        stats = {"done": 0, "acc": 0.0}
-        reusable = identified or reuse_unidentified
-
-        async def one(
-            instance: Any, instance_hash: str, replicate: int
-        ) -> tuple[dict | None, ModelOutput | None, dict]:
-            iid = str(instance.instance_id)
-            s = task_seed(seed, domain, iid, replicate)
-            run_key, output_key = run_keys(
-                method_hash, model_hash, instance_hash, evaluator_ident, domain, replicate, seed
-            )
-            stored = store_.get_run(run_key) if store_ else None
-            if overwrite_results and stored is None and reusable and store_:
-                stored = store_.get_output(output_key)  # scored by another evaluator: re-score
-                if stored is not None:
-                    stored = _copy_run(store_, stored, run_key, evaluator_ident, worker)
-            if stored is not None and reusable and not overwrite_outputs:
-                row, output, result = _reuse(store_, evaluator, instance, stored, overwrite_results)
-            else:
-                async with semaphore:
-                    if pool is not None:
-                        output, result, row = await pool.run(instance, replicate, s, out_dir)
-                    else:
-                        output, result, row = await _run_one(
-                            model, evaluator, instance, replicate, s, out_dir
-                        )
-                row.update(
-                    run_key=run_key,
-                    output_key=output_key,
-                    domain=domain,
-                    instance_id=iid,
-                    method_hash=method_hash,
-                    model_hash=model_hash,
-                    instance_hash=instance_hash,
-                    evaluator=evaluator_ident,
-                    replicate=replicate,
-                    worker=row.get("worker", worker),
-                    provenance=row.get("provenance", prov),
-                )
-                if store_:
-                    responses = _response_rows(output, result)
-                    replace = overwrite_outputs or stored is not None
-                    row["run_id"] = store_.write_run(row, responses, replace=replace)
-            row.update(
-                method=name,
-                model=model_ident["name"],
-                domain=domain,
-                instance_id=iid,
-                replicate=replicate,
-            )
-            bar.update(1)
-            postfix = pool.postfix() if pool is not None else {}
-            if row.get("weighted_accuracy") is not None:
-                stats["done"] += 1
-                stats["acc"] += row["weighted_accuracy"]
-                postfix["acc"] = f"{stats['acc'] / stats['done']:.3f}"
-            if postfix:
-                bar.set_postfix(postfix, refresh=False)
-            if on_result is not None:
-                hidden = ("output", "record", "provenance", "evaluator")
-                on_result({k: v for k, v in row.items() if k not in hidden})
-            return result, output, row
-
-        tasks = [
-            [asyncio.ensure_future(one(inst, h, r)) for r in range(n_replicates)]
+        futures = [
+            [asyncio.ensure_future(tasks.run(inst, h, r)) for r in range(n_replicates)]
             for inst, h in zip(instances, instance_hashes, strict=True)
         ]
         try:
-            per_instance = [await asyncio.gather(*ts) for ts in tasks]
+            per_instance = [await asyncio.gather(*fs) for fs in futures]
         finally:
-            for ts in tasks:
-                for t in ts:
-                    t.cancel()
-            bar.close()
+            for fs in futures:
+                for f in fs:
+                    f.cancel()
+            tasks.bar.close()
         return _summarise(instances, per_instance, verbosity)
     finally:
         if pool is not None:
@@ -398,75 +242,104 @@ async def run_evaluation(
             store_.close()
 
 
-def _copy_run(
-    store: ResultsStore, source: dict, run_key: str, evaluator: dict, worker: str
-) -> dict:
-    """A stored output copied under a new evaluator's key (scored next); the source run stays."""
-    row = {k: v for k, v in source.items() if k != "run_id"}
-    row.update(run_key=run_key, evaluator=evaluator, worker=worker, finished_at=None)
-    store.write_run(row, store.responses(source["run_id"]))
-    return store.get_run(run_key)
+@dataclass
+class _Tasks:
+    """One evaluation's tasks: each reused from the store, or run (here or on Ray) and stored."""
 
+    model: Any
+    evaluator: Evaluator
+    store: ResultsStore | None
+    pool: Any  # the Ray replicas (`genlm_lab.eval.cluster`), or None: run here
+    semaphore: asyncio.Semaphore
+    bar: Any
+    domain: str
+    seed: int
+    method: str
+    model_name: str
+    method_hash: str
+    model_hash: str
+    evaluator_identity: dict
+    worker: str
+    provenance: str
+    out_dir: str | None
+    overwrite_results: bool
+    overwrite_outputs: bool
+    reusable: bool
+    on_result: Any
+    done: int = 0
+    accuracy_sum: float = 0.0
 
-async def _run_one(
-    model: Any, evaluator: Evaluator, instance: Any, replicate: int, seed: int, out_dir: str | None
-) -> tuple[ModelOutput | None, dict | None, dict]:
-    """Run the model on one (instance, replicate) under its own generator, and score it."""
-    row: dict[str, Any] = {"seed": seed}
-    started = time.perf_counter()
-    try:
-        with using_rng(np.random.default_rng(seed)):
-            output = await model(instance, out_dir, replicate=replicate)
-        if not isinstance(output, ModelOutput):
-            output = ModelOutput.model_validate(output)
-    except Exception as exc:
-        row.update(status="error", error=_error_text("model", exc))
-        row["runtime_seconds"] = time.perf_counter() - started
-        return None, None, row
-    elapsed = time.perf_counter() - started
-    meta = dict(output.metadata or {})
-    record = meta.pop("smc_record", None)
-    row["lm_requests"] = meta.get("lm_requests")
-    output = output.model_copy(update={"metadata": meta or None})
-    if output.runtime_seconds is None:
-        output.runtime_seconds = elapsed
-    row["runtime_seconds"] = output.runtime_seconds
-    row["record"] = _record_json(record)
-    row["output"] = output.model_dump_json()
-    result, error = _score(evaluator, instance, output)
-    if error is None:
-        status = str(meta.get("status") or "finished")
-        row.update(status=status, weighted_accuracy=float(result["weighted_accuracy"]))
-    else:
-        row.update(status="error", error=error)
-    return output, result, row
+    async def run(
+        self, instance: Any, instance_hash: str, replicate: int
+    ) -> tuple[dict | None, ModelOutput | None, dict]:
+        """One (instance, replicate): (result, output, row), and the progress bar moved on."""
+        iid = str(instance.instance_id)
+        run_key, output_key = run_keys(
+            self.method_hash,
+            self.model_hash,
+            instance_hash,
+            self.evaluator_identity,
+            self.domain,
+            replicate,
+            self.seed,
+        )
+        store = self.store
+        stored = store.get_run(run_key) if store else None
+        if self.overwrite_results and stored is None and self.reusable and store:
+            stored = store.get_output(output_key)  # scored by another evaluator: re-score
+            if stored is not None:
+                stored = copy_run(store, stored, run_key, self.evaluator_identity, self.worker)
+        if stored is not None and self.reusable and not self.overwrite_outputs:
+            row, output, result = reuse_run(
+                store, self.evaluator, instance, stored, self.overwrite_results
+            )
+        else:
+            s = task_seed(self.seed, self.domain, iid, replicate)
+            async with self.semaphore:
+                if self.pool is not None:
+                    output, result, row = await self.pool.run(instance, replicate, s, self.out_dir)
+                else:
+                    output, result, row = await run_task(
+                        self.model, self.evaluator, instance, replicate, s, self.out_dir
+                    )
+            row.update(
+                run_key=run_key,
+                output_key=output_key,
+                domain=self.domain,
+                instance_id=iid,
+                method_hash=self.method_hash,
+                model_hash=self.model_hash,
+                instance_hash=instance_hash,
+                evaluator=self.evaluator_identity,
+                replicate=replicate,
+                worker=row.get("worker", self.worker),
+                provenance=row.get("provenance", self.provenance),
+            )
+            if store:
+                replace = self.overwrite_outputs or stored is not None
+                row["run_id"] = store.write_run(row, response_rows(output, result), replace=replace)
+        row.update(
+            method=self.method,
+            model=self.model_name,
+            domain=self.domain,
+            instance_id=iid,
+            replicate=replicate,
+        )
+        self._progress(row)
+        if self.on_result is not None:
+            hidden = ("output", "record", "provenance", "evaluator")
+            self.on_result({k: v for k, v in row.items() if k not in hidden})
+        return result, output, row
 
-
-def _reuse(
-    store: ResultsStore, evaluator: Evaluator, instance: Any, stored: dict, rescore: bool
-) -> tuple[dict, ModelOutput | None, dict | None]:
-    """A stored run: its output and results, re-scored with `evaluator` when asked."""
-    output = None if stored["output"] is None else ModelOutput.model_validate_json(stored["output"])
-    row = {k: v for k, v in stored.items() if k not in ("output", "record")}
-    if output is None:
-        return row, None, None
-    if rescore:
-        result, error = _score(evaluator, instance, output)
-        acc = None if error else float(result["weighted_accuracy"])
-        own = str((output.metadata or {}).get("status") or "finished")
-        status = "error" if error else own
-        store.rescore(stored["run_id"], acc, _response_rows(output, result), status, error)
-        row.update(weighted_accuracy=acc, status=status, error=error)
-        return row, output, result
-    responses = store.responses(stored["run_id"])
-    result = {
-        "weighted_accuracy": stored["weighted_accuracy"],
-        "runtime_seconds": stored["runtime_seconds"],
-        "results": [
-            {"score": r["score"], "desc": r["desc"], "metadata": r["metadata"]} for r in responses
-        ],
-    }
-    return row, output, (result if stored["status"] != "error" else None)
+    def _progress(self, row: dict) -> None:
+        self.bar.update(1)
+        postfix = self.pool.postfix() if self.pool is not None else {}
+        if row.get("weighted_accuracy") is not None:
+            self.done += 1
+            self.accuracy_sum += row["weighted_accuracy"]
+            postfix["acc"] = f"{self.accuracy_sum / self.done:.3f}"
+        if postfix:
+            self.bar.set_postfix(postfix, refresh=False)
 
 
 def _summarise(instances: list, per_instance: list, verbosity: int) -> dict[str, Any]:

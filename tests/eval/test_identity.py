@@ -240,3 +240,32 @@ def test_the_active_lora_adapter_and_its_weights_are_part_of_the_identity(tmp_pa
     with_b = model_identity(lm, name="tiny")
     assert with_a["lora"] == with_b["lora"] == "x" and base["lora"] is None
     assert len({base["weights"], with_a["weights"], with_b["weights"]}) == 3
+
+
+def test_run_keys_split_the_output_from_its_evaluator():
+    from genlm_lab.eval import run_keys
+
+    args = ("m", "h", "i")
+    first = run_keys(*args, {"class": "E", "version": "1"}, "toy", 0, 7)
+    rescored = run_keys(*args, {"class": "E", "version": "2"}, "toy", 0, 7)
+    assert first[1] == rescored[1] and first[0] != rescored[0]  # same output, another score
+    others = {
+        run_keys(*args, {"class": "E", "version": "1"}, "toy", r, s)[1]
+        for r, s in [(0, 7), (1, 7), (0, 8)]
+    }
+    assert len(others) == 3
+
+
+def test_an_adaptor_is_identified_by_what_it_says_or_what_it_is_given():
+    from genlm_lab.eval.identity import UNKNOWN_MODEL, adaptor_model_identity, method_identity
+
+    async def plain(instance, output_dir, replicate):
+        return None
+
+    unknown = adaptor_model_identity(plain, None, None)
+    assert unknown["identified"] is False and unknown["name"].startswith(UNKNOWN_MODEL)
+    named = adaptor_model_identity(plain, "my-model@v2", None)
+    assert named == {"identified": True, "name": "my-model@v2", "id": "my-model@v2"}
+    assert method_identity(plain, "greedy") == ("greedy", {"name": "greedy"})
+    name, config = method_identity(plain, METHOD)
+    assert name == "awrs_smc" and config == METHOD.model_dump(mode="json")
