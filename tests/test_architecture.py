@@ -93,9 +93,9 @@ def test_the_real_tree_keeps_every_contract():
         # a private module of another room of control
         (
             "control/sampler/token.py",
-            "from genlm_lab.control.constraint._states import StateCache",
+            "from genlm_lab.control.lm._bpe import BPEMerges",
             "import only each other's public modules and names",
-            "genlm_lab.control.constraint._states",
+            "genlm_lab.control.lm._bpe",
         ),
         # control's rooms: the base potential reaching up to the samplers
         (

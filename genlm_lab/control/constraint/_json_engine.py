@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control.constraint._json_keys import STR, KeyRules, State
-from genlm_lab.control.constraint._states import as_key
 from genlm_lab.control.constraint.guidance import Engine
 from genlm_lab.control.constraint.mask_weights import unpack_mask
+from genlm_lab.control.constraint.matcher_cache import as_key
 
 __all__ = ["KeyedEngine"]
 

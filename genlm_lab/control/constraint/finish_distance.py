@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from genlm_lab.control.constraint._states import Key
+from genlm_lab.control.constraint.matcher_cache import Key
 from genlm_lab.control.potential.base import Potential
 
 __all__ = [
@@ -380,9 +380,9 @@ class SearchDistance:
         self.max_depth = max_depth
         self.cache_size = cache_size
         self._usable = _usable_mask(potential)
-        from genlm_lab.control.constraint.grammar import _MaskedPotential
+        from genlm_lab.control.constraint.grammar import MaskedPotential
 
-        self._engine = potential.engine if isinstance(potential, _MaskedPotential) else None
+        self._engine = potential.engine if isinstance(potential, MaskedPotential) else None
         # context -> (most tokens proven too few, fewest tokens proven enough)
         self._bounds: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
         #: kept: proven to fit; refused: proven not to; unproven: kept, undecided
@@ -593,11 +593,11 @@ def _regex_dfa(pattern: str) -> _Dfa | None:
 def _language(potential: Potential) -> tuple[Potential, Any] | None:
     """`(byte-level constraint, coerced view)` behind a factor over tokens, or None."""
     from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
-    from genlm_lab.control.potential.coerce import Coerced, _is_join
+    from genlm_lab.control.potential.coerce import Coerced, is_join
 
     if isinstance(potential, TokenConstraint):
         return potential.grammar, potential
-    if isinstance(potential, Coerced) and _is_join(potential.f):
+    if isinstance(potential, Coerced) and is_join(potential.f):
         return potential.potential, potential
     if isinstance(potential, GrammarPotential) or getattr(potential, "kind", None):
         return potential, potential  # a byte-level constraint used as is

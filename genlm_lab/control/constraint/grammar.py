@@ -15,19 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint._states import Key
 from genlm_lab.control.constraint.guidance import Engine
 from genlm_lab.control.constraint.mask_weights import MaskWeights
+from genlm_lab.control.constraint.matcher_cache import Key
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights, WeightsBatch
 from genlm_lab.control.potential.base import Potential
 
-__all__ = ["GrammarPotential", "TokenConstraint"]
+__all__ = ["GrammarPotential", "MaskedPotential", "TokenConstraint"]
 
 _BYTES = [bytes([i]) for i in range(256)]
 
 
-class _MaskedPotential(Potential):
+class MaskedPotential(Potential):
     """Shared body of grammar potentials: weights 0 / -inf read from an `Engine`."""
 
     is_boolean = True
@@ -74,7 +74,7 @@ class _MaskedPotential(Potential):
         self.engine.clear()
 
 
-class GrammarPotential(_MaskedPotential):
+class GrammarPotential(MaskedPotential):
     """A constraint over bytes (ints 0..255): 0 where the grammar can still match, else -inf.
 
     Args:
@@ -123,7 +123,7 @@ def _special_indices(vocab: Sequence[Any]) -> list[int]:
     return [i for i, t in enumerate(vocab) if getattr(t, "is_special", False)]
 
 
-class TokenConstraint(_MaskedPotential):
+class TokenConstraint(MaskedPotential):
     """A byte-level grammar read over a vocabulary of byte-string tokens.
 
     A token may follow a context iff the context's bytes followed by the

@@ -8,7 +8,7 @@ context (SMC particles extend their parent's context by one token, so each
 step costs one `consume_token` on a cached state), and the EOS of
 our vocabulary is allowed exactly when the grammar accepts. How states are
 kept (moved forward, not copied, so long documents cost linear time) is
-`_states.StateCache`.
+`matcher_cache.StateCache`.
 
 Special tokens (BOS, chat markers) are never allowed: they are not text.
 """
@@ -26,8 +26,8 @@ import llguidance
 import numpy as np
 from llguidance.numpy import fill_next_token_bitmask, fill_next_token_bitmask_par
 
-from genlm_lab.control.constraint._states import StateCache, as_key
 from genlm_lab.control.constraint.mask_weights import unpack_mask
+from genlm_lab.control.constraint.matcher_cache import StateCache, as_key
 
 __all__ = ["Engine", "InvalidGrammar", "check_grammar"]
 

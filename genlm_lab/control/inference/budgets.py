@@ -86,10 +86,10 @@ class Budget:
 
 def budget_for(sampler: Any, max_tokens: int) -> Budget | None:
     """The budget of a token sampler's target, or None (nothing can finish, or not tokens)."""
-    from genlm_lab.control.sampler.token import TokenSampler
-
+    # `sampler.TokenSampler` marks its subclasses (inference may not import the sampler
+    # room); read on the class, so a wrapper forwarding attributes does not pass.
     target = getattr(sampler, "target", None)
-    if not isinstance(sampler, TokenSampler) or target is None:
+    if not getattr(type(sampler), "is_token_sampler", False) or target is None:
         return None  # a multi-token unit sampler counts units, not tokens
     factors = []
     for i, (factor, name) in enumerate(zip(target.factors(), factor_names(target), strict=True)):

@@ -23,14 +23,14 @@ from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 
-__all__ = ["Coerced", "coerce"]
+__all__ = ["Coerced", "coerce", "is_join"]
 
 
 def _join(context: Sequence[Any]) -> bytes:
     return b"".join(context)
 
 
-def _is_join(f: Callable | None) -> bool:
+def is_join(f: Callable | None) -> bool:
     return f is None or f is _join or (getattr(f, "__self__", None) == b"" and f.__name__ == "join")
 
 
@@ -60,7 +60,7 @@ def coerce(
             symbol outside `potential`'s vocabulary and `prune` is False.
     """
     vocab, eos = _target(other)
-    if _is_join(f) and hasattr(potential, "_coerce_tokens"):
+    if is_join(f) and hasattr(potential, "_coerce_tokens"):
         special = other.special_indices() if hasattr(other, "special_indices") else None
         fast = potential._coerce_tokens(vocab, eos, special)
         if fast is not None:
@@ -113,7 +113,7 @@ class Coerced(Potential):
             )
         self._outside = np.zeros(len(self.vocab), dtype=bool)
         self._outside[outside] = True
-        self._walk = _is_join(f) and _byte_level(potential)
+        self._walk = is_join(f) and _byte_level(potential)
         self._trie = _ByteTrie(self._images) if self._walk else None
 
     def _default_name(self) -> str:

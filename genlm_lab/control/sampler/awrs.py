@@ -132,9 +132,9 @@ class AWRS(TokenSampler):
         self.budget: Any = None
         # A grammar condition over tokens is asked through its engine, with the context
         # encoded once per draw rather than once per token asked about.
-        from genlm_lab.control.constraint.grammar import _MaskedPotential
+        from genlm_lab.control.constraint.grammar import MaskedPotential
 
-        plain = isinstance(condition, _MaskedPotential) and not condition._bytes_in
+        plain = isinstance(condition, MaskedPotential) and not condition._bytes_in
         self._engine = condition.engine if plain else None
         self._encoded: tuple[Any, Any] = (None, None)
 
@@ -161,7 +161,7 @@ class AWRS(TokenSampler):
 
     def _key(self, context: list[Any]) -> Any:
         """The condition's key of `context` (its token indices), kept for the same list."""
-        from genlm_lab.control.constraint._states import Key
+        from genlm_lab.control.constraint.matcher_cache import Key
 
         last, key = self._encoded
         if last is not context or len(key) != len(context):

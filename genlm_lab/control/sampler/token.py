@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -86,6 +86,9 @@ class TokenSampler:
             None draws from the generator of the running inference (seeded by
             `SMC(...)(seed=...)`), or a process-wide one outside a run.
     """
+
+    #: Read by `inference.budgets.budget_for` (which may not import this room) on the class.
+    is_token_sampler: ClassVar[bool] = True
 
     def __init__(self, target: Potential, seed: int | np.random.Generator | None = None) -> None:
         if not isinstance(target, Potential):
