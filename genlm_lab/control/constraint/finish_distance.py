@@ -661,7 +661,7 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
     `SearchDistance` at least; constraints with a known automaton an
     `AutomatonDistance`. `search` goes to `SearchDistance`.
     """
-    from genlm_lab.control.constraint.budget import WithinBudget
+    from genlm_lab.control.constraint.json.budget import WithinBudget
 
     inner = getattr(potential, "potential", None)
     if type(potential).__name__ == "AutoBatched" and isinstance(inner, Potential):
@@ -686,7 +686,7 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
                 if language is not None
                 else None
             )
-            from genlm_lab.control.constraint.json_schema import JsonSchema
+            from genlm_lab.control.constraint.json.schema import JsonSchema
 
             necessary = _parses_as_json if isinstance(language, JsonSchema) else None
             out = SearchDistance(potential, upper=upper, necessary=necessary, **search)

@@ -22,7 +22,7 @@ what it compiles departs from the specification, and some keywords it lacks:
 each constraint is enforced: "mask" (while generating) or "completion" (by
 `jsonschema` on the finished document, which `JsonSchema.complete` runs).
 `required` and unique keys, which llguidance cannot say in any key order,
-are enforced in the mask by `_json_keys` on top of llguidance's mask.
+are enforced in the mask by `json.keys` on top of llguidance's mask.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def _key_grammar(names: frozenset[str], patterns: list[str]) -> str | None:
     """llguidance's regex grammar of the key language (None if Rust cannot read it)."""
     import llguidance
 
-    from genlm_lab.control.constraint._json_relax import _rust_literal, _rust_regex_ok
+    from genlm_lab.control.constraint.json.relax import _rust_literal, _rust_regex_ok
 
     parts = [_rust_literal(n) for n in sorted(names)]
     for pattern in patterns:

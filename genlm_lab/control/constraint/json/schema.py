@@ -1,13 +1,13 @@
 """`JsonSchema`: JSON documents valid under a schema, as a constraint over bytes.
 
 Two checks work together. The mask (llguidance, compiled from the schema as
-`_json_relax.relax` rewrites it, plus the object-key rules of `_json_keys`:
+`json.relax.relax` rewrites it, plus the object-key rules of `json.keys`:
 required keys before `}`, no key twice) enforces as much of the schema as it
 can; with `key_order="any"` and whitespace allowed it never blocks a byte that
 some valid document could continue with. The completion check (`jsonschema`
 with its format checker, on the parsed document) is exact whatever the
 options. `coverage` lists which constraint is enforced where. A schema that
-admits no document is refused when it is built (`_json_empty`).
+admits no document is refused when it is built (`json.empty`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 import llguidance
 
-from genlm_lab.control.constraint._json_empty import why_empty
-from genlm_lab.control.constraint._json_engine import KeyedEngine
-from genlm_lab.control.constraint._json_finish import finish, formats
-from genlm_lab.control.constraint._json_keys import KeyRules
-from genlm_lab.control.constraint._json_relax import relax
 from genlm_lab.control.constraint.grammar import GrammarPotential
 from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
+from genlm_lab.control.constraint.json.empty import why_empty
+from genlm_lab.control.constraint.json.engine import KeyedEngine
+from genlm_lab.control.constraint.json.finish import finish, formats
+from genlm_lab.control.constraint.json.keys import KeyRules
+from genlm_lab.control.constraint.json.relax import relax
 
 __all__ = ["FinishWarning", "JsonSchema"]
 
@@ -230,7 +230,7 @@ class JsonSchema(GrammarPotential):
         InvalidGrammar (a ValueError): for invalid JSON, a schema the JSON-Schema
             metaschema rejects (naming the path and, for JSON text, the line and
             column of the keyword), or a schema that admits no document
-            ("properties/a: minLength 1 > maxLength 0"; see `_json_empty`, and
+            ("properties/a: minLength 1 > maxLength 0"; see `json.empty`, and
             llguidance's "Unsatisfiable schema" verdict).
     """
 

@@ -1,4 +1,4 @@
-"""`KeyedEngine`: llguidance's JSON mask with the object-key rules of `_json_keys` on top.
+"""`KeyedEngine`: llguidance's JSON mask with the object-key rules of `json.keys` on top.
 
 llguidance computes the mask of the relaxed schema over the whole vocabulary
 in one native call; then only the tokens it allows that could break a key
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint._json_keys import STR, KeyRules, State
 from genlm_lab.control.constraint.guidance import Engine
+from genlm_lab.control.constraint.json.keys import STR, KeyRules, State
 from genlm_lab.control.constraint.mask_weights import unpack_mask
 from genlm_lab.control.constraint.matcher_cache import as_key
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint._json_keys import (
+from genlm_lab.control.constraint.json.keys import (
     AFTER,
     COLON,
     KEY,

@@ -254,7 +254,7 @@ def all_renderings(value) -> list[bytes]:
     """`renderings` (compact, spaced, indent 2), plus indent 4 and tabs.
 
     Non-ASCII text is written as UTF-8: llguidance's JSON lexer refuses `\\u`
-    escapes of characters that need none (the one departure, see _json_relax).
+    escapes of characters that need none (the one departure, see json.relax).
     """
     more = [json.dumps(value, indent=i, ensure_ascii=False).encode() for i in (4, "\t")]
     return [*renderings(value), *more]
@@ -423,7 +423,7 @@ def test_finish_writes_values_of_a_format():
 
 
 def test_a_prefix_finish_cannot_complete_warns_once_with_path_and_keyword():
-    from genlm_lab.control.constraint.json_schema import FinishWarning
+    from genlm_lab.control.constraint.json.schema import FinishWarning
 
     js = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
                      "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip

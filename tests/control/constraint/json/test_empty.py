@@ -1,4 +1,4 @@
-"""_json_empty.why_empty: a schema is called empty only when no value fits (brute force)."""
+"""json.empty.why_empty: a schema is called empty only when no value fits (brute force)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import jsonschema
 import pytest
 
-from genlm_lab.control.constraint._json_empty import why_empty
+from genlm_lab.control.constraint.json.empty import why_empty
 
 V = jsonschema.Draft202012Validator
 
