@@ -4,7 +4,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from functools import partial
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from _eval_toys import EndsWithB, ToyDataset, toy_domain, toy_lm
 
 from genlm_lab.cli import main
 from genlm_lab.eval import Method, ModelOutput, ModelResponse, ResultsStore, run_evaluation
-from genlm_lab.eval.cluster import RAY_MISSING, ModelSpec, RayCluster, require_ray
+from genlm_lab.eval.cluster import ModelSpec, RayCluster, require_ray
 
 PATTERNS = ["a+b", "(ab)+", "c?a+", "[ab]{2}", "(a|c)b?", "a|b", "b+", "ab?c?"]
 METHOD = Method(kind="smc", n_particles=4, max_tokens=4)
@@ -221,13 +220,6 @@ async def test_a_plain_adaptor_is_sent_as_it_is(cluster):
         ToyDataset(["ab", "ba"]), model, EndsWithB(), cluster=cluster, model_id="echo"
     )
     assert [r[0]["weighted_accuracy"] for r in results["all_instance_results"]] == [1.0, 0.0]
-
-
-def test_without_ray_the_error_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(ImportError, match=r"pip install 'genlm-lab\[ray\]'") as info:
-        require_ray()
-    assert str(info.value) == RAY_MISSING
 
 
 def test_eval_status_counts_runs_per_method_and_status(tmp_path, capsys):
