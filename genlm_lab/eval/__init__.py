@@ -22,6 +22,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and the API docs
+    from genlm_lab.eval.cluster import ModelSpec, RayCluster
     from genlm_lab.eval.core import (
         Dataset,
         EvaluationResult,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
     from genlm_lab.eval.summary import summarize, summary_markdown, summary_table
     from genlm_lab.eval.task import task_seed
-    from genlm_lab.eval.view import ResultsView, report_html, results_data
+    from genlm_lab.eval.view import ResultsView, results_data
 
 _HOME = {
     "Dataset": "core",
@@ -57,6 +58,8 @@ _HOME = {
     "compare": "paired",
     "pairwise": "paired",
     "model_identity": "identity",
+    "ModelSpec": "cluster",
+    "RayCluster": "cluster",
     "plot_accuracy_cost": "plot",
     "run_keys": "identity",
     "summary_markdown": "summary",
@@ -76,7 +79,6 @@ _HOME = {
     "config_hash": "store",
     "summarize": "summary",
     "ResultsView": "view",
-    "report_html": "view",
     "store_report_html": "report",
     "results_data": "view",
 }
@@ -96,6 +98,8 @@ __all__ = [
     "ModelAdaptor",
     "ModelOutput",
     "ModelResponse",
+    "ModelSpec",
+    "RayCluster",
     "ResultsStore",
     "ResultsView",
     "bootstrap_ci",
@@ -106,7 +110,6 @@ __all__ = [
     "pairwise",
     "parse_shard",
     "plot_accuracy_cost",
-    "report_html",
     "results_data",
     "run_evaluation",
     "run_keys",

@@ -279,14 +279,14 @@ def _run_one(
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from genlm_lab.eval.view import report_html
+    from genlm_lab.eval.report import store_report_html
 
     db = Path(args.db)
     out = Path(args.output) if args.output else db.with_suffix(".html")
     if out.resolve() == db.resolve():
         raise ValueError(f"the output {out} is the store itself: pass another path with -o")
     with _existing_store(args.db) as store:
-        out.write_text(report_html(store), encoding="utf-8")
+        out.write_text(store_report_html(store), encoding="utf-8")
     print(f"wrote {out}")
     return 0
 

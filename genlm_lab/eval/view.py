@@ -34,15 +34,11 @@ from genlm_lab.widgets.render import esc
 __all__ = [
     "ResultsView",
     "comparison_html",
-    "report_html",
     "results_data",
     "results_html",
     "scatter_svg",
     "store_report_html",
 ]
-
-#: The older name of `store_report_html` (genlm-lab eval report imports it from here).
-report_html = store_report_html
 
 
 class ResultsView(LiveView):
