@@ -108,7 +108,7 @@ async def mask_rows(name: str, lm) -> list[dict]:
     from llguidance.numpy import allocate_token_bitmask
 
     from genlm_lab.control import BoolFSA, JsonSchema, PromptedLLM
-    from genlm_lab.control.constraint.guidance import exact_grammar
+    from genlm_lab.control.constraint.llg.engine import exact_grammar
 
     tok = lm.tokenizer
     llm = PromptedLLM(lm)

@@ -217,7 +217,7 @@ def _summary(sequences, validate, wall: float, budget: int) -> dict:
 
 async def run_one(llm, entry: dict, method: str, options: dict, budget: int, seed: int) -> dict:
     from genlm_lab.control import AWRS, SMC, JsonSchema, WithinBudget, direct_token_sampler
-    from genlm_lab.control.constraint.grammar import GrammarPotential
+    from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 
     checker = JsonSchema(entry["schema"])
     if method == "llg":
@@ -261,7 +261,7 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
 def mask_cost(llm, entry: dict, options: dict) -> tuple[float, float]:
     """Median seconds per step along the shortest document: ours, llguidance's mask alone."""
     from genlm_lab.control import JsonSchema
-    from genlm_lab.control.constraint.grammar import TokenConstraint
+    from genlm_lab.control.constraint.llg.grammar import TokenConstraint
 
     js = JsonSchema(entry["schema"], **options)
     ours = js.coerce(llm, f=b"".join)

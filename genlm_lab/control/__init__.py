@@ -12,11 +12,11 @@ genlm-control.
 """
 
 from genlm_lab.control.constraint.cfg import BoolCFG
+from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
 from genlm_lab.control.constraint.fsa import WFSA, BoolFSA
-from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
-from genlm_lab.control.constraint.guidance import InvalidGrammar
 from genlm_lab.control.constraint.json.budget import WithinBudget
-from genlm_lab.control.constraint.json.schema import FinishWarning, JsonSchema
+from genlm_lab.control.constraint.json.schema import JsonSchema
+from genlm_lab.control.constraint.llg.grammar import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.predicate import BoolPredicate
 from genlm_lab.control.constraint.python_regex import PythonRegex
 from genlm_lab.control.constraint.sql import sql_grammar

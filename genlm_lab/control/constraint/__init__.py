@@ -1,4 +1,4 @@
 """Constraints as potentials: regexes and automata, grammars, JSON schemas, Python checks, SQL.
 
-Most compile through llguidance (`guidance.py`) into fast token masks.
+Most compile through llguidance (`llg/`, its adapter) into fast token masks.
 """

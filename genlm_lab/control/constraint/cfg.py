@@ -7,8 +7,9 @@ from functools import lru_cache
 
 import llguidance
 
-from genlm_lab.control.constraint.grammar import GrammarPotential
-from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
+from genlm_lab.control.constraint.errors import InvalidGrammar
+from genlm_lab.control.constraint.llg.engine import check_grammar
+from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 
 __all__ = ["BoolCFG"]
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from genlm_lab.control.constraint.matcher_cache import Key
+from genlm_lab.control.constraint.llg.matcher_cache import Key
 from genlm_lab.control.potential.base import Potential
 
 __all__ = [
@@ -380,7 +380,7 @@ class SearchDistance:
         self.max_depth = max_depth
         self.cache_size = cache_size
         self._usable = _usable_mask(potential)
-        from genlm_lab.control.constraint.grammar import MaskedPotential
+        from genlm_lab.control.constraint.llg.grammar import MaskedPotential
 
         self._engine = potential.engine if isinstance(potential, MaskedPotential) else None
         # context -> (most tokens proven too few, fewest tokens proven enough)
@@ -592,7 +592,7 @@ def _regex_dfa(pattern: str) -> _Dfa | None:
 
 def _language(potential: Potential) -> tuple[Potential, Any] | None:
     """`(byte-level constraint, coerced view)` behind a factor over tokens, or None."""
-    from genlm_lab.control.constraint.grammar import GrammarPotential, TokenConstraint
+    from genlm_lab.control.constraint.llg.grammar import GrammarPotential, TokenConstraint
     from genlm_lab.control.potential.coerce import Coerced, is_join
 
     if isinstance(potential, TokenConstraint):

@@ -20,8 +20,9 @@ import llguidance
 import numpy as np
 
 from genlm_lab.control.constraint import automata
-from genlm_lab.control.constraint.grammar import GrammarPotential
-from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
+from genlm_lab.control.constraint.errors import InvalidGrammar
+from genlm_lab.control.constraint.llg.engine import check_grammar
+from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 

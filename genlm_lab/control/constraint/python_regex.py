@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import regex
 
-from genlm_lab.control.constraint.guidance import InvalidGrammar
+from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 

@@ -132,7 +132,7 @@ class AWRS(TokenSampler):
         self.budget: Any = None
         # A grammar condition over tokens is asked through its engine, with the context
         # encoded once per draw rather than once per token asked about.
-        from genlm_lab.control.constraint.grammar import MaskedPotential
+        from genlm_lab.control.constraint.llg.grammar import MaskedPotential
 
         plain = isinstance(condition, MaskedPotential) and not condition._bytes_in
         self._engine = condition.engine if plain else None
@@ -161,7 +161,7 @@ class AWRS(TokenSampler):
 
     def _key(self, context: list[Any]) -> Any:
         """The condition's key of `context` (its token indices), kept for the same list."""
-        from genlm_lab.control.constraint.matcher_cache import Key
+        from genlm_lab.control.constraint.llg.matcher_cache import Key
 
         last, key = self._encoded
         if last is not context or len(key) != len(context):

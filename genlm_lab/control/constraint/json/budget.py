@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control.constraint.finish_distance import SearchDistance
-from genlm_lab.control.constraint.guidance import _GreedyTokenizer
+from genlm_lab.control.constraint.llg.engine import GreedyTokenizer
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 
@@ -88,7 +88,7 @@ class WithinBudget(Potential):
         super().__init__(self.inner.vocab, eos=self.inner.eos)
         self.max_tokens = int(max_tokens)
         self._bytes = [bytes(t) for t in self.vocab]
-        self._tokenize = _GreedyTokenizer(self._bytes, len(self._bytes), self.inner.special)
+        self._tokenize = GreedyTokenizer(self._bytes, len(self._bytes), self.inner.special)
         self._needed: OrderedDict[bytes, tuple[int | None, bytes | None]] = OrderedDict()
         self._cache_size = cache_size
         self.greedy = greedy

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.guidance import Engine
 from genlm_lab.control.constraint.json.keys import STR, KeyRules, State
-from genlm_lab.control.constraint.mask_weights import unpack_mask
-from genlm_lab.control.constraint.matcher_cache import as_key
+from genlm_lab.control.constraint.llg.engine import Engine
+from genlm_lab.control.constraint.llg.mask_weights import unpack_mask
+from genlm_lab.control.constraint.llg.matcher_cache import as_key
 
 __all__ = ["KeyedEngine"]
 

@@ -141,7 +141,7 @@ def _key_grammar(names: frozenset[str], patterns: list[str]) -> str | None:
 
 
 def _engine(tokens: list[bytes], grammar: str) -> Any:
-    from genlm_lab.control.constraint.guidance import Engine
+    from genlm_lab.control.constraint.llg.engine import Engine
 
     try:
         return Engine(tokens, grammar)

@@ -20,22 +20,18 @@ from typing import Any
 
 import llguidance
 
-from genlm_lab.control.constraint.grammar import GrammarPotential
-from genlm_lab.control.constraint.guidance import InvalidGrammar, check_grammar
+from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
 from genlm_lab.control.constraint.json.empty import why_empty
 from genlm_lab.control.constraint.json.engine import KeyedEngine
 from genlm_lab.control.constraint.json.finish import finish, formats
 from genlm_lab.control.constraint.json.keys import KeyRules
 from genlm_lab.control.constraint.json.relax import relax
+from genlm_lab.control.constraint.llg.engine import check_grammar
+from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 
 __all__ = ["FinishWarning", "JsonSchema"]
 
 _BLANK = "[\\x20\\x09]"
-
-
-class FinishWarning(UserWarning):
-    """A document prefix the mask keeps alive that `JsonSchema.finish` cannot complete: a
-    budget cannot tell whether it ends in time (said once per path and keyword)."""
 
 
 class _RepeatedKey(Exception):

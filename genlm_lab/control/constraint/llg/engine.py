@@ -26,16 +26,13 @@ import llguidance
 import numpy as np
 from llguidance.numpy import fill_next_token_bitmask, fill_next_token_bitmask_par
 
-from genlm_lab.control.constraint.mask_weights import unpack_mask
-from genlm_lab.control.constraint.matcher_cache import StateCache, as_key
+from genlm_lab.control.constraint.errors import InvalidGrammar
+from genlm_lab.control.constraint.llg.mask_weights import unpack_mask
+from genlm_lab.control.constraint.llg.matcher_cache import StateCache, as_key
 
-__all__ = ["Engine", "InvalidGrammar", "check_grammar"]
+__all__ = ["Engine", "GreedyTokenizer", "InvalidGrammar", "check_grammar", "llg_tokenizer"]
 
 _EOS_TEXT = b"<|genlm-lab-eos|>"
-
-
-class InvalidGrammar(ValueError):
-    """A regex, Lark grammar or JSON schema that cannot be compiled; the message names where."""
 
 
 def _regex_position(message: str) -> int | None:
@@ -100,7 +97,7 @@ def exact_grammar(grammar: str) -> str:
     return _NO_FORCING + "start: %json " + json.dumps(inner["json_schema"])
 
 
-class _GreedyTokenizer:
+class GreedyTokenizer:
     """What llguidance's `TokenizerWrapper` asks of a tokenizer, for a plain list of byte strings.
 
     llguidance only uses the encoder to tokenise text the grammar forces; a
@@ -160,7 +157,7 @@ def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llgui
             # in a vocabulary without "f"). The extra tokens sit after EOS and are never read.
             present = set(padded)
             padded += [bytes([b]) for b in range(256) if bytes([b]) not in present]
-            wrapper = llguidance.TokenizerWrapper(_GreedyTokenizer(padded, len(raw), specials))
+            wrapper = llguidance.TokenizerWrapper(GreedyTokenizer(padded, len(raw), specials))
             found = _TOKENIZERS[key] = llguidance.LLTokenizer(wrapper)
         return found
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.guidance import Engine
-from genlm_lab.control.constraint.mask_weights import MaskWeights
-from genlm_lab.control.constraint.matcher_cache import Key
+from genlm_lab.control.constraint.llg.engine import Engine
+from genlm_lab.control.constraint.llg.mask_weights import MaskWeights
+from genlm_lab.control.constraint.llg.matcher_cache import Key
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights, WeightsBatch
 from genlm_lab.control.potential.base import Potential

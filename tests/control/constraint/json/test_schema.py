@@ -423,7 +423,7 @@ def test_finish_writes_values_of_a_format():
 
 
 def test_a_prefix_finish_cannot_complete_warns_once_with_path_and_keyword():
-    from genlm_lab.control.constraint.json.schema import FinishWarning
+    from genlm_lab.control.constraint.errors import FinishWarning
 
     js = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
                      "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip
@@ -458,7 +458,7 @@ def test_pattern_properties_keys_are_refused_as_they_are_written():
 def test_date_and_time_masks_accept_exactly_what_the_format_checker_accepts():
     """Every day of 14 months x 33 days in leap, common, century and zero years; times at
     and past each field's range: the mask's grammar (no final check) agrees with jsonschema."""
-    from genlm_lab.control.constraint.guidance import Engine
+    from genlm_lab.control.constraint.llg.engine import Engine
 
     years = ["0000", "0001", "0400", "1900", "2000", "2023", "2024", "2100"]
     zones = ("Z", "z", "+23:59", "-24:00", "+00:60", ".5Z", "")

@@ -11,7 +11,7 @@ import pytest
 from _references import random_walk, reference_mask, regex_complete, regex_viable
 
 from genlm_lab.control import BoolFSA, Coerced, JsonSchema, LazyWeights, coerce
-from genlm_lab.control.constraint.mask_weights import MaskWeights
+from genlm_lab.control.constraint.llg.mask_weights import MaskWeights
 
 
 def run(coro):

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from genlm_lab.control import BoolCFG
-from genlm_lab.control.constraint.guidance import Engine
-from genlm_lab.control.constraint.matcher_cache import StateCache
+from genlm_lab.control.constraint.llg.engine import Engine
+from genlm_lab.control.constraint.llg.matcher_cache import StateCache
 
 GRAMMAR_TEXT = r"""
 start: item ("," item)*
