@@ -19,7 +19,6 @@ from genlm_lab.control.constraint.json.schema import JsonSchema
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.predicate import BoolPredicate
 from genlm_lab.control.constraint.python_regex import PythonRegex
-from genlm_lab.control.constraint.sql import sql_grammar
 from genlm_lab.control.core.constant import EOS, EOT, EndOfSequence
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.core.weights import LazyWeights
@@ -127,6 +126,5 @@ __all__ = [
     "geometric_awrs",
     "make_immutable",
     "recursive_awrs",
-    "sql_grammar",
     "topk_token_sampler",
 ]

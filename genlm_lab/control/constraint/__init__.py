@@ -1,4 +1,4 @@
-"""Constraints as potentials: regexes and automata, grammars, JSON schemas, Python checks, SQL.
+"""Constraints as potentials: regexes and automata, grammars, JSON schemas, Python checks.
 
 Most compile through llguidance (`llg/`, its adapter) into fast token masks.
 """

@@ -4,7 +4,7 @@ An answer is right when SQLite runs it on the database and returns the same
 rows as the gold query (as a multiset; in order when the gold query has an
 ORDER BY), which is Spider's execution accuracy without its value-swapping
 test suites. The constraint is a grammar of the SELECT queries this
-database's schema allows (`genlm_lab.control.sql_grammar`, compiled by
+database's schema allows (`eval.domains.sql_grammar`, compiled by
 `BoolCFG.from_lark`). The database (CC BY-SA 4.0, Yu et al. 2018) and 20
 questions with gold SQL (two from Spider's sample, the rest written for
 genlm_lab) ship in `data/spider/` (see `data/NOTICE.md`).
@@ -20,9 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from genlm_lab.control import BoolCFG, sql_grammar
+from genlm_lab.control import BoolCFG
 from genlm_lab.eval.core import Dataset, EvaluationResult, Evaluator, Instance
 from genlm_lab.eval.domain import Domain
+from genlm_lab.eval.domains.sql_grammar import sql_grammar
 
 __all__ = [
     "SpiderDataset",

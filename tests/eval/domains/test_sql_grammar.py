@@ -14,7 +14,7 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from genlm_lab.control import BoolCFG
-from genlm_lab.control.constraint.sql import read_schema, sql_grammar
+from genlm_lab.eval.domains.sql_grammar import read_schema, sql_grammar
 
 
 def _find_database() -> Path:
