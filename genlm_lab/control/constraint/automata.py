@@ -57,7 +57,9 @@ def regex_automaton(pattern: str, charset: Iterable[str] | None = None) -> Autom
 
     Every live state spreads weight 1 evenly over its choices (each next
     character, and stopping where it is final), so the weights of all strings
-    sum to 1.
+    sum to 1. Read with interegular (the common `re` subset), for `WFSA`'s weights;
+    `python_regex.automaton.CharAutomaton` is the other compiler, for the `regex`
+    module's dialect and `PythonRegex`'s exact partial-match verdicts.
 
     Raises:
         ValueError: if interegular cannot parse the pattern.

@@ -5,7 +5,7 @@
 (the path before the trie walk). Checked on the AWRS paper's patterns over a
 slice of SmolLM2's vocabulary (every single byte and every 97th other token), at the empty context and at contexts reached by
 walking the byte masks. The default run takes every 16th pattern; `-m slow`
-runs all of them. Where a pattern has an exact automaton (`_CharAutomaton`),
+runs all of them. Where a pattern has an exact automaton (`CharAutomaton`),
 the walk reads the mask off it: the tests below check which patterns get one
 and that it agrees with the engine's partial matching.
 """
@@ -27,9 +27,9 @@ import regex
 import genlm_lab
 from genlm_lab.control import PromptedLLM, PythonRegex
 from genlm_lab.control.constraint.python_regex import (
-    _CharAutomaton,
-    _split_utf8,
+    CharAutomaton,
     byte_mask_walk,
+    split_utf8,
 )
 
 PATTERNS_CSV = Path(genlm_lab.__file__).parent / "eval" / "data" / "patterns.csv"
@@ -149,10 +149,10 @@ ENGINE_ONLY = [
 
 def test_which_patterns_get_an_automaton():
     for pattern in AUTOMATON:
-        assert _CharAutomaton.build(pattern, 0) is not None, pattern
+        assert CharAutomaton.build(pattern, 0) is not None, pattern
     for pattern in ENGINE_ONLY:
-        assert _CharAutomaton.build(pattern, 0) is None, pattern
-    assert _CharAutomaton.build("abc", regex.IGNORECASE) is None
+        assert CharAutomaton.build(pattern, 0) is None, pattern
+    assert CharAutomaton.build("abc", regex.IGNORECASE) is None
 
 
 def test_the_automaton_agrees_with_the_engine_where_the_engine_is_subtle():
@@ -167,7 +167,7 @@ def test_the_automaton_agrees_with_the_engine_where_the_engine_is_subtle():
     }
     assert all(cases.values())
     for pattern, texts in cases.items():
-        auto = _CharAutomaton.build(pattern, 0)
+        auto = CharAutomaton.build(pattern, 0)
         engine = regex.compile(pattern)
         for text in texts:
             expected = engine.fullmatch(text, partial=True) is not None
@@ -193,7 +193,7 @@ def _guided_texts(engine, alphabet: list[str], seed: int, n: int = 30) -> list[s
 @pytest.mark.parametrize("index", range(0, len(PATTERNS), 4))
 def test_the_automaton_agrees_with_partial_matching_on_the_patterns(index):
     pattern = PATTERNS[index]
-    auto = _CharAutomaton.build(pattern, 0)
+    auto = CharAutomaton.build(pattern, 0)
     if auto is None:
         pytest.skip("no automaton for this pattern: the engine walks the trie")
     engine = regex.compile(pattern)
@@ -214,7 +214,7 @@ def test_automaton_masks_equal_the_engine_walk_on_the_full_vocabulary():
         for step in range(3):
             mask = p.walk_byte_trie(trie, data)
             assert p._automaton is not None
-            old = p._walk_engine(trie, _split_utf8(data))
+            old = p._walk_engine(trie, split_utf8(data))
             expected = np.zeros(trie.n_tokens, dtype=bool)
             expected[old] = True
             assert np.array_equal(mask[:-1] == 0, expected), (pattern, data)

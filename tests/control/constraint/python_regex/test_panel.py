@@ -24,7 +24,7 @@ from genlm_lab.control import PythonRegex
 
 
 def _patterns() -> list[str]:
-    for shared in (Path(__file__).parents[2].parent / "shared", Path("/work/shared")):
+    for shared in (Path(__file__).parents[3].parent / "shared", Path("/work/shared")):
         path = shared / "datasets" / "patterns.csv"
         if path.exists():
             with path.open(newline="") as f:

@@ -1,0 +1,123 @@
+"""Bytes read as UTF-8, and the characters a pattern can match: what the prefix check tries.
+
+A context may end inside a multi-byte character; `split_utf8` separates the
+complete characters from that tail, and `representatives` (with
+`spelled_chars`, the non-ASCII characters a pattern names) picks the
+characters to try for it. `ascii_only` says when no multi-byte character
+can ever match, so none need trying.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+import warnings
+from functools import lru_cache
+from typing import Any
+
+import regex
+
+__all__ = ["ascii_only", "char_range", "representatives", "spelled_chars", "split_utf8"]
+
+
+def split_utf8(data: bytes) -> tuple[str, bytes] | None:
+    """`(text, tail)`: the decoded complete characters and the bytes of an unfinished one.
+
+    None if `data` is not a prefix of any valid UTF-8 string.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(data, final=False)
+    except UnicodeDecodeError:
+        return None
+    return text, decoder.getstate()[0]
+
+
+def char_range(tail: bytes) -> range:
+    """The code points whose UTF-8 encoding starts with the unfinished `tail`."""
+    lead = tail[0]
+    width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    value = lead & (0x7F >> width)
+    for byte in tail[1:]:
+        value = (value << 6) | (byte & 0x3F)
+    missing = 6 * (width - len(tail))
+    low = max(value << missing, (0x80, 0x800, 0x10000)[width - 2])
+    high = min(((value + 1) << missing) - 1, 0x10FFFF)
+    return range(low, high + 1)
+
+
+@lru_cache(maxsize=4096)
+def representatives(tail: bytes) -> tuple[str, ...]:
+    """Characters that stand for all those starting with `tail` (see the module docstring)."""
+    chars = char_range(tail)
+    if len(chars) <= 64:
+        return tuple(chr(c) for c in chars if not 0xD800 <= c < 0xE000)
+    seen: dict[tuple, str] = {}
+    for c in chars:
+        if 0xD800 <= c < 0xE000:
+            continue
+        char = chr(c)
+        key = (c >> 12, unicodedata.category(char), unicodedata.name(char, "").split(" ", 1)[0])
+        seen.setdefault(key, char)
+    return tuple(seen.values())
+
+
+_ESCAPES = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x\{([0-9a-fA-F]+)\}|N\{([^}]+)\})")
+
+
+def spelled_chars(pattern: str) -> list[str]:
+    """Non-ASCII characters the pattern names (literally or by escape), with case variants."""
+    found = {c for c in pattern if ord(c) > 127}
+    for match in _ESCAPES.finditer(pattern):
+        hex_code = match.group(1) or match.group(2) or match.group(3)
+        try:
+            char = chr(int(hex_code, 16)) if hex_code else unicodedata.lookup(match.group(4))
+        except (ValueError, KeyError, OverflowError):
+            continue
+        found.add(char)
+    variants = set()
+    for char in found:
+        for v in (char, char.lower(), char.upper(), char.casefold(), char.title()):
+            if len(v) == 1 and ord(v) > 127 and not 0xD800 <= ord(v) < 0xE000:
+                variants.add(v)
+    return sorted(variants)
+
+
+def ascii_only(pattern: str, flags: int) -> bool:
+    """Whether the pattern can only ever match ASCII text (then multi-byte characters need no test).
+
+    Read with Python's own `re` parser: True only if it parses and has no
+    non-ASCII literal, no `.`, no negated set, no `\\w`/`\\d`/`\\s` class and no
+    case folding (`(?i)` maps `k` to the Kelvin sign). Anything it cannot
+    parse (the `regex` module's own syntax) counts as False.
+    """
+    import re._parser as sre  # the parser behind `re`; regex-only syntax fails there
+
+    if flags & (regex.IGNORECASE | regex.FULLCASE) or "[:" in pattern:
+        return False  # POSIX classes: `re` reads `[[:alpha:]]` as a set of ASCII characters
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = sre.parse(pattern)
+    except Exception:  # noqa: BLE001 - any parse failure means "don't know"
+        return False
+    if parsed.state.flags & re.IGNORECASE:
+        return False
+    stack: list[Any] = [parsed]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, sre.SubPattern):
+            stack.extend(item.data)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, tuple) and item and hasattr(item[0], "name"):
+            name, arg = item[0].name, item[1] if len(item) > 1 else None
+            if name in ("ANY", "NOT_LITERAL", "NEGATE", "CATEGORY"):
+                return False
+            if (name == "LITERAL" and arg > 127) or (name == "RANGE" and arg[1] > 127):
+                return False
+            stack.extend(item[1:])
+        elif isinstance(item, tuple):
+            stack.extend(item)
+    return True
