@@ -10,9 +10,11 @@ Playground draws the same particles, alarms and profile.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from genlm_lab.control import Sequences
@@ -21,10 +23,23 @@ from genlm_lab.eval.identity import identity_hash, model_identity
 from genlm_lab.eval.store import ResultsStore
 from genlm_lab.playground.config import PlaygroundConfig
 
-__all__ = ["DOMAIN", "load_run", "save_run"]
+__all__ = ["DOMAIN", "load_run", "open_store", "save_run"]
 
 #: The store domain Playground runs are filed under.
 DOMAIN = "playground"
+
+
+@contextlib.contextmanager
+def open_store(store: ResultsStore | Any) -> Iterator[ResultsStore]:
+    """A `ResultsStore` as given, or one opened from a path (and closed after)."""
+    if isinstance(store, ResultsStore):
+        yield store
+        return
+    opened = ResultsStore(store)
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 def save_run(

@@ -2,7 +2,8 @@
 
 Above: the prompt, a model picker, a constraint editor whose errors show
 inline at their line and column, the method's settings, Run / Stop, and
-copy-as-code (the current choices, on the clipboard where the browser allows).
+copy-as-code (the current choices, on the clipboard where the browser allows):
+the `Choices` of `genlm_lab.playground.controls`.
 Below, while the run goes: the live `ParticleView` (with the alarms that say
 why a run degenerated), where the time went (every run is profiled), and the
 `MaskView` of any particle at any step (pick them with the slider and the menu).
@@ -17,57 +18,25 @@ test (or a script) `await playground.run()` does the same without buttons.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import html
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as w
 
-from genlm_lab.backend import known_model_names, load_model_by_name
+from genlm_lab.backend import load_model_by_name
 from genlm_lab.control import Sequences
-from genlm_lab.playground.config import (
-    CONSTRAINT_KINDS,
-    METHODS,
-    PlaygroundConfig,
-    build_run,
-    constraint_error,
-    to_code,
-)
+from genlm_lab.playground.config import PlaygroundConfig, build_run
+from genlm_lab.playground.controls import Choices, error_html
 from genlm_lab.playground.steps import context_at
-from genlm_lab.playground.store import load_run, save_run
+from genlm_lab.playground.store import load_run, open_store, save_run
 from genlm_lab.widgets import MaskView, ParticleView, ProfileView
 from genlm_lab.widgets.base import stored_html
-from genlm_lab.widgets.code_box import CodeBox
 
 __all__ = ["Playground"]
 
 
 IDLE = "<span class='genlm-note'>no run yet: press Run</span>"
-
-
-def _error_html(text: str) -> str:
-    """An error line, red by the stylesheet and by its own style (shown before any CSS loads)."""
-    return (
-        "<span class='genlm-error' style='color: var(--jp-error-color1, #d32f2f)'>"
-        f"{html.escape(text)}</span>"
-    )
-
-
-@contextlib.contextmanager
-def _open_store(store: Any) -> Iterator[Any]:
-    """A `ResultsStore` as given, or one opened from a path (and closed after)."""
-    from genlm_lab.eval.store import ResultsStore
-
-    if isinstance(store, ResultsStore):
-        yield store
-        return
-    opened = ResultsStore(store)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 class Playground(w.VBox):
@@ -90,39 +59,17 @@ class Playground(w.VBox):
         self._runtime: float | None = None
         self._generation = 0  # one per run: a mask drawn for an earlier run is dropped
         self._quiet = False  # True while the run's controls are set up (no mask per change)
-        c = self.config
-        layout = w.Layout(width="100%")
-        self.prompt = w.Textarea(value=c.prompt, description="prompt", layout=layout)
-        self.model = w.Combobox(
-            value=c.model,
-            options=known_model_names(),
-            description="model",
-            placeholder="a name, or a local model folder",
-            ensure_option=False,
-        )
-        self.kind = w.Dropdown(
-            options=list(CONSTRAINT_KINDS), value=c.constraint_kind, description="constraint"
-        )
-        self.source = w.Textarea(value=c.constraint, layout=w.Layout(width="100%", height="5em"))
-        self.error = w.HTML()
-        self.method = w.Dropdown(options=list(METHODS), value=c.method, description="method")
-        self.n_particles = w.BoundedIntText(
-            value=c.n_particles, min=1, max=512, description="particles"
-        )
-        self.ess = w.BoundedFloatText(
-            value=c.ess_threshold, min=0.0, max=1.0, step=0.05, description="ESS threshold"
-        )
-        self.max_tokens = w.BoundedIntText(
-            value=c.max_tokens, min=1, max=4096, description="max tokens"
-        )
-        self.seed = w.IntText(value=c.seed, description="seed")
+        self.choices = Choices(self.config)
+        c = self.choices  # its widgets are the Playground's own too (notebooks and tests use them)
+        self.prompt, self.model, self.kind, self.source = c.prompt, c.model, c.kind, c.source
+        self.method, self.n_particles, self.ess = c.method, c.n_particles, c.ess
+        self.max_tokens, self.seed, self.error, self.code = c.max_tokens, c.seed, c.error, c.code
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.status = w.HTML(IDLE)
         self.store_path = w.Text(placeholder="results.sqlite", description="store")
         self.save_button = w.Button(description="Save run", icon="save")
         self.save_button.on_click(lambda _: self._save_clicked())
-        self.code = CodeBox()
         self.particles, self.profile = self._new_views(shown=False)
         self.step = w.IntSlider(
             value=0,
@@ -140,26 +87,10 @@ class Playground(w.VBox):
         # Fixed children, redrawn in place: replacing a shown widget's view makes
         # JupyterLab log "processLuminoMessage of null".
         self.mask = w.VBox([self.mask_head, self.mask_view])
-        for control in (self.kind, self.source):
-            control.observe(self._check_constraint, names="value")
         for control in (self.step, self.particle):
             control.observe(self._show_mask, names="value")
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        for control in (
-            self.prompt,
-            self.model,
-            self.kind,
-            self.source,
-            self.method,
-            self.n_particles,
-            self.ess,
-            self.max_tokens,
-            self.seed,
-        ):
-            control.observe(self._update_code, names="value")
-        self._check_constraint()
-        self._update_code()
         for name in (
             "prompt",
             "model",
@@ -226,36 +157,7 @@ class Playground(w.VBox):
     # -- the choices -----------------------------------------------------------------
     def current_config(self) -> PlaygroundConfig:
         """The choices as the controls hold them now."""
-        return PlaygroundConfig(
-            prompt=self.prompt.value,
-            model=self.model.value,
-            constraint_kind=self.kind.value,
-            constraint=self.source.value,
-            method=self.method.value,
-            n_particles=int(self.n_particles.value),
-            ess_threshold=float(self.ess.value),
-            max_tokens=int(self.max_tokens.value),
-            seed=int(self.seed.value),
-        )
-
-    def _check_constraint(self, _change: Any = None) -> None:
-        problem = constraint_error(self.kind.value, self.source.value)
-        if problem is None:
-            self.error.value = ""
-            return
-        caret = html.escape(problem.caret(self.source.value))
-        self.error.value = (
-            "<div class='genlm-error' style='color: var(--jp-error-color1, #d32f2f)'>"
-            f"line {problem.line}, column {problem.column}: "
-            f"{html.escape(problem.message)}<pre>{caret}</pre></div>"
-        )
-
-    def _update_code(self, _change: Any = None) -> None:
-        """Keep the copy-as-code box equal to the current choices (a click copies it at once)."""
-        try:
-            self.code.code = to_code(self.current_config())
-        except ValueError as error:
-            self.code.code = f"# cannot write this run as code: {error}"
+        return self.choices.config()
 
     # -- the panels of one run ---------------------------------------------------------
     @staticmethod
@@ -373,7 +275,7 @@ class Playground(w.VBox):
             self.status.value = "<b>stopped</b>"
         elif task.exception() is not None:
             error = task.exception()
-            self.status.value = _error_html(f"{type(error).__name__}: {error}")
+            self.status.value = error_html(f"{type(error).__name__}: {error}")
 
     # -- the mask at a step ------------------------------------------------------------
     async def mask_at(self, step: int, particle: int) -> MaskView:
@@ -394,7 +296,7 @@ class Playground(w.VBox):
         """File the last run in a `ResultsStore` (or a path to one); returns its run_id."""
         if self.sequences is None or self._run is None:
             raise ValueError("no finished run to save: run the Playground first")
-        with _open_store(store) as opened:
+        with open_store(store) as opened:
             return save_run(
                 opened,
                 self.config,
@@ -406,12 +308,12 @@ class Playground(w.VBox):
     def _save_clicked(self) -> None:
         path = self.store_path.value.strip()
         if not path:
-            self.status.value = _error_html("name a store file to save to")
+            self.status.value = error_html("name a store file to save to")
             return
         try:
             run_id = self.save(path)
         except (ValueError, OSError) as error:
-            self.status.value = _error_html(str(error))
+            self.status.value = error_html(str(error))
             return
         self.status.value = (
             f"saved as run {run_id} in <code>{html.escape(path)}</code> "
@@ -421,7 +323,7 @@ class Playground(w.VBox):
     @classmethod
     def reopen(cls, store: Any, run_id: int, lm: Any = None) -> Playground:
         """A Playground showing a saved run: its choices, particles, alarms and profile."""
-        with _open_store(store) as opened:
+        with open_store(store) as opened:
             config, record = load_run(opened, run_id)
         playground = cls(config, lm=lm)
         playground._generation += 1
@@ -452,7 +354,7 @@ class Playground(w.VBox):
             if done.cancelled() or generation != self._generation:
                 return  # a newer run owns the panel now
             if done.exception() is not None:
-                self.mask_head.value = _error_html(f"no mask: {done.exception()}")
+                self.mask_head.value = error_html(f"no mask: {done.exception()}")
                 self.mask_view.layout.display = "none"
             else:
                 data = done.result().view_data()

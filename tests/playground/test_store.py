@@ -59,3 +59,18 @@ def test_saving_before_a_run_and_opening_another_kind_of_run_are_named(tiny, tmp
         pg.save(str(tmp_path / "r.sqlite"))
     pg.save_button.click()
     assert "name a store file" in pg.status.value
+
+
+def test_a_store_given_stays_open_and_one_opened_from_a_path_is_closed(tmp_path):
+    import sqlite3
+
+    from genlm_lab.playground.store import open_store
+
+    with ResultsStore(tmp_path / "given.sqlite") as store:
+        with open_store(store) as opened:
+            assert opened is store
+        assert store.to_pandas("runs").empty  # still usable
+    with open_store(tmp_path / "path.sqlite") as opened:
+        assert str(opened.path).endswith("path.sqlite")
+    with pytest.raises(sqlite3.ProgrammingError):
+        opened._conn.execute("SELECT 1")

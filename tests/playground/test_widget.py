@@ -1,4 +1,4 @@
-"""The Playground without a browser: inline errors, runs, Stop, masks at a step, code."""
+"""The Playground without a browser: runs, Stop, masks at a step, saved notebooks (choices: test_controls)."""
 
 import asyncio
 
@@ -16,17 +16,6 @@ def tiny():
 def _playground(tiny, **settings) -> Playground:
     config = PlaygroundConfig(prompt="Code: ", model="tiny-random", **settings)
     return Playground(config, lm=tiny)
-
-
-def test_a_constraint_error_shows_inline_and_clears(tiny):
-    pg = _playground(tiny)
-    assert pg.error.value == ""
-    pg.source.value = "ab(c"
-    assert "line 1, column 3" in pg.error.value and "unclosed group" in pg.error.value
-    pg.kind.value = "python_regex"
-    assert "line 1, column 5" in pg.error.value
-    pg.source.value = "ab(c)"
-    assert pg.error.value == ""
 
 
 async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
@@ -85,19 +74,6 @@ async def test_a_failed_run_says_why(tiny):
         await task
     await asyncio.sleep(0)
     assert "InvalidGrammar" in pg.status.value
-
-
-def test_copy_as_code_follows_the_choices(tiny):
-    pg = _playground(tiny)
-    assert "await SMC(sampler)" in pg.code.code and "BoolFSA.from_regex" in pg.code.code
-    assert not pg.code.shown
-    pg.code.reveal()
-    assert pg.code.shown
-    pg.kind.value, pg.source.value = "json_schema", '{"type": "integer"}'
-    assert "JsonSchema" in pg.code.code and "BoolFSA" not in pg.code.code  # never stale
-    pg.method.value = "awrs"
-    pg.kind.value = "none"
-    assert pg.code.code.startswith("# cannot write this run as code")
 
 
 def test_before_any_run_the_panels_say_nothing_untrue(tiny):
