@@ -29,7 +29,7 @@ are done.
   the tokens left (EOS included) gets weight zero at once: AWRS rejects it
   and draws again, another sampler's particle dies. Nothing that could end
   in time is refused (exact for automata, a sound bound elsewhere:
-  `inference/budgets.py`, `constraint/finish_distance.py`), so the target
+  `inference/budgets.py`, `constraint/finish_distance/`), so the target
   stays exactly the constraint's, within `max_tokens`.
 - A step weight of -inf (a constraint that admits no token) ends that
   particle with weight -inf; the others go on. When all are dead the run

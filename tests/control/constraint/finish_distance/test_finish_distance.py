@@ -161,7 +161,7 @@ def test_a_constraint_without_masks_is_only_asked_to_complete_with_one_token_lef
 
 
 def test_a_json_text_must_parse_before_the_schema_is_asked():
-    from genlm_lab.control.constraint.finish_distance import _parses_as_json
+    from genlm_lab.control.constraint.finish_distance.finisher import _parses_as_json
 
     assert _parses_as_json(b'{"a": ""}') and _parses_as_json(b" [1, 2] ")
     assert not _parses_as_json(b'{"a": "') and not _parses_as_json(b"\xc3")

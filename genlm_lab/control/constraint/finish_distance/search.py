@@ -1,0 +1,202 @@
+"""`SearchDistance`: a sound token bound for any boolean constraint, exact where its search finishes."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from genlm_lab.control.constraint.finish_distance.tokens import (
+    FAR,
+    token_bytes,
+    usable_mask,
+)
+from genlm_lab.control.constraint.llg.matcher_cache import Key
+from genlm_lab.control.potential.base import Potential
+
+__all__ = ["SearchDistance"]
+
+
+class SearchDistance:
+    """A sound bound for any boolean constraint, exact where its search finishes.
+
+    `fits(context, left)` is True where the constraint accepts `context`,
+    where `upper` (a short completion's token count, EOS included) is at most
+    `left`, and wherever the search below cannot decide; it is False only
+    with one token left and `context` not accepted, or where a depth-first
+    search over every token the constraint allows, down to the tokens left,
+    reaches no accepted context. The search gives up (keeps the prefix,
+    counted as "unproven") when a context allows more than `max_branch`
+    tokens or after `max_nodes` masks, and is not tried (nothing is read)
+    with more than `max_depth` tokens left, where a proof would need more
+    nodes than that anyway. It runs only on constraints with a
+    cheap whole-vocabulary mask (`allowed`: grammars, JSON schemas); others
+    (a Python check, a model-based judge) are only asked `complete` with one
+    token left, so AWRS never masks the vocabulary with them.
+
+    Args:
+        potential: the boolean constraint over the run's tokens.
+        upper: `context -> tokens to end it (EOS included) | None`, an upper bound.
+        max_branch: the most allowed tokens a searched context may have.
+        max_nodes: the most masks one `fits` may read.
+        max_depth: the most tokens left for which anything is checked (None: any).
+        cache_size: how many contexts' proven bounds to keep.
+        masks: whether to search with the constraint's masks (None: where it has `allowed`).
+        necessary: a cheap test a complete text must pass (a JSON document must parse),
+            asked before the constraint's own completion check.
+    """
+
+    exact = False
+
+    def __init__(
+        self,
+        potential: Potential,
+        upper: Callable[[Sequence[Any]], int | None] | None = None,
+        max_branch: int = 64,
+        max_nodes: int = 256,
+        max_depth: int | None = 8,
+        cache_size: int = 65536,
+        masks: bool | None = None,
+        necessary: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        self.potential = potential
+        self.necessary = necessary
+        self._bytes = token_bytes(potential) if necessary is not None else None
+        self.encode = potential.encode
+        self.lookup = potential.lookup
+        self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
+        self.upper = upper
+        self.max_branch = max_branch
+        self.max_nodes = max_nodes
+        self.max_depth = max_depth
+        self.cache_size = cache_size
+        self._usable = usable_mask(potential)
+        from genlm_lab.control.constraint.llg.grammar import MaskedPotential
+
+        self._engine = potential.engine if isinstance(potential, MaskedPotential) else None
+        # context -> (most tokens proven too few, fewest tokens proven enough)
+        self._bounds: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
+        #: kept: proven to fit; refused: proven not to; unproven: kept, undecided
+        self.stats = {"kept": 0, "refused": 0, "unproven": 0}
+
+    def _tokens(self, ids: tuple[int, ...]) -> list[Any]:
+        vocab = self.potential.vocab
+        return [vocab[i] for i in ids]
+
+    async def _accepts(self, ids: tuple[int, ...]) -> bool:
+        if self._bytes is not None and not self.necessary(b"".join([self._bytes[i] for i in ids])):
+            return False
+        if self._engine is not None:  # a grammar's own cached check, no re-encoding
+            return bool(self._engine.accepting(Key(ids)))
+        return await self.potential.complete(self._tokens(ids)) == 0
+
+    async def _allowed(self, ids: tuple[int, ...]) -> np.ndarray:
+        if self._engine is not None:
+            mask = np.asarray(self._engine.mask(Key(ids)), dtype=bool)[:-1]
+        else:
+            allowed = getattr(self.potential, "allowed", None)
+            context = self._tokens(ids)
+            if callable(allowed):
+                mask = np.asarray(allowed(context), dtype=bool)[:-1]
+            else:
+                weights = np.asarray((await self.potential.logw_next(context)).weights, dtype=float)
+                mask = weights[:-1] > -math.inf
+        if self._usable is not None:
+            mask = mask & self._usable
+        return np.flatnonzero(mask)
+
+    def _bound(self, key: tuple) -> tuple[int, int]:
+        found = self._bounds.get(key)
+        if found is None:
+            return 0, FAR
+        self._bounds.move_to_end(key)
+        return found
+
+    def _learn(self, key: tuple, low: int = 0, high: int = FAR) -> None:
+        old_low, old_high = self._bound(key)
+        self._bounds[key] = (max(low, old_low), min(high, old_high))
+        if len(self._bounds) > self.cache_size:
+            self._bounds.popitem(last=False)
+
+    async def _can(self, ids: tuple[int, ...], r: int, spent: list[int]) -> bool | None:
+        """Whether some completion of at most `r` tokens (EOS included) exists; None: unknown."""
+        if r < 1:
+            return False
+        low, high = self._bound(ids)
+        if high <= r:
+            return True
+        if low >= r:
+            return False
+        if await self._accepts(ids):
+            self._learn(ids, high=1)
+            return True
+        if r == 1:
+            self._learn(ids, low=1)
+            return False
+        if spent[0] >= self.max_nodes:
+            return None
+        spent[0] += 1
+        allowed = await self._allowed(ids)
+        if len(allowed) > self.max_branch:
+            return None
+        unknown = False
+        for i in allowed.tolist():
+            found = await self._can((*ids, i), r - 1, spent)
+            if found:
+                self._learn(ids, high=r)
+                return True
+            unknown = unknown or found is None
+        if unknown:
+            return None
+        self._learn(ids, low=r)
+        return False
+
+    async def fits(
+        self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
+    ) -> bool:
+        """Whether `context` can end within `left` tokens (EOS included); see the class docstring.
+
+        `ids`, if given, are the context's indices in the constraint's vocabulary (saves
+        encoding it again).
+        """
+        ids = tuple(self.potential.encode(context) if ids is None else ids)
+        if ids and ids[-1] >= len(self.potential.vocab):  # EOS (only ever last) is not text
+            ids = ids[:-1]
+        if left < 1:
+            return self._count(False)
+        if left == 1:  # only EOS is left: exactly whether the text is complete
+            return self._count(await self._accepts(ids))
+        if not self.masks or (self.max_depth is not None and left > self.max_depth):
+            # nothing to prove it with, or too far from the end to prove: keep it, ask nothing
+            self.stats["unproven"] += 1
+            return True
+        low, high = self._bound(ids)
+        if high <= left:
+            return self._count(True)
+        if low >= left:
+            return self._count(False)
+        if await self._accepts(ids):
+            self._learn(ids, high=1)
+            return self._count(True)
+        allowed = await self._allowed(ids)
+        if len(allowed) > self.max_branch:  # no proof within reach: keep it, read no finish
+            self.stats["unproven"] += 1
+            return True
+        if self.upper is not None:
+            need = self.upper(self._tokens(ids))
+            if need is not None:
+                self._learn(ids, high=need)
+                if need <= left:
+                    return self._count(True)
+        found = await self._can(ids, left, [0])
+        if found is None:
+            self.stats["unproven"] += 1
+            return True
+        return self._count(found)
+
+    def _count(self, ok: bool) -> bool:
+        self.stats["kept" if ok else "refused"] += 1
+        return ok
