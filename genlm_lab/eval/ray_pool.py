@@ -123,7 +123,9 @@ async def open_pool(
         model: a `ModelSpec`, or an adaptor to send as it is (`ModelSpec.of`).
         evaluator: scores the responses (runs in the actors).
         instances: the instances to evaluate (their identities come from one replica).
-        method, model_id, model_name: as for `run_evaluation`.
+        method: the adaptor's name or config in the store, as for `run_evaluation`.
+        model_id: the model's identity where the adaptor cannot tell it, as for `run_evaluation`.
+        model_name: the model's name in the store, as for `run_evaluation`.
 
     Raises:
         ImportError: without Ray.
