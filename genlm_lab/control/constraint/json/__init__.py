@@ -1,9 +1,10 @@
 """The JSON family: `JsonSchema` and the pieces behind it.
 
-`schema` is the constraint; `relax` rewrites a schema so llguidance's mask
-over-approximates it, `objects` reads what an object may hold, `keys` and
-`engine` add the object-key rules on top of that mask, `finish` writes a
-short ending for a prefix, `empty` says why a schema admits no document, and
+`schema` is the constraint. `reading` reads the schema the user gave and its
+draft's validator; `relax` rewrites the schema so llguidance's mask
+over-approximates it; `objects` reads what an open object may hold, and
+`keys` and `engine` add those key rules on top of the mask; `finish` writes
+a short ending for a prefix; `empty` says why a schema admits no document;
 `budget` (`WithinBudget`) also asks the document to end within a number of
 tokens.
 """
@@ -14,6 +15,7 @@ from genlm_lab.control.constraint.json.engine import KeyedEngine
 from genlm_lab.control.constraint.json.finish import finish, formats
 from genlm_lab.control.constraint.json.keys import KeyRules
 from genlm_lab.control.constraint.json.objects import ObjectSchemas
+from genlm_lab.control.constraint.json.reading import load_schema, validator_for
 from genlm_lab.control.constraint.json.relax import relax
 from genlm_lab.control.constraint.json.schema import FinishWarning, JsonSchema
 
@@ -26,6 +28,8 @@ __all__ = [
     "WithinBudget",
     "finish",
     "formats",
+    "load_schema",
     "relax",
+    "validator_for",
     "why_empty",
 ]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import llguidance
@@ -25,6 +24,13 @@ from genlm_lab.control.constraint.json.empty import why_empty
 from genlm_lab.control.constraint.json.engine import KeyedEngine
 from genlm_lab.control.constraint.json.finish import finish, formats
 from genlm_lab.control.constraint.json.keys import KeyRules
+from genlm_lab.control.constraint.json.reading import (
+    RepeatedKey,
+    line_column,
+    load_schema,
+    unique_keys,
+    validator_for,
+)
 from genlm_lab.control.constraint.json.relax import relax
 from genlm_lab.control.constraint.llg.engine import check_grammar
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential
@@ -32,103 +38,6 @@ from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 __all__ = ["FinishWarning", "JsonSchema"]
 
 _BLANK = "[\\x20\\x09]"
-
-
-class _RepeatedKey(Exception):
-    pass
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) < len(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKey(key)
-            seen.add(key)
-    return out
-
-
-def _positions(text: str) -> dict[tuple, int]:
-    """The offset in `text` (valid JSON) of each value's key (or, in arrays, of the value),
-    by path: `{("properties", "price", "type"): 57, ...}`."""
-    decoder = json.JSONDecoder()
-    out: dict[tuple, int] = {}
-    blank = re.compile(r"[ \t\n\r]*")
-
-    def value(i: int, path: tuple) -> int:
-        i = blank.match(text, i).end()
-        out.setdefault(path, i)
-        if text[i] == "{":
-            i = blank.match(text, i + 1).end()
-            while text[i] != "}":
-                start = i
-                key, i = json.decoder.scanstring(text, i + 1)
-                out[(*path, key)] = start
-                i = blank.match(text, i).end() + 1  # the colon
-                i = blank.match(text, value(i, (*path, key))).end()
-                if text[i] == ",":
-                    i = blank.match(text, i + 1).end()
-            return i + 1
-        if text[i] == "[":
-            i, k = blank.match(text, i + 1).end(), 0
-            while text[i] != "]":
-                i = blank.match(text, value(i, (*path, k))).end()
-                k += 1
-                if text[i] == ",":
-                    i = blank.match(text, i + 1).end()
-            return i + 1
-        _, end = decoder.raw_decode(text, i)
-        return end
-
-    try:
-        value(0, ())
-    except (ValueError, IndexError):
-        pass
-    return out
-
-
-def _line_column(text: str, path: Sequence[Any]) -> str:
-    """ " (line L, column C)" of the deepest part of `path` found in `text` ("" if none)."""
-    found = _positions(text)
-    for cut in range(len(path), -1, -1):
-        at = found.get(tuple(path[:cut]))
-        if at is not None:
-            line = text.count("\n", 0, at) + 1
-            column = at - text.rfind("\n", 0, at)
-            return f" (line {line}, column {column})"
-    return ""
-
-
-def _load(schema: dict | str) -> dict:
-    if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as error:
-            raise InvalidGrammar(
-                f"invalid JSON schema at line {error.lineno}, column {error.colno}: {error.msg}"
-            ) from None
-    if not isinstance(schema, (dict, bool)):
-        raise InvalidGrammar(f"a JSON schema is an object, got {type(schema).__name__}")
-    return schema
-
-
-def _validator(schema: Any, text: str | None = None):
-    """jsonschema's validator for the schema's draft, with its format checker.
-
-    Raises:
-        InvalidGrammar: naming the JSON path of the first keyword the metaschema rejects
-            (and its line and column when the schema was given as text).
-    """
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(schema))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
-        at = "" if text is None else _line_column(text, list(error.absolute_path))
-        raise InvalidGrammar(f"invalid JSON schema at {where}{at}: {error.message}")
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 def _whitespace(max_whitespace: int | None, max_indent: int, line_breaks: int) -> dict[str, Any]:
@@ -176,7 +85,7 @@ def _refuse_empty(why: str | None, source: str | None) -> None:
         where, _, reason = why.rpartition(": ") if ": " in why else ("", "", why)
         parts = [int(p) if p.isdigit() else p for p in where.split("/") if p]
         keyword = re.match(r"[$\w]+", reason)  # "minimum 5 > maximum 3": at `minimum`
-        at = _line_column(source, parts + ([keyword.group(0)] if keyword else []))
+        at = line_column(source, parts + ([keyword.group(0)] if keyword else []))
     raise InvalidGrammar(f"the JSON schema admits no document{at}: {why}")
 
 
@@ -242,8 +151,8 @@ class JsonSchema(GrammarPotential):
         if key_order not in ("any", "schema"):
             raise ValueError(f"key_order must be 'any' or 'schema', got {key_order!r}")
         source = schema if isinstance(schema, str) else None
-        self.schema = _load(schema)
-        self._validator = _validator(self.schema, source)
+        self.schema = load_schema(schema)
+        self._validator = validator_for(self.schema, source)
         _refuse_empty(why_empty(self.schema, self._validator), source)
         options = _whitespace(max_whitespace, max_indent, line_breaks)
         self.max_whitespace = max_whitespace
@@ -369,12 +278,12 @@ class JsonSchema(GrammarPotential):
                     return f"unfinished: {where(text[: error.start].decode('utf-8'))}"
                 return f"not JSON: invalid UTF-8 at byte {error.start}"
         try:
-            value = json.loads(text, object_pairs_hook=_unique)
+            value = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
                 return f"unfinished: {where(text)}"
             return f"not JSON ({where(text[: error.pos])}): {error}"
-        except _RepeatedKey as error:
+        except RepeatedKey as error:
             return f"the key {error.args[0]!r} appears twice in one object"
         try:
             import jsonschema
