@@ -24,7 +24,7 @@ from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.inference.particle import SequenceModel
 from genlm_lab.control.inference.sequences import Sequences
-from genlm_lab.control.inference.smc import SMC
+from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
 from genlm_lab.control.lm.bytellm import ByteLLM
 from genlm_lab.control.lm.canonical import CanonicalTokenization
 from genlm_lab.control.lm.llm import PromptedLLM
@@ -84,6 +84,7 @@ __all__ = [
     "BoundaryPredicate",
     "ByteLLM",
     "CanonicalTokenization",
+    "BudgetTooSmall",
     "CFGBoundary",
     "Coerced",
     "DirectTokenSampler",

@@ -43,6 +43,7 @@ trace), which `Run.emit` puts into the record entry's "extras" for the views.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +55,11 @@ from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.potential.base import Potential, factor_names
 from genlm_lab.smc import AlarmThresholds, PrintingObserver, smc_standard
 
-__all__ = ["SMC", "SequenceModel", "UnitSampler", "factor_names"]
+__all__ = ["SMC", "BudgetTooSmall", "SequenceModel", "UnitSampler", "factor_names"]
+
+
+class BudgetTooSmall(UserWarning):
+    """A run's `max_tokens` is too small for a constraint to end any text (budgets on)."""
 
 
 class SMC:
@@ -157,6 +162,15 @@ class SMC:
         sampler, guard = (
             with_budget(self.unit_sampler, int(max_tokens)) if budget else (self.unit_sampler, None)
         )
+        refused = await guard.refuser([]) if guard is not None else None
+        if refused is not None:  # no text at all fits: say so before every particle dies
+            warnings.warn(
+                f"{refused[1]} cannot end any text within max_tokens={int(max_tokens)} "
+                "(EOS included), so every particle starts dead: raise max_tokens, or pass "
+                "budget=False to let particles run until they are cut",
+                BudgetTooSmall,
+                stacklevel=2,
+            )
         model = SequenceModel(
             sampler,
             self.critic,

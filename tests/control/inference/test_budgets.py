@@ -17,7 +17,14 @@ import numpy as np
 import pytest
 from _toys import exact_completions, toy_llm, within
 
-from genlm_lab.control import AWRS, SMC, BoolFSA, EndOfSequence, direct_token_sampler
+from genlm_lab.control import (
+    AWRS,
+    SMC,
+    BoolFSA,
+    BudgetTooSmall,
+    EndOfSequence,
+    direct_token_sampler,
+)
 from genlm_lab.control.constraint.finish_distance import AutomatonDistance
 from genlm_lab.control.inference.budgets import Budget, BudgetedSampler, budget_for, with_budget
 
@@ -137,8 +144,17 @@ def test_a_run_that_cannot_end_at_all_starts_dead():
     assert not run(
         Budget([(1, "c", budget_for(AWRS(llm, constraint), 9).factors[0][2])], 3).fits([])
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         sequences = run(SMC(AWRS(llm, constraint))(4, 0.5, 3, seed=0))
     assert sequences.log_ml == -math.inf
     assert not any(isinstance(c[-1], EndOfSequence) for c in sequences.contexts if c)
+    # said up front, naming the budget and the ways out, not only "start() gave weight zero"
+    too_small = [w for w in caught if issubclass(w.category, BudgetTooSmall)]
+    assert len(too_small) == 1
+    assert "max_tokens=3" in str(too_small[0].message)
+    assert "budget=False" in str(too_small[0].message)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(SMC(AWRS(llm, constraint))(4, 0.5, 3, seed=0, budget=False))
+    assert not any(issubclass(w.category, BudgetTooSmall) for w in caught)
