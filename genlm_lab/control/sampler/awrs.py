@@ -20,16 +20,8 @@ identity of the first success is independent of N and distributed as
 q(y) c(y) / p, so E[w 1{x = y}] = W q(y) c(y): the pair is properly weighted
 for the target, and E[w] is its next-token mass.
 
-Adaptivity makes the i.i.d. draws cheap. A rejected token is never asked
-about again. A run of draws that would land in the rejected set R (of mass
-m_R) is skipped in O(1): its length is Geometric(1 - m_R), and the next draw
-is from q restricted to everything outside R: a repeat of an accepted token
-(no check), or the next unseen token of a without-replacement order (Gumbel
-keys, sorted lazily in growing chunks), so a draw costs O(1), not O(|V|).
-1 - m_R is computed as the sum of the remaining mass, not as one minus a
-running sum, so it stays exact when nearly all mass is rejected. Each
-iteration is either the first look at a token or a repeat of an accepted
-one: at most |V| + max_accepts iterations.
+Adaptivity makes the i.i.d. draws cheap (`awrs_order`): a rejected token is
+never asked about again, and runs of draws into the rejected set are skipped.
 
 Termination: if every token with q > 0 is rejected, the target's mass is
 exactly zero and the weight is -inf (also when q itself is all zero). With a
@@ -50,8 +42,14 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.core.tokens import sample_linear, token_label
+from genlm_lab.control.core.tokens import token_label
 from genlm_lab.control.potential.base import Potential
+from genlm_lab.control.sampler.awrs_order import (
+    UnseenTokens,
+    draw_from_cdf,
+    pick_weighted,
+    skipped_draws,
+)
 from genlm_lab.control.sampler.token import FactorRows, TokenSampler
 
 __all__ = ["AWRS"]
@@ -275,16 +273,6 @@ class AWRS(TokenSampler):
             label = self._labels[index] = token_label(self.target.vocab_eos[index])
         return label
 
-    def _skipped(self, p_out: float) -> int:
-        """How many draws land in the rejected set before one lands outside: Geometric(p_out) - 1."""
-        u = 1.0 - self.rng.random()  # in (0, 1]
-        if p_out >= 1 or u >= 1:
-            return 0
-        # floor(log u / log(1 - p_out)), in logs so that a tiny p_out cannot
-        # overflow; counts beyond e^700 are capped (see the module docstring).
-        log_skip = math.log(-math.log(u)) - math.log(-math.log1p(-p_out))
-        return math.floor(math.exp(min(log_skip, 700.0)))
-
     async def _proper(
         self, context: list[Any], q: np.ndarray, trace: dict
     ) -> tuple[Any, float, int, int]:
@@ -305,18 +293,18 @@ class AWRS(TokenSampler):
         cdf = np.cumsum(q)
         accepted: dict[int, float] = {}  # index -> q
         rejected: set[int] = set()
-        unseen: _Unseen | None = None  # built at the first rejection
+        unseen: UnseenTokens | None = None  # built at the first rejection
         draws, rejects, accepts = 0, 0, 0
         first = last_rejected = None
         while True:
             if unseen is None:
-                index = _from_cdf(cdf, q, rng)
+                index = draw_from_cdf(cdf, q, rng)
             else:
                 m_accepted = sum(accepted.values())
                 live = m_accepted + unseen.mass()
                 if live <= 0:  # every token with mass is rejected: the target's mass is 0
                     return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
-                skipped = self._skipped(live / total)
+                skipped = skipped_draws(live / total, self.rng)
                 if rejects + skipped >= self.max_rejects:
                     draws += int(self.max_rejects - rejects)
                     return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
@@ -325,7 +313,7 @@ class AWRS(TokenSampler):
                 new = None if rng.random() * live < m_accepted else unseen.pop()
                 if new is None and not accepted:  # rounding left no unseen token
                     return last_rejected, -math.inf, draws, len(rejected)
-                index = new if new is not None else _pick(accepted, rng)
+                index = new if new is not None else pick_weighted(accepted, rng)
             draws += 1
             token = vocab[index]
             label = self._label(index)
@@ -339,7 +327,7 @@ class AWRS(TokenSampler):
                     if rejects >= self.max_rejects:
                         return token, -math.inf, draws, len(accepted) + len(rejected)
                     if unseen is None:
-                        unseen = _Unseen(q, [*accepted, *rejected], rng)
+                        unseen = UnseenTokens(q, [*accepted, *rejected], rng)
                     continue
                 trace["accepted"].append(label)
                 accepted[index] = float(q[index])
@@ -355,7 +343,7 @@ class AWRS(TokenSampler):
     ) -> tuple[Any, float, int, int]:
         """Draws without replacement until the first accept: weight 0, or -inf if none."""
         vocab = self.target.vocab_eos
-        order = _Unseen(q, [], self.rng)
+        order = UnseenTokens(q, [], self.rng)
         token = self.target.eos
         draws = 0
         while draws < self.max_rejects:
@@ -400,63 +388,3 @@ class AWRS(TokenSampler):
             f"AWRS({self.potential.name}, {self.condition.name}, "
             f"max_accepts={self.max_accepts}{budget})"
         )
-
-
-def _from_cdf(cdf: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> int:
-    """An index drawn with probability q / sum(q), from q's cumulative sum."""
-    index = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
-    if q[index] <= 0:  # the uniform rounded up to the total
-        index = int(np.flatnonzero(q > 0)[-1])
-    return index
-
-
-def _pick(weights: dict[int, float], rng: np.random.Generator) -> int:
-    """A key of `weights` drawn in proportion to its value."""
-    keys = list(weights)
-    return keys[sample_linear(np.array([weights[k] for k in keys]), rng)]
-
-
-class _Unseen:
-    """The tokens not drawn yet, in the order that sampling without replacement from q gives.
-
-    Sorting log q + Gumbel noise in decreasing order gives that order. It is
-    sorted in chunks of growing size, so a call that draws few tokens sorts
-    few. `mass()` is the q-mass of the tokens left, summed over them (never
-    one total minus a running sum).
-    """
-
-    def __init__(self, q: np.ndarray, seen: Sequence[int], rng: np.random.Generator) -> None:
-        with np.errstate(divide="ignore"):
-            self.keys = np.log(q) + rng.gumbel(size=len(q))
-        self.keys[list(seen)] = -math.inf
-        self.q = q
-        self.chunk = np.zeros(0, dtype=np.int64)
-        self.suffix = np.zeros(1)  # suffix[j]: mass of chunk[j:]
-        self.pos = 0
-        self.rest = float(q[self.keys > -math.inf].sum())  # mass outside the chunk
-        self.size = 32
-
-    def mass(self) -> float:
-        return self.rest + float(self.suffix[self.pos])
-
-    def pop(self) -> int | None:
-        """The next token of the order (None when none with mass is left)."""
-        if self.pos == len(self.chunk):
-            self._next_chunk()
-            if not len(self.chunk):
-                return None
-        index = int(self.chunk[self.pos])
-        self.pos += 1
-        return index
-
-    def _next_chunk(self) -> None:
-        live = np.flatnonzero(self.keys > -math.inf)
-        k = min(self.size, live.size)
-        self.size *= 4
-        if k < live.size:
-            live = live[np.argpartition(-self.keys[live], k - 1)[:k]]
-        chunk = live[np.argsort(-self.keys[live], kind="stable")]
-        self.keys[chunk] = -math.inf
-        self.chunk, self.pos = chunk, 0
-        self.suffix = np.append(np.cumsum(self.q[chunk][::-1])[::-1], 0.0)
-        self.rest = float(self.q[self.keys > -math.inf].sum())
