@@ -18,13 +18,15 @@ def test_task_seeds_depend_on_the_task_only():
 
 async def _draw(instance, output_dir, replicate):
     """An adaptor whose answer is a draw from the task's generator."""
-    text = "ab" if get_rng().random() < 0.5 else "a"
+    x = get_rng().random()
+    text = f"{x:.12f}" + ("b" if x < 0.5 else "")
     return ModelOutput(responses=[ModelResponse(response=text, weight=1.0)], metadata={"x": 1})
 
 
 async def test_a_task_runs_under_its_own_seeded_generator_and_is_scored():
     instance = ToyInstance(instance_id=0, pattern="a+b")
-    want = "ab" if np.random.default_rng(11).random() < 0.5 else "a"
+    x = np.random.default_rng(11).random()
+    want = f"{x:.12f}" + ("b" if x < 0.5 else "")
     output, result, row = await run_task(_draw, EndsWithB(), instance, 0, 11, None)
     assert output.responses[0].response == want
     assert row["seed"] == 11 and row["status"] == "finished"
