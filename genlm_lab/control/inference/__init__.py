@@ -1,1 +1,19 @@
 """`SMC` over a token sampler and a critic, and the `Sequences` it returns."""
+
+from genlm_lab.control.inference.budgets import Budget, BudgetedSampler, budget_for, with_budget
+from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
+from genlm_lab.control.inference.sequences import Sequences, SequencesLengthError
+from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
+
+__all__ = [
+    "Budget",
+    "BudgetTooSmall",
+    "BudgetedSampler",
+    "SMC",
+    "SequenceModel",
+    "Sequences",
+    "SequencesLengthError",
+    "UnitSampler",
+    "budget_for",
+    "with_budget",
+]

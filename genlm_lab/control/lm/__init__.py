@@ -1,1 +1,16 @@
 """Language models as potentials: `PromptedLLM`, `ByteLLM`, token maps, canonical tokenization."""
+
+from genlm_lab.control.lm.bytellm import ByteLLM
+from genlm_lab.control.lm.canonical import CanonicalTokenization, FastCanonicalityFilterBPE
+from genlm_lab.control.lm.llm import PromptedLLM, TokenMappings
+from genlm_lab.control.lm.token_maps import TokenIndex, eos_order
+
+__all__ = [
+    "ByteLLM",
+    "CanonicalTokenization",
+    "FastCanonicalityFilterBPE",
+    "PromptedLLM",
+    "TokenIndex",
+    "TokenMappings",
+    "eos_order",
+]
