@@ -1,0 +1,51 @@
+"""json.reading: schema text, line and column of a JSON path, repeated keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from genlm_lab.control import InvalidGrammar
+from genlm_lab.control.constraint.json.reading import (
+    RepeatedKey,
+    key_positions,
+    line_column,
+    load_schema,
+    unique_keys,
+    validator_for,
+)
+
+TEXT = '{\n  "type": "object",\n  "properties": {\n    "a": {"type": "strin"},\n    "b": {"enum": [1, 2]}\n  }\n}'
+
+
+def test_key_positions_point_at_each_key_in_the_text():
+    found = key_positions(TEXT)
+    for path in [("type",), ("properties",), ("properties", "a"), ("properties", "b")]:
+        at = found[path]
+        assert TEXT[at:].startswith(json.dumps(path[-1]))
+    at = found[("properties", "b", "enum", 1)]
+    assert TEXT[at] == "2"
+
+
+def test_line_column_counts_from_one_and_falls_back_to_the_deepest_known_part():
+    assert line_column(TEXT, ["properties", "a"]) == " (line 4, column 5)"
+    assert line_column(TEXT, ["properties", "a", "missing"]) == " (line 4, column 5)"
+    assert line_column("not json", ["x"]) == " (line 1, column 1)"  # the root
+
+
+def test_load_schema_and_validator_name_where_the_schema_is_wrong():
+    with pytest.raises(InvalidGrammar, match="line 1, column"):
+        load_schema("{")
+    with pytest.raises(InvalidGrammar, match="is an object"):
+        load_schema("[1]")
+    with pytest.raises(InvalidGrammar, match=r"properties/a/type \(line 4"):
+        validator_for(json.loads(TEXT), TEXT)
+    assert validator_for({"type": "string"}).is_valid("x")
+
+
+def test_unique_keys_refuses_a_key_written_twice():
+    assert json.loads('{"a": 1, "b": 2}', object_pairs_hook=unique_keys) == {"a": 1, "b": 2}
+    with pytest.raises(RepeatedKey) as caught:
+        json.loads('{"a": 1, "a": 2}', object_pairs_hook=unique_keys)
+    assert caught.value.args[0] == "a"
