@@ -82,3 +82,30 @@ async def exact_expectation(lm: ToyLM, pattern: str, score, max_tokens: int) -> 
     pairs = await weights()
     total = sum(w for _, w in pairs)
     return sum(w * score(t) for t, w in pairs) / total
+
+
+def run_rows() -> Any:
+    """A runs table (2 models x 3 methods x 2 domains x 6 instances) as the store gives it."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for model in ("default", "tiny-random"):
+        for method in ("lcd", "smc", "awrs_smc"):
+            for domain in ("pattern_matching", "json_schema"):
+                for i in range(6):
+                    rows.append(
+                        {
+                            "model": model,
+                            "method": method,
+                            "domain": domain,
+                            "instance_id": str(i),
+                            "status": "finished" if i else "all_dead",
+                            "weighted_accuracy": float(rng.random()),
+                            "runtime_seconds": float(rng.random() * 3),
+                            "finished_at": 1000.0 + 10 * i,
+                            "lm_requests": int(rng.integers(1, 50)),
+                        }
+                    )
+    return pd.DataFrame(rows)

@@ -2,35 +2,11 @@
 
 import re
 
-import numpy as np
-import pandas as pd
 import pytest
+from _eval_toys import run_rows
 
 from genlm_lab.eval import plot_accuracy_cost, summarize
 from genlm_lab.eval.chart import Encoding, scatter_svg
-
-
-def _runs():
-    rng = np.random.default_rng(0)
-    rows = []
-    for model in ("default", "tiny-random"):
-        for method in ("lcd", "smc", "awrs_smc"):
-            for domain in ("pattern_matching", "json_schema"):
-                for i in range(6):
-                    rows.append(
-                        {
-                            "model": model,
-                            "method": method,
-                            "domain": domain,
-                            "instance_id": str(i),
-                            "status": "finished" if i else "all_dead",
-                            "weighted_accuracy": float(rng.random()),
-                            "runtime_seconds": float(rng.random() * 3),
-                            "finished_at": 1000.0 + 10 * i,
-                            "lm_requests": int(rng.integers(1, 50)),
-                        }
-                    )
-    return pd.DataFrame(rows)
 
 
 def _bbox(text: str, x: float, y: float, anchor: str, size: float = 10) -> tuple:
@@ -82,7 +58,7 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
 
 
 def test_the_figure_and_the_svg_chart_share_one_encoding():
-    summary = summarize(_runs(), n_bootstrap=200)
+    summary = summarize(run_rows(), n_bootstrap=200)
     rows = summary.to_dict("records")
     enc = Encoding.of(rows)
     fig = plot_accuracy_cost(summary)

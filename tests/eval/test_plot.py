@@ -1,37 +1,14 @@
 """plot_accuracy_cost and the paper tables: what they draw is what summarize says."""
 
 import numpy as np
-import pandas as pd
 import pytest
+from _eval_toys import run_rows
 
 from genlm_lab.eval import plot_accuracy_cost, summarize, summary_markdown, summary_table
 
 
-def _runs():
-    rng = np.random.default_rng(0)
-    rows = []
-    for model in ("default", "tiny-random"):
-        for method in ("lcd", "smc", "awrs_smc"):
-            for domain in ("pattern_matching", "json_schema"):
-                for i in range(6):
-                    rows.append(
-                        {
-                            "model": model,
-                            "method": method,
-                            "domain": domain,
-                            "instance_id": str(i),
-                            "status": "finished" if i else "all_dead",
-                            "weighted_accuracy": float(rng.random()),
-                            "runtime_seconds": float(rng.random() * 3),
-                            "finished_at": 1000.0 + 10 * i,
-                            "lm_requests": int(rng.integers(1, 50)),
-                        }
-                    )
-    return pd.DataFrame(rows)
-
-
 def test_the_figure_has_a_point_with_its_interval_per_row_a_colour_per_method_a_marker_per_model():
-    runs = _runs()
+    runs = run_rows()
     summary = summarize(runs, n_bootstrap=200)
     fig = plot_accuracy_cost(summary)
     assert len(fig.axes) == 2
@@ -52,14 +29,14 @@ def test_the_figure_has_a_point_with_its_interval_per_row_a_colour_per_method_a_
 
 
 def test_latency_is_not_offered_as_a_cost_without_its_name():
-    fig = plot_accuracy_cost(summarize(_runs(), n_bootstrap=200), cost="runtime_mean")
+    fig = plot_accuracy_cost(summarize(run_rows(), n_bootstrap=200), cost="runtime_mean")
     assert fig.axes[0].get_xlabel() == "latency per run (s)"
     with pytest.raises(ValueError, match="wall_per_run"):
-        plot_accuracy_cost(_runs(), cost="runtime_total")
+        plot_accuracy_cost(run_rows(), cost="runtime_total")
 
 
 def test_the_paper_table_goes_to_latex_and_markdown():
-    table = summary_table(summarize(_runs(), n_bootstrap=200))
+    table = summary_table(summarize(run_rows(), n_bootstrap=200))
     latex = table.to_latex(index=False, escape=True)
     assert "\\begin{tabular}" in latex and "awrs\\_smc" in latex
     md = summary_markdown(table)

@@ -22,6 +22,8 @@ import math
 import re
 from typing import Any
 
+from genlm_lab.control.constraint.json.reading import resolve_pointer
+
 __all__ = ["why_empty"]
 
 _ALL = frozenset({"null", "boolean", "object", "array", "integer", "fraction", "string"})
@@ -64,20 +66,9 @@ class _Reader:
         self._active: set[int] = set()  # nodes being read ($ref cycles count as non-empty)
 
     def resolve(self, ref: str) -> Any:
-        if ref == "#":
-            return self.root
-        if not ref.startswith("#/"):
-            return True
-        node = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                return True
-        return node
+        """The subschema `ref` names; True (anything) where it names none we can read."""
+        node = resolve_pointer(self.root, ref)
+        return True if node is None else node
 
     def valid(self, value: Any, node: dict) -> bool:
         """Whether `value` satisfies `node` (jsonschema; True where it cannot tell)."""

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from genlm_lab.control.constraint.json.reading import resolve_pointer
+
 __all__ = ["KeyFilter", "ObjAlt", "ObjectSchemas", "View", "dedup"]
 
 View = tuple  # a disjunction of conjunctions (tuples) of schema dicts; ((),) allows anything
@@ -186,20 +188,9 @@ class ObjectSchemas:
 
     # ------------------------------------------------------------ schemas
     def _resolve(self, ref: str) -> Any:
-        if ref == "#":
-            return self.root
-        if not ref.startswith("#/"):
-            return True  # anchors, remote documents: unknown, allow anything
-        node = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                return True
-        return node
+        # anchors, remote documents, dangling pointers: unknown, so allow anything
+        node = resolve_pointer(self.root, ref)
+        return True if node is None else node
 
     def view(self, node: Any, depth: int = 0) -> View:
         """`node` as a disjunction of conjunctions of schema dicts (`$ref`, allOf, anyOf, oneOf

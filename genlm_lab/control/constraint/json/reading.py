@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from genlm_lab.control.constraint.errors import InvalidGrammar
 
@@ -20,9 +21,33 @@ __all__ = [
     "key_positions",
     "line_column",
     "load_schema",
+    "resolve_pointer",
     "unique_keys",
     "validator_for",
 ]
+
+
+def resolve_pointer(root: Any, ref: str) -> Any:
+    """The subschema a local `$ref` names ("#", "#/a/b~1c"), or None if the schema has none.
+
+    The pointer is read as RFC 6901 in a URI fragment: percent-escapes first,
+    then `~1` for `/` and `~0` for `~`. A remote document or an anchor ("#x")
+    is not local: None.
+    """
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node = root
+    for part in ref[2:].split("/"):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 class RepeatedKey(Exception):

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import copy
 from typing import Any
-from urllib.parse import unquote
 
 import llguidance
+
+from genlm_lab.control.constraint.json.reading import resolve_pointer
 
 __all__ = ["relax"]
 
@@ -304,20 +305,6 @@ class Relaxer:
         self.note(path, "properties", "mask", "keys " + order)
 
 
-def _pointer(root: Any, ref: str) -> Any:
-    """The subschema a local `$ref` ("#/a/b~1c") names, or None if there is none."""
-    node = root
-    for part in ref[2:].split("/"):
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return None
-    return node
-
-
 def _hoist_deep_refs(schema: Any) -> Any:
     """A copy in which each `$ref` into the inside of a subschema ("#/definitions/a/properties/b")
     points to a copy of its target under the definitions instead.
@@ -342,7 +329,7 @@ def _hoist_deep_refs(schema: Any) -> Any:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/") and ref.count("/") > 2:
             if ref not in hoisted:
-                target = _pointer(schema, ref)
+                target = resolve_pointer(schema, ref)
                 if target is not None:
                     name = f"_relax_ref_{len(hoisted)}"
                     root.setdefault(container, {})[name] = copy.deepcopy(target)

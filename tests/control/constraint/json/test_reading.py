@@ -12,6 +12,7 @@ from genlm_lab.control.constraint.json.reading import (
     key_positions,
     line_column,
     load_schema,
+    resolve_pointer,
     unique_keys,
     validator_for,
 )
@@ -49,3 +50,14 @@ def test_unique_keys_refuses_a_key_written_twice():
     with pytest.raises(RepeatedKey) as caught:
         json.loads('{"a": 1, "a": 2}', object_pairs_hook=unique_keys)
     assert caught.value.args[0] == "a"
+
+
+def test_resolve_pointer_reads_rfc6901_in_a_uri_fragment():
+    root = {"$defs": {"a/b": {"type": "integer"}, "t~x": [{"type": "string"}], "sp ace": {}}}
+    assert resolve_pointer(root, "#") is root
+    assert resolve_pointer(root, "#/$defs/a~1b") == {"type": "integer"}
+    assert resolve_pointer(root, "#/$defs/t~0x/0") == {"type": "string"}
+    assert resolve_pointer(root, "#/$defs/sp%20ace") == {}
+    # dangling, out of range, remote and anchors name nothing we can read
+    for ref in ("#/$defs/nope", "#/$defs/t~0x/1", "other.json#/a", "#anchor"):
+        assert resolve_pointer(root, ref) is None, ref
