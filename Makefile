@@ -31,11 +31,14 @@ lab: setup
 # (tests/browser/conftest.py), after every asyncio test of their worker. The models are
 # converted once first, so that the parallel processes find the cache ready.
 PYTEST_WORKERS ?= 2
-# Three self-contained files run in the conformance lane, which otherwise ends minutes
-# before the main run: the wheelhouse install (2-3 minutes of pip in one process), the
-# bench-quick guard (subprocesses) and the docs site build. Same tests, less wall time.
+# Self-contained files run in the conformance lane, which otherwise ends minutes before
+# the main run: the wheelhouse install (2-3 minutes of pip in one process), the
+# bench-quick guard (subprocesses), the docs site build, and the local-Ray evaluations
+# (54 s alone on 2 quiet cores, 5-6 minutes of one main worker under make test's load,
+# measured on a fresh clone). Same tests, less wall time.
 # (Three workers instead measured slower: 15 min 46 s against 15 min 16 s for two.)
-BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py
+BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py \
+	tests/eval/test_cluster.py
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
