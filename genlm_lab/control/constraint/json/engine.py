@@ -19,7 +19,7 @@ import numpy as np
 
 from genlm_lab.control.constraint.json.keys import STR, KeyRules, State
 from genlm_lab.control.constraint.llg.engine import Engine
-from genlm_lab.control.constraint.llg.mask_weights import unpack_mask
+from genlm_lab.control.constraint.llg.mask_weights import read_only_masks, unpack_mask
 from genlm_lab.control.constraint.llg.matcher_cache import as_key
 
 __all__ = ["KeyedEngine"]
@@ -127,12 +127,7 @@ class KeyedEngine:
         return self.masks([context])[0]
 
     def masks(self, contexts: Sequence[Any]) -> list[np.ndarray]:
-        out = []
-        for bits in self.bits(contexts):
-            mask = unpack_mask(bits, self.n_tokens + 1)
-            mask.flags.writeable = False
-            out.append(mask)
-        return out
+        return read_only_masks(self.bits(contexts), self.n_tokens + 1)
 
     def bits(self, contexts: Sequence[Any]) -> list[np.ndarray]:
         """llguidance's packed masks, less the tokens that break a key rule."""

@@ -27,7 +27,7 @@ import numpy as np
 from llguidance.numpy import fill_next_token_bitmask, fill_next_token_bitmask_par
 
 from genlm_lab.control.constraint.errors import InvalidGrammar
-from genlm_lab.control.constraint.llg.mask_weights import unpack_mask
+from genlm_lab.control.constraint.llg.mask_weights import read_only_masks
 from genlm_lab.control.constraint.llg.matcher_cache import StateCache, as_key
 
 __all__ = ["Engine", "GreedyTokenizer", "InvalidGrammar", "check_grammar", "llg_tokenizer"]
@@ -307,12 +307,7 @@ class Engine:
 
     def masks(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
         """`mask` of several contexts (read-only bool arrays), from `bits`."""
-        out = []
-        for bits in self.bits(contexts):
-            mask = unpack_mask(bits, self.n_tokens + 1)
-            mask.flags.writeable = False
-            out.append(mask)
-        return out
+        return read_only_masks(self.bits(contexts), self.n_tokens + 1)
 
     def bits(self, contexts: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
         """The masks of several contexts as packed bits (read-only uint8, bit i = token i).

@@ -18,7 +18,7 @@ import numpy as np
 
 from genlm_lab.control.core.weights import LazyWeights
 
-__all__ = ["MaskWeights", "unpack_mask"]
+__all__ = ["MaskWeights", "read_only_masks", "unpack_mask"]
 
 _TABLE = np.array([-math.inf, 0.0])
 
@@ -26,6 +26,16 @@ _TABLE = np.array([-math.inf, 0.0])
 def unpack_mask(bits: np.ndarray, n: int) -> np.ndarray:
     """Bool array of the first `n` bits of a little-endian packed uint8 mask (a fresh array)."""
     return np.unpackbits(bits, count=n, bitorder="little").view(bool)
+
+
+def read_only_masks(packed: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
+    """`unpack_mask` of each packed mask, read-only: engines share them through their caches."""
+    out = []
+    for bits in packed:
+        mask = unpack_mask(bits, n)
+        mask.flags.writeable = False
+        out.append(mask)
+    return out
 
 
 class MaskWeights(LazyWeights):

@@ -11,7 +11,7 @@ import pytest
 from _references import random_walk, reference_mask, regex_complete, regex_viable
 
 from genlm_lab.control import BoolFSA, Coerced, JsonSchema, LazyWeights, coerce
-from genlm_lab.control.constraint.llg.mask_weights import MaskWeights
+from genlm_lab.control.constraint.llg.mask_weights import MaskWeights, read_only_masks
 
 
 def run(coro):
@@ -119,3 +119,14 @@ def test_mask_weights_behave_as_the_dense_weights():
         MaskWeights(bits.astype(np.int32), encode, decode)
     with pytest.raises(ValueError, match="at least 46 bits"):
         MaskWeights(bits[:2], encode, decode)
+
+
+def test_read_only_masks_unpack_each_mask_and_refuse_writes():
+    rng = np.random.default_rng(0)
+    packed = [rng.integers(0, 256, size=3, dtype=np.uint8) for _ in range(4)]
+    masks = read_only_masks(packed, 19)
+    assert len(masks) == 4
+    for bits, mask in zip(packed, masks, strict=True):
+        assert np.array_equal(mask, np.unpackbits(bits, count=19, bitorder="little").astype(bool))
+        with pytest.raises(ValueError, match="read-only"):
+            mask[0] = not mask[0]
