@@ -25,9 +25,13 @@ budget of twice the shortest document's tokens plus 40 (the issue's rule):
 - `llg`: AWRS-SMC with llguidance's own mask of the schema (keys in the
   schema's order, compact, `lenient`), no completion check, no budget: what
   outlines, xgrammar and llguidance generate;
-- `genlm-control` (with `--theirs N`, the first N schemas): genlm-control
-  0.4.1's `JsonSchema` with AWRS-SMC, in a child process capped at
-  `--their-cap` seconds.
+- `xgr`: AWRS-SMC with xgrammar 0.2.8's mask of the schema (compiled for the
+  tokenizer, compact), no completion check, no budget, in `llg`'s place
+  (`_xgrammar_json.py`);
+- `gc`: genlm-control 0.4.1's `JsonSchema` with AWRS-SMC, in a child process
+  capped at `--their-cap` seconds (`_genlm_control_json.py`); `gc-ws` the same
+  with its leading-whitespace regex grouped (as shipped, a first token "\\n\\n"
+  is a dead end under an object schema). `--theirs N`: on the first N schemas.
 
 Per schema and method: solved (>= 1 finished document valid under
 jsonschema), the posterior mass on valid documents, the particles cut at
@@ -37,10 +41,12 @@ The mask cost: along the shortest document's tokens, our coerced mask per
 step (llguidance's mask of the relaxed schema and the key rules) against the
 same llguidance mask alone (a fresh engine each, no cache hits).
 
-Run: `python benchmarks/bench_json_gen.py [--quick] [--theirs N] [--set key=value]`;
-`--quick` takes 10 schemas; `--set key_order=schema --set max_whitespace=0`
-passes options to our `JsonSchema` (how the defaults were chosen).
-Rows go to RESULTS.md's bench_json_gen section.
+Run: `python benchmarks/bench_json_gen.py [--quick] [--methods ...] [--theirs N]
+[--set key=value] [--json FILE] [--merge FILE]`; `--quick` takes 10 schemas;
+`--set key_order=schema --set max_whitespace=0` passes options to our
+`JsonSchema` (how the defaults were chosen); `--merge` adds the columns an
+earlier run saved with `--json` (the foreign ones are slow: run them once).
+Rows go to RESULTS.md's bench_json_gen section (`_json_gen_report.py`).
 """
 
 from __future__ import annotations
@@ -50,11 +56,13 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import _genlm_control_json
+import _json_gen_report as report
+import _xgrammar_json
 
 HERE = Path(__file__).resolve().parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -220,18 +228,23 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
     from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 
     checker = JsonSchema(entry["schema"])
-    if method == "llg":
+    if method == "xgr":  # xgrammar's mask, used as llguidance's is in `llg`
+        try:
+            constraint = _xgrammar_json.XgrammarMask(entry["schema"], llm)
+        except Exception as error:  # a schema xgrammar does not compile: measured nothing
+            return {"error": f"{type(error).__name__}: {error}"[:160], "wall": 0.0}
+    elif method == "llg":
         import llguidance
 
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
             entry["schema"], overrides={"whitespace_flexible": False, "lenient": True}
         )
         potential = GrammarPotential(grammar, entry["id"], "JSON schema")
-    else:
+    elif method != "xgr":
         potential = JsonSchema(entry["schema"], **options)
     if method == "greedy":
         constraint = WithinBudget(potential, llm, budget, greedy=True)
-    else:
+    elif method != "xgr":
         constraint = potential.coerce(llm, f=b"".join)
     sampler = (
         direct_token_sampler(llm * constraint) if method == "direct" else AWRS(llm, constraint)
@@ -278,41 +291,6 @@ def mask_cost(llm, entry: dict, options: dict) -> tuple[float, float]:
     return statistics.median(times["ours"]), statistics.median(times["bare"])
 
 
-def _theirs(entry: dict, budget: int, cap: float) -> dict:
-    """genlm-control 0.4.1's JsonSchema with AWRS-SMC, in a child process capped at `cap` s."""
-    code = (
-        "import asyncio, json, sys, time\n"
-        "from genlm.control import PromptedLLM, JsonSchema, AWRS\n"
-        "e = json.loads(sys.stdin.read())\n"
-        "llm = PromptedLLM.from_name(e['model_path'], backend='hf')\n"
-        "llm.set_prompt_from_str(e['prompt'])\n"
-        "js = JsonSchema(e['schema']).coerce(llm, f=b''.join)\n"
-        "async def main():\n"
-        "    t = time.perf_counter()\n"
-        "    s = await AWRS(llm, js).smc(n_particles=4, ess_threshold=0.5, "
-        "max_tokens=e['budget'])\n"
-        "    print(json.dumps({'posterior': dict(s.decoded_posterior), "
-        "'wall': time.perf_counter() - t}))\n"
-        "asyncio.run(main())\n"
-    )
-    from genlm_lab.backend.models import local_model_dir
-
-    path = str(local_model_dir("default"))  # the embedded weights' folder, no model loaded
-    payload = json.dumps({**entry, "prompt": prompt_for(entry), "budget": budget,
-                          "model_path": path})  # fmt: skip
-    start = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
-                              text=True, timeout=cap)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"timeout": True, "wall": cap, "cap": cap}
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1][:100] if done.stderr else "failed",
-                "wall": time.perf_counter() - start}  # fmt: skip
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**found, "wall": time.perf_counter() - start, "cap": cap}
-
-
 def _option(text: str) -> tuple[str, Any]:
     key, _, value = text.partition("=")
     try:
@@ -321,20 +299,33 @@ def _option(text: str) -> tuple[str, Any]:
         return key, value
 
 
+FOREIGN = ("gc", "gc-ws")  # run in a child process each (genlm-control), not through run_one
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 schemas")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--start", type=int, default=0, help="skip the panel's first N schemas")
     parser.add_argument("--methods", default="default,off,greedy,llg")
-    parser.add_argument("--theirs", type=int, default=0, help="genlm-control on the first N")
-    parser.add_argument("--their-cap", type=float, default=120.0)
+    parser.add_argument("--theirs", type=int, default=None,
+                        help="genlm-control (gc, gc-ws) on the first N only; --theirs N alone "
+                        "adds gc")  # fmt: skip
+    parser.add_argument("--their-cap", type=float, default=120.0, help="s per schema and run")
     parser.add_argument("--set", action="append", default=[], type=_option)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--json", default=None, help="also write the rows to this file")
+    parser.add_argument("--merge", action="append", default=[],
+                        help="a --json file of an earlier run: its columns this run lacks join "
+                        "the table (same schema ids)")  # fmt: skip
     args = parser.parse_args()
     options = dict(args.set)
+    methods = args.methods.split(",")
+    if args.theirs and not any(m in FOREIGN for m in methods):
+        methods.append("gc")
+    if "xgr" in methods:
+        import xgrammar  # noqa: F401  (fail before the model loads: `bash scripts/setup.sh bench`)
 
     from genlm_lab.backend import load_model_by_name
     from genlm_lab.control import PromptedLLM
@@ -344,137 +335,40 @@ async def main() -> None:
     print(f"{len(panel)} schemas", flush=True)
     lm = load_model_by_name("default")
     rows = []
-    methods = args.methods.split(",")
     for k, entry in enumerate(panel):
         llm = PromptedLLM(lm, prompt=prompt_for(entry))
         shortest = len(lm.tokenizer.encode(entry["shortest"], add_special_tokens=False))
         budget = 2 * shortest + 40
         row: dict[str, Any] = {"id": entry["id"], "licence": entry["licence"], "budget": budget}
         for method in methods:
+            if method in FOREIGN:
+                if args.theirs is None or k < args.theirs:
+                    row[method] = _genlm_control_json.run(
+                        entry, prompt_for(entry), budget, args.their_cap, args.seed,
+                        fix=method == "gc-ws",
+                    )  # fmt: skip
+                continue
             if hasattr(lm, "clear_cache"):  # no method reads logits another one computed
                 lm.clear_cache()
             row[method] = await run_one(llm, entry, method, options, budget, args.seed)
         row["mask_ours"], row["mask_bare"] = mask_cost(llm, entry, options)
-        if k < args.theirs:
-            row["theirs"] = _theirs(entry, budget, args.their_cap)
+        if "xgr" in methods:
+            row["xgr"]["mask"], row["xgr"]["mask_native"] = _xgrammar_json.mask_cost(
+                entry["schema"], llm, entry["shortest"]
+            )
         rows.append(row)
-        print(_line(row, methods), flush=True)
+        print(report.line(row, methods), flush=True)
         if args.json:  # after each schema: a cut-short run keeps what it measured
             Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+    for path in args.merge:
+        methods += report.merge(rows, json.loads(Path(path).read_text()), methods)
     elapsed = time.perf_counter() - began
-    report = render(rows, methods, options, elapsed)
-    print(report)
+    text = report.render(rows, methods, options, elapsed, PROMPT_CHARS, N_PARTICLES)
+    print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     if not args.no_write:
-        write_section(report)
-
-
-def _line(row: dict, methods: list[str]) -> str:
-    cells = []
-    for m in methods:
-        r = row[m]
-        cells.append(f"{m}: {'solved' if r['solved'] else '-'} mass {r['valid_mass']:.2f} "
-                     f"cut {r['cut']} {r['tokens']:.0f} tok {r['wall']:.1f}s "
-                     f"{r['per_step'] * 1e3:.0f}ms/step")  # fmt: skip
-    ratio = row["mask_ours"] / row["mask_bare"]
-    return f"{row['id']} (budget {row['budget']}): " + " | ".join(cells) + f" | mask x{ratio:.2f}"
-
-
-def render(rows: list[dict], methods: list[str], options: dict, elapsed: float) -> str:
-    """The RESULTS.md section: a summary table and one row per schema."""
-    n = len(rows)
-    head = [
-        f"## bench_json_gen ({time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s)",
-        "",
-        f'SmolLM2-135M ("default"), CPU, {N_PARTICLES} particles, seed 0, budget 2 x the '
-        "shortest valid document's tokens + 40; prompt: the schema (compact, cut at "
-        f"{PROMPT_CHARS} chars). Our options: {options or 'the defaults'}. Schemas: SchemaStore "
-        "files vendored by check-jsonschema (licence per row). Mask: median per step along the "
-        "shortest document, ours / llguidance's mask of the same grammar alone.",
-        "",
-        "Per schema: solved (a finished document valid under jsonschema; 'budget: cut' when "
-        "particles were cut at max_tokens), valid mass, mean tokens, wall.",
-        "",
-        "| method | solved | valid mass on solved (min) | schemas with a particle cut at max_tokens "
-        "| mean tokens | mean wall (s) | wall / particle-step (ms, median) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for m in methods:
-        solved = [r[m] for r in rows if r[m]["solved"]]
-        mass = min((s["valid_mass"] for s in solved), default=float("nan"))
-        cut = sum(r[m]["cut"] > 0 for r in rows)
-        head.append(f"| {m} | {len(solved)}/{n} | {mass:.3f} | {cut} | "
-                    f"{statistics.mean(r[m]['tokens'] for r in rows):.0f} | "
-                    f"{statistics.mean(r[m]['wall'] for r in rows):.1f} | "
-                    f"{statistics.median(r[m]['per_step'] for r in rows) * 1e3:.0f} |")  # fmt: skip
-    theirs = [r["theirs"] for r in rows if "theirs" in r]
-    if theirs:
-        solved = sum(bool(t.get("posterior")) for t in theirs)
-        timeouts = sum(bool(t.get("timeout")) for t in theirs)
-        errors = [t["error"] for t in theirs if "error" in t]
-        if errors:  # a run that failed to start measured nothing: say so, not "unsolved"
-            raise SystemExit(f"genlm-control failed to run: {errors[0]}")
-        head.append(f"| genlm-control 0.4.1 (first {len(theirs)}, capped at {theirs[0]['cap']:.0f} "
-                    f"s) | {solved}/{len(theirs)} | | {timeouts} timed out | | |")  # fmt: skip
-    if "greedy" in methods:
-        stats = [r["greedy"].get("budget_stats", {}) for r in rows]
-        total = {k: sum(x.get(k, 0) for x in stats) for k in ("checked", "reused", "refused",
-                                                              "unknown")}  # fmt: skip
-        head += [
-            "",
-            "`greedy` is `WithinBudget(JsonSchema(schema), llm, budget, greedy=True)`: the same "
-            "mask, and a token is refused once the schema's greedy `finish`, in tokens, plus EOS "
-            "no longer fits. The run keeps only documents within `max_tokens` either way; what "
-            "it may set aside is a prefix that only a completion shorter than the greedy finish "
-            f"could have ended in time. Over the panel: {total['checked']} finishes walked, "
-            f"{total['reused']} taken over from the parent, {total['refused']} tokens refused, "
-            f"{total['unknown']} prefixes with no finish found (nothing refused there).",
-        ]
-    for m in ("default", "direct"):
-        if m in methods:
-            stats = [r[m].get("budget_stats", {}) for r in rows]
-            total = {k: sum(x.get(k, 0) for x in stats) for k in ("kept", "refused", "unproven")}
-            head += [
-                "",
-                f"`{m}`'s budget (sound: refused only where no completion fits): "
-                f"{total['refused']} tokens refused, {total['kept']} proven to fit, "
-                f"{total['unproven']} kept unproven (too far from the end, or too many tokens "
-                "allowed, for the search to decide).",
-            ]
-    ratios = [r["mask_ours"] / r["mask_bare"] for r in rows]
-    head += [
-        "",
-        f"Mask per step, ours / llguidance alone: median {statistics.median(ratios):.2f}x, worst "
-        f"{max(ratios):.2f}x (target <= 4x).",
-        "",
-        "| schema | licence | budget | " + " | ".join(methods) + " | mask ours / bare |",
-        "|---|---|---|" + "---|" * len(methods) + "---|",
-    ]
-    for r in rows:
-        cells = []
-        for m in methods:
-            x = r[m]
-            why = "" if x["solved"] else (" (budget: cut)" if x["cut"] else " (mask/model)")
-            mass = f" {x['valid_mass']:.2f}" if x["solved"] else ""
-            cells.append(f"{'yes' if x['solved'] else 'no'}{why}{mass} "
-                         f"{x['tokens']:.0f}t {x['wall']:.0f}s")  # fmt: skip
-        head.append(f"| {r['id']} | {r['licence']} | {r['budget']} | " + " | ".join(cells)
-                    + f" | {r['mask_ours'] * 1e3:.2f} / {r['mask_bare'] * 1e3:.2f} ms |")  # fmt: skip
-    return "\n".join(head) + "\n"
-
-
-def write_section(report: str) -> None:
-    """Replace (or add) the bench_json_gen section of RESULTS.md, leaving the others alone."""
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    start = text.find("\n## bench_json_gen (")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + report
-    else:
-        end = text.find("\n## ", start + 1)
-        text = text[: start + 1] + report + ("" if end < 0 else text[end:])
-    path.write_text(text)
+        report.write_section(text)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,10 @@ if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fin
         "genlm-control==0.4.1" "genlm-grammar==0.2.0"
     # genlm-control's pure-Python needs (jsonschema and lark come with our extras).
     pip_install protobuf json-stream interegular nltk frozendict
+    # xgrammar's JSON-schema mask (bench_json_gen's `xgr` column), CPU wheel. --no-deps:
+    # its one need we lack is its FFI runtime; triton (GPU kernels, several hundred MB)
+    # it imports only to apply a mask on a GPU, which the bench never does.
+    pip_install --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
     echo "$fingerprint" > "$bench_stamp"
 fi
 
