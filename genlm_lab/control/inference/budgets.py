@@ -12,6 +12,20 @@ cannot end in time is rejected and another drawn. With any other token
 sampler (`BudgetedSampler`) a drawn token that cannot end in time gets weight
 zero: still properly weighted for the budgeted target (the indicator is a
 factor of it), but the particle dies instead of drawing again.
+
+Far from the end a sound finisher proves little (a JSON particle may write
+a long string while its required keys wait). Where a factor names a short
+finish (`FinishGuide`), AWRS is also *guided*, exactly: with `over(x)` the
+tokens by which the finishes of prefix x overrun the tokens left, the run's
+intermediate targets are twisted by `psi(x) = eps ** over(x)` (psi = 1 for
+a finished text, so the final target is unchanged), and each draw is, with
+probability `1 - eps`, AWRS on the condition "over does not grow", else
+plain AWRS. The weight `Z * psi(x + t) / psi(x)` (times `1 / eps` for a
+plain draw that made `over` grow) is properly weighted for the twisted
+target: a mixture of the two branches' measures whose mixing weights equal
+the branches' probabilities. So particles head for an ending in time and
+resampling favours those that can make it, while nothing is refused on the
+guess: the finish is greedy, and a prefix it misjudges keeps its mass.
 """
 
 from __future__ import annotations
@@ -19,6 +33,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from genlm_lab.control.constraint.finish_distance import Finisher, finisher_for
 from genlm_lab.control.core.constant import EndOfSequence
@@ -35,9 +51,19 @@ class Budget:
         max_tokens: the run's `max_tokens` (EOS included).
     """
 
+    #: The guided twist's base: a prefix whose finishes overrun by k tokens has psi = eps**k,
+    #: and a guided AWRS draw ignores the guide with probability eps.
+    eps = 0.05
+
     def __init__(self, factors: list[tuple[int, str, Finisher]], max_tokens: int) -> None:
         self.factors = factors
         self.max_tokens = int(max_tokens)
+        #: (position in `factors`, guide) for each factor that names a short finish
+        self.guides = [
+            (k, f.guide) for k, (_, _, f) in enumerate(factors) if getattr(f, "guide", None)
+        ]
+        #: guided draws, plain draws (probability eps), draws after which `over` grew
+        self.guide_stats = {"guided": 0, "plain": 0, "overran": 0}
         self._prefix: list[Any] | None = None  # the last context asked about, and its ids
         self._prefix_ids: list[list[int]] = []
 
@@ -71,13 +97,56 @@ class Budget:
                 return index, name
         return None
 
+    def over(self, context: Sequence[Any], token: Any = None) -> int:
+        """Tokens by which the guides' finishes of `context` (then `token`) overrun the tokens
+        left; 0 for a finished text and where no guide has a finish.
+        """
+        context = context if isinstance(context, list) else list(context)
+        ended = context and isinstance(context[-1], EndOfSequence)
+        if not self.guides or ended or isinstance(token, EndOfSequence):
+            return 0
+        left = self.max_tokens - len(context) - (token is not None)
+        prefixes = self._ids(context)
+        total = 0
+        for k, guide in self.guides:
+            ids = prefixes[k]
+            if token is None:
+                need = guide.need(ids)
+            else:
+                need = guide.need_after(ids, self.factors[k][2].lookup[token])
+            total += 0 if need is None else max(0, need - left)
+        return total
+
+    def plan(self, context: list[Any], rng: np.random.Generator) -> tuple[int, int | None]:
+        """`(over(context), limit)` for one guided draw: the limit on `over` that the draw's
+        tokens must keep to, or None (with probability eps) for a plain draw.
+        """
+        over = self.over(context)
+        return over, (over if rng.random() >= self.eps else None)
+
+    def twist(self, context: list[Any], token: Any, over: int, limit: int | None = None) -> float:
+        """The log-weight to add to a draw of `token` after `context` (whose `over` is
+        `over`), drawn with `limit` (see `plan`): psi's ratio, over eps for a plain draw
+        that made `over` grow (one the guided branch could not have drawn).
+        """
+        grew = self.over(context, token) - over
+        plain_overrun = grew > 0 and limit is None
+        self.guide_stats["plain" if limit is None else "guided"] += 1
+        self.guide_stats["overran"] += grew > 0
+        return (grew - plain_overrun) * math.log(self.eps)
+
     async def fits(self, context: Sequence[Any], token: Any = None) -> bool:
         """Whether every factor can still end `context` (then `token`) within the tokens left."""
         return await self.refuser(context, token) is None
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Each factor's counts: kept, refused, unproven (kept without proof)."""
-        return {name: dict(f.stats) for _, name, f in self.factors}
+        """Each factor's counts: kept, refused, unproven (kept without proof); with guides,
+        also "guide": guided and plain draws, and draws after which the finish overran more.
+        """
+        out = {name: dict(f.stats) for _, name, f in self.factors}
+        if self.guides:
+            out["guide"] = dict(self.guide_stats)
+        return out
 
     def __repr__(self) -> str:
         names = ", ".join(name for _, name, _ in self.factors)

@@ -167,25 +167,27 @@ class AWRS(TokenSampler):
             self._encoded = (context, key)
         return key
 
-    async def _accepts(self, context: list[Any], token: Any) -> bool:
-        """Whether the condition allows `token` after `context` (one condition call)."""
-        fast = self._engine is not None and "score" not in vars(self.condition)  # not profiled
-        if fast and not self.target.ends([token]):
-            if not self._engine.allows(self._key(context), self.condition.lookup[token]):
-                return False
-            if self.budget is not None:
-                return await self.budget.fits(context, token)
+    async def _accepts(self, context: list[Any], token: Any, limit: int | None = None) -> bool:
+        """Whether the condition and the budget allow `token` after `context` (the budget's
+        overrun within a guided draw's `limit`)."""
+        if not await self._condition_allows(context, token):
+            return False
+        if self.budget is None or self.target.ends([token]):
             return True
+        if not await self.budget.fits(context, token):
+            return False
+        return limit is None or self.budget.over(context, token) <= limit
+
+    async def _condition_allows(self, context: list[Any], token: Any) -> bool:
+        if self._engine is not None and "score" not in vars(self.condition):  # not profiled
+            if not self.target.ends([token]):
+                return self._engine.allows(self._key(context), self.condition.lookup[token])
         # score = prefix(context + [token]), or complete(context) for EOS; grammar
         # potentials answer it from the context's cached state (~7 us vs ~500 us
         # for a prefix from scratch on SmolLM2's vocabulary).
         value = await self.condition.score([*context, token])
-        if value == 0:
-            if self.budget is not None and not self.target.ends([token]):
-                return await self.budget.fits(context, token)
-            return True
-        if value == -math.inf:
-            return False
+        if value in (0, -math.inf):
+            return value == 0
         raise ValueError(
             f"AWRS needs a boolean condition (log-weights 0 or -inf), but {self.condition.name} "
             f"gave {value!r} for token {token_label(token)!r} after {len(context)} tokens"
@@ -219,14 +221,18 @@ class AWRS(TokenSampler):
         rows, logws = await self._rows(context)
         trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
         top = float(np.max(logws))
+        guide = self.budget if self.proper_weights and self.budget and self.budget.guides else None
+        over, limit = guide.plan(context, self.rng) if guide is not None else (0, None)
         if top == -math.inf:
             token, logw, draws, checks = self.target.eos, -math.inf, 0, 0
         else:
             q = np.exp(logws - top)
             log_w = top + math.log(float(q.sum()))
             run = self._proper if self.proper_weights else self._improper
-            token, log_ratio, draws, checks = await run(context, q, trace)
+            token, log_ratio, draws, checks = await run(context, q, trace, limit)
             logw = log_w + log_ratio if self.proper_weights else log_ratio
+        if guide is not None and logw > -math.inf:
+            logw += guide.twist(context, token, over, limit)
         trace.update(n_draws=draws, n_checks=checks, logw=float(logw))
         info: dict[str, Any] = {"awrs": trace}
         if top == -math.inf:
@@ -264,7 +270,10 @@ class AWRS(TokenSampler):
         lm = float((await self.potential.logw_next(context))[eos])
         if lm == -math.inf:
             return lm
-        return lm + float(await self.condition.score([*context, eos]))
+        logw = lm + float(await self.condition.score([*context, eos]))
+        if self.proper_weights and self.budget and self.budget.guides and logw > -math.inf:
+            logw -= self.budget.over(context) * math.log(self.budget.eps)  # the twist, undone
+        return logw
 
     def _label(self, index: int) -> str:
         """The escaped text of token `index` for the trace (cached: the vocabulary is fixed)."""
@@ -274,7 +283,7 @@ class AWRS(TokenSampler):
         return label
 
     async def _proper(
-        self, context: list[Any], q: np.ndarray, trace: dict
+        self, context: list[Any], q: np.ndarray, trace: dict, limit: int | None = None
     ) -> tuple[Any, float, int, int]:
         """I.i.d. draws from q (unnormalised) until max_accepts accepts.
 
@@ -319,7 +328,7 @@ class AWRS(TokenSampler):
             label = self._label(index)
             trace["drawn"].append(label)
             if index not in accepted:
-                if not await self._accepts(context, token):
+                if not await self._accepts(context, token, limit):
                     trace["rejected"].append(label)
                     rejected.add(index)
                     rejects += 1
@@ -339,7 +348,7 @@ class AWRS(TokenSampler):
                 return first, ratio, draws, len(accepted) + len(rejected)
 
     async def _improper(
-        self, context: list[Any], q: np.ndarray, trace: dict
+        self, context: list[Any], q: np.ndarray, trace: dict, limit: int | None = None
     ) -> tuple[Any, float, int, int]:
         """Draws without replacement until the first accept: weight 0, or -inf if none."""
         vocab = self.target.vocab_eos
@@ -354,7 +363,7 @@ class AWRS(TokenSampler):
             token = vocab[index]
             label = self._label(index)
             trace["drawn"].append(label)
-            if await self._accepts(context, token):
+            if await self._accepts(context, token, limit):
                 trace["accepted"].append(label)
                 return token, 0.0, draws, draws
             trace["rejected"].append(label)

@@ -26,17 +26,23 @@ efficiency, and depends on what is known of the constraint:
   node budget, proves that nothing fits. Where neither proves anything (too
   many tokens allowed, too many nodes) the prefix is kept and counted as
   "unproven" in `stats`.
+- `FinishGuide`: a guess, not a bound. Where the constraint names a short
+  finish, its token count steers SMC (a twist and a proposal that are both
+  divided out: `inference.budgets.Guide`), so particles head for an ending
+  in time without anything being refused on a guess.
 """
 
 from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDistance
 from genlm_lab.control.constraint.finish_distance.dfa import ByteDfa, plain_ascii_regex
 from genlm_lab.control.constraint.finish_distance.finisher import finisher_for
+from genlm_lab.control.constraint.finish_distance.guide import FinishGuide
 from genlm_lab.control.constraint.finish_distance.search import SearchDistance
 from genlm_lab.control.constraint.finish_distance.tokens import Finisher, token_bytes
 
 __all__ = [
     "AutomatonDistance",
     "ByteDfa",
+    "FinishGuide",
     "Finisher",
     "SearchDistance",
     "finisher_for",

@@ -33,6 +33,8 @@ class AutomatonDistance:
     """
 
     exact = True
+    #: A `FinishGuide` where the constraint names a short finish (JSON), else None.
+    guide = None
 
     def __init__(
         self,

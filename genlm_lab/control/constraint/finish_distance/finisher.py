@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,12 +13,12 @@ from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDist
 from genlm_lab.control.constraint.finish_distance.dfa import (
     dfa_of,
 )
+from genlm_lab.control.constraint.finish_distance.guide import FinishGuide
 from genlm_lab.control.constraint.finish_distance.search import SearchDistance
 from genlm_lab.control.constraint.finish_distance.tokens import (
     ByteTrie,
     Finisher,
     byte_trie,
-    fewest_tokens,
     token_bytes,
     usable_mask,
 )
@@ -41,25 +41,13 @@ def _language(potential: Potential) -> tuple[Potential, Any] | None:
     return None
 
 
-def _json_upper(potential: Potential, language: Any, trie: ByteTrie) -> Callable | None:
-    """A short completion's token count, where the constraint can name one (`finish`)."""
+def _guide(potential: Potential, language: Any, trie: ByteTrie) -> FinishGuide | None:
+    """A guess of the tokens to end a prefix, where the constraint can name a finish."""
     finish = getattr(language, "finish", None)
-    if not callable(finish):
-        return None
     tokens = token_bytes(potential)
-
-    def upper(context: Sequence[Any]) -> int | None:
-        text = b"".join(tokens[i] for i in potential.encode(context) if i < len(tokens))
-        try:
-            tail = finish(text)
-        except Exception:  # noqa: BLE001 - no finish is no upper bound, never an error
-            return None
-        if tail is None:
-            return None
-        n = fewest_tokens(trie, tail)
-        return None if n is None else n + 1
-
-    return upper
+    if not callable(finish) or tokens is None:
+        return None
+    return FinishGuide(finish, tokens, trie)
 
 
 def _parses_as_json(text: bytes) -> bool:
@@ -70,6 +58,11 @@ def _parses_as_json(text: bytes) -> bool:
         return False
     return True
 
+
+#: How near the end (tokens left) a guided factor's search tries to prove that nothing
+#: fits: the guide keeps particles away from the end's dead ends, and the search over
+#: the mask costs most of a budgeted run's time further out (bench_json_gen).
+GUIDED_SEARCH_DEPTH = 3
 
 _FINISHERS: weakref.WeakKeyDictionary[Potential, Any] = weakref.WeakKeyDictionary()
 _NONE = object()
@@ -103,15 +96,23 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
         if dfa is not None:
             out = AutomatonDistance(dfa, tokens, usable, potential.encode, potential.lookup)
         else:
-            upper = (
-                _json_upper(potential, language, byte_trie(tokens, usable))
+            guide = (
+                _guide(potential, language, byte_trie(tokens, usable))
                 if language is not None
                 else None
             )
             from genlm_lab.control.constraint.json.schema import JsonSchema
 
             necessary = _parses_as_json if isinstance(language, JsonSchema) else None
-            out = SearchDistance(potential, upper=upper, necessary=necessary, **search)
+            upper = None
+            if guide is not None:
+
+                def upper(context: Sequence[Any], guide: FinishGuide = guide) -> int | None:
+                    return guide.count(guide.tail(tuple(potential.encode(context))))
+
+            depth = {"max_depth": GUIDED_SEARCH_DEPTH} if guide is not None else {}
+            out = SearchDistance(potential, upper=upper, necessary=necessary, **{**depth, **search})
+            out.guide = guide
     else:
         out = SearchDistance(potential, **search)
     if not search:

@@ -50,6 +50,8 @@ class SearchDistance:
     """
 
     exact = False
+    #: A `FinishGuide` where the constraint names a short finish (JSON), else None.
+    guide = None
 
     def __init__(
         self,

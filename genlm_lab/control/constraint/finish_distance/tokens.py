@@ -34,6 +34,7 @@ class Finisher(Protocol):
     """Whether a prefix can still end within a number of tokens (see the module docstring)."""
 
     exact: bool
+    guide: Any  # a `FinishGuide`, or None
     stats: dict[str, int]
     lookup: dict[Any, int]
 
@@ -94,6 +95,8 @@ class ByteTrie:
         self.token_ids = np.array(list(usable), dtype=np.int64)
         self.token_node = np.array(node_of, dtype=np.int64)
         self.children = children
+        #: Trie nodes where some usable token ends.
+        self.ends = frozenset(node_of)
 
 
 _TRIES: dict[str, ByteTrie] = {}
@@ -114,7 +117,7 @@ def byte_trie(tokens: Sequence[bytes], usable: Sequence[int]) -> ByteTrie:
 def fewest_tokens(trie: ByteTrie, data: bytes) -> int | None:
     """The fewest usable tokens whose bytes concatenate to `data` (None if none do)."""
     best = [0] + [FAR] * len(data)
-    ends = set(trie.token_node.tolist())
+    ends = trie.ends
     for i in range(len(data)):
         if best[i] >= FAR:
             continue

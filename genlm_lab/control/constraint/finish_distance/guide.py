@@ -1,0 +1,102 @@
+"""`FinishGuide`: how many tokens a prefix's short finish takes, a guess that steers and never refuses.
+
+A sound finisher keeps every prefix it cannot prove hopeless, and far from
+the end it can prove little: a JSON particle may write a long string while
+its required keys wait, and die at `max_tokens`. A constraint that can name a
+short completion (`JsonSchema.finish`) gives a better guess: its length in
+the fewest tokens that spell it, plus EOS. The guess is not a bound (the
+finish is greedy, not the shortest), so it must not refuse anything; SMC uses
+it as a twist (`inference.budgets.Guide`): a prefix whose finish overruns the
+tokens left is down-weighted and the proposal avoids such tokens, and both
+are divided out again, so the target is unchanged.
+
+A twist may be any deterministic function of the prefix. This one is
+`need_after(ids, token)`: the finish of `ids + [token]` counted in tokens,
+except that a token of plain string content (no quote, backslash or control
+byte) after a prefix whose finish starts by closing the string reuses the
+prefix's finish, which spares a finish per token that AWRS draws inside a
+string (thousands near the end of a budget).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from genlm_lab.control.constraint.finish_distance.tokens import ByteTrie, fewest_tokens
+
+__all__ = ["FinishGuide"]
+
+_NOT_CONTENT = frozenset(b'"\\') | frozenset(range(0x20))
+
+
+class FinishGuide:
+    """Tokens (EOS included) a prefix's short finish takes; see the module docstring.
+
+    Args:
+        finish: `prefix bytes -> completion bytes | None` (None: no finish found).
+        tokens: each token id's bytes.
+        trie: the usable tokens' byte trie (finishes are counted over it).
+        cache_size: how many prefixes' finishes to keep.
+    """
+
+    def __init__(
+        self,
+        finish: Callable[[bytes], bytes | None],
+        tokens: Sequence[bytes],
+        trie: ByteTrie,
+        cache_size: int = 8192,
+    ) -> None:
+        self.finish = finish
+        self.tokens = tokens
+        self.trie = trie
+        self.cache_size = cache_size
+        self._tails: OrderedDict[tuple[int, ...], bytes | None] = OrderedDict()
+        self._counts: dict[bytes, int | None] = {}
+        #: finishes computed, and tokens answered from their prefix's finish
+        self.stats = {"finishes": 0, "reused": 0}
+
+    def tail(self, ids: tuple[int, ...]) -> bytes | None:
+        """The finish of the text of `ids` (cached), or None."""
+        if ids in self._tails:
+            self._tails.move_to_end(ids)
+            return self._tails[ids]
+        text = b"".join(self.tokens[i] for i in ids)
+        try:
+            found = self.finish(text)
+        except Exception:  # noqa: BLE001 - no finish is no guess, never an error
+            found = None
+        self.stats["finishes"] += 1
+        self._tails[ids] = found
+        if len(self._tails) > self.cache_size:
+            self._tails.popitem(last=False)
+        return found
+
+    def count(self, tail: bytes | None) -> int | None:
+        """Tokens to write `tail`, then EOS (None if there is no tail or no tokens spell it)."""
+        if tail is None:
+            return None
+        if tail not in self._counts:
+            n = fewest_tokens(self.trie, tail)
+            if len(self._counts) > self.cache_size:
+                self._counts.clear()
+            self._counts[tail] = None if n is None else n + 1
+        return self._counts[tail]
+
+    def need(self, ids: Sequence[int]) -> int | None:
+        """Tokens (EOS included) the finish of `ids` takes, as `need_after` defines it."""
+        ids = tuple(ids)
+        if not ids:
+            return self.count(self.tail(ids))
+        return self.need_after(ids[:-1], ids[-1])
+
+    def need_after(self, ids: Sequence[int], token: int) -> int | None:
+        """Tokens (EOS included) the finish of `ids + [token]` takes (None: unknown)."""
+        ids = tuple(ids)
+        if token >= len(self.tokens):
+            return None
+        before = self.tail(ids)
+        if before is not None and before[:1] == b'"' and not _NOT_CONTENT & set(self.tokens[token]):
+            self.stats["reused"] += 1
+            return self.count(before)
+        return self.count(self.tail((*ids, token)))

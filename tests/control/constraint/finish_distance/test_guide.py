@@ -1,0 +1,58 @@
+"""`FinishGuide`: the token count of a JSON prefix's finish, reused inside a string it closes."""
+
+from __future__ import annotations
+
+import pytest
+
+from genlm_lab.control import JsonSchema
+from genlm_lab.control.constraint.finish_distance import FinishGuide
+from genlm_lab.control.constraint.finish_distance.tokens import byte_trie, fewest_tokens
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+# bytes 0..127 one by one (so every finish is spelled), and a few merges
+TOKENS = [bytes([b]) for b in range(128)] + [b'"name', b'":', b'",', b'"age', b"hello", b' "']
+
+
+@pytest.fixture
+def guide() -> FinishGuide:
+    return FinishGuide(JsonSchema(SCHEMA).finish, TOKENS, byte_trie(TOKENS, range(len(TOKENS))))
+
+
+def _ids(text: bytes) -> tuple[int, ...]:
+    return tuple(text)  # the one-byte tokens
+
+
+def test_need_is_the_fewest_tokens_of_the_schemas_finish_plus_eos(guide):
+    schema = JsonSchema(SCHEMA)
+    trie = byte_trie(TOKENS, range(len(TOKENS)))
+    for text in (b"{", b'{"name": "Al', b'{"name": "Al", "age": 4'):
+        tail = schema.finish(text)
+        assert tail is not None and (text + tail).endswith(b"}")
+        assert guide.need(_ids(text)) == fewest_tokens(trie, tail) + 1
+    # a merged token is counted as one: `"name` then `":` ... fewer than its bytes
+    assert guide.need(_ids(b"{")) < len(schema.finish(b"{")) + 1
+
+
+def test_string_content_reuses_the_prefix_finish_and_a_quote_does_not(guide):
+    inside = _ids(b'{"name": "Al')
+    before = guide.count(guide.tail(inside))  # the prefix's own finish, walked once
+    assert before == guide.need(inside)
+    finishes, reused = guide.stats["finishes"], guide.stats["reused"]
+    hello = TOKENS.index(b"hello")
+    assert guide.need_after(inside, hello) == before  # still inside the name: same finish
+    assert guide.stats["finishes"] == finishes and guide.stats["reused"] == reused + 1
+    quote = TOKENS.index(b'",')
+    after = guide.need_after(inside, quote)  # closes the string: a finish of its own
+    assert guide.stats["finishes"] == finishes + 1
+    assert after == guide.count(JsonSchema(SCHEMA).finish(b'{"name": "Al",'))
+    # deterministic: the same prefix and token give the same count, cached or not
+    assert guide.need((*inside, hello)) == before
+
+
+def test_no_finish_is_no_guess(guide):
+    assert guide.need(_ids(b"[")) is None  # not a document of this schema
+    assert guide.need_after(_ids(b"{"), len(TOKENS)) is None  # EOS or beyond the vocabulary
