@@ -26,7 +26,11 @@ Kinds (thresholds in `AlarmThresholds`):
 - "log_ml_inf": the run ended with log_ml = -inf;
 - "slow_factor": one potential took more than `slow_fraction` of the wall
   time (profiled runs only; LM factors are left out, their forwards are the
-  cost a run is meant to pay).
+  cost a run is meant to pay);
+- "unfinishable": raised by `genlm_lab.control.SMC` after a run, where a
+  JSON schema's finish got stuck (a pattern or format it cannot complete), so
+  the budget could not see whether such texts end in time; it names the
+  factor, the JSON path and the keyword.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ ALARM_KINDS = (
     "max_tokens",
     "log_ml_inf",
     "slow_factor",
+    "unfinishable",
 )
 
 

@@ -185,6 +185,7 @@ def test_every_kind_is_listed():
         "max_tokens",
         "log_ml_inf",
         "slow_factor",
+        "unfinishable",
     }
 
 

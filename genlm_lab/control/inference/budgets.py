@@ -135,6 +135,11 @@ class Budget:
         self.guide_stats["overran"] += grew > 0
         return (grew - plain_overrun) * math.log(self.eps)
 
+    def unfinishable(self) -> list[str]:
+        """Where a factor's finish got stuck so far: `"name: $.path: keyword ..."` lines."""
+        names = {k: self.factors[k][1] for k, _ in self.guides}
+        return [f"{names[k]}: {line}" for k, guide in self.guides for line in guide.unfinishable()]
+
     async def fits(self, context: Sequence[Any], token: Any = None) -> bool:
         """Whether every factor can still end `context` (then `token`) within the tokens left."""
         return await self.refuser(context, token) is None

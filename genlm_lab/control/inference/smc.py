@@ -58,6 +58,15 @@ from genlm_lab.smc import AlarmThresholds, PrintingObserver, smc_standard
 __all__ = ["SMC", "BudgetTooSmall", "SequenceModel", "UnitSampler", "factor_names"]
 
 
+def _unfinishable_sentence(lines: list[str]) -> str:
+    """The "unfinishable" alarm: which values the budget could not see the end of."""
+    return (
+        f"{'; '.join(lines)}: where these values were being written the budget could not "
+        "tell whether the text ends in time, so such particles may still be cut at max_tokens "
+        "(show one finished example in the prompt, or simplify the pattern or format)."
+    )
+
+
 class BudgetTooSmall(UserWarning):
     """A run's `max_tokens` is too small for a constraint to end any text (budgets on)."""
 
@@ -171,6 +180,7 @@ class SMC:
                 BudgetTooSmall,
                 stacklevel=2,
             )
+        stuck_before = set(guard.unfinishable()) if guard is not None else set()
         model = SequenceModel(
             sampler,
             self.critic,
@@ -196,6 +206,10 @@ class SMC:
         )
         self.budget_stats = guard.stats() if guard is not None else {}
         record = result.record
+        stuck = [x for x in guard.unfinishable() if x not in stuck_before] if guard else []
+        if stuck and record is not None:  # the FinishWarning, also as the run's alarm
+            step = int(record.steps[-1]["step"]) if record.steps else 0
+            record.alarms.append((step, "unfinishable", _unfinishable_sentence(stuck)))
         status = record.final["status"] if record is not None and record.final else "finished"
         return Sequences(
             [p.context for p in result],

@@ -204,3 +204,21 @@ def test_a_misjudging_guide_steers_but_sets_nothing_aside():
     assert within(np.array(z), sum(exact.values()))
     assert set(pooled) <= set(exact)
     assert _tv(_normalise(pooled), _normalise(exact)) < 0.08
+
+
+def test_a_value_the_finish_cannot_complete_is_an_alarm_naming_its_path_and_keyword():
+    from genlm_lab.control import FinishWarning, JsonSchema
+
+    vocab = [b'{"p": "', b"a", b"b", b'"}', b"<eos>"]
+    llm = toy_llm(vocab=vocab, seed=1)
+    schema = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
+                         "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip
+    sampler = AWRS(llm, schema.coerce(llm, f=b"".join))
+    with pytest.warns(FinishWarning, match=r"\$\.p: pattern"):
+        sequences = run(sampler.smc(4, 0.5, 6, seed=0))
+    alarms = [a for a in sequences.record.alarms if a[1] == "unfinishable"]
+    assert len(alarms) == 1
+    assert "$.p: pattern cannot be finished" in alarms[0][2] and "JsonSchema" in alarms[0][2]
+    # said once per schema: a second run that meets it again raises no new alarm
+    again = run(sampler.smc(4, 0.5, 6, seed=1))
+    assert not [a for a in again.record.alarms if a[1] == "unfinishable"]

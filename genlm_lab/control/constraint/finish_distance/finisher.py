@@ -47,7 +47,9 @@ def _guide(potential: Potential, language: Any, trie: ByteTrie) -> FinishGuide |
     tokens = token_bytes(potential)
     if not callable(finish) or tokens is None:
         return None
-    return FinishGuide(finish, tokens, trie)
+    stuck = getattr(type(language), "unfinishable", None)
+    lines = (lambda: list(language.unfinishable)) if isinstance(stuck, property) else None
+    return FinishGuide(finish, tokens, trie, unfinishable=lines)
 
 
 def _parses_as_json(text: bytes) -> bool:

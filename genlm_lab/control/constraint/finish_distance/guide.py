@@ -38,6 +38,7 @@ class FinishGuide:
         tokens: each token id's bytes.
         trie: the usable tokens' byte trie (finishes are counted over it).
         cache_size: how many prefixes' finishes to keep.
+        unfinishable: `() -> lines`, where the finish got stuck so far (`JsonSchema.unfinishable`).
     """
 
     def __init__(
@@ -46,8 +47,11 @@ class FinishGuide:
         tokens: Sequence[bytes],
         trie: ByteTrie,
         cache_size: int = 8192,
+        unfinishable: Callable[[], list[str]] | None = None,
     ) -> None:
         self.finish = finish
+        #: What the finish could not complete so far ("$.date: format 'date' ..."), for alarms.
+        self.unfinishable = unfinishable or list
         self.tokens = tokens
         self.trie = trie
         self.cache_size = cache_size
