@@ -122,8 +122,9 @@ def lab(tmp_path_factory):
     log.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(lab):
+    """One chromium per worker: every test opens its own context (no state is shared)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
 from conftest import NOTEBOOKS
@@ -26,6 +25,19 @@ _STATE = """() => {
   return {dirty: w.context.model.dirty, json: w.context.model.toJSON()};
 }"""
 
+# Lab writes `language_info` and `kernelspec` into the model when the kernel's info and spec
+# promises resolve (NotebookPanel._onKernelChanged): await the same promises, let their
+# continuations run (a task later), let the outputs render (two frames), then a settle.
+_SETTLED = """async () => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  await kernel.info;
+  await kernel.spec;
+  await new Promise((r) => setTimeout(r, 0));
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await new Promise((r) => setTimeout(r, 500));
+  return true;
+}"""
+
 _SHUTDOWN = "() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()"
 
 
@@ -36,7 +48,7 @@ def test_notebook_opens_without_being_marked_modified(name, page, lab):
     workspace = "clean-" + name.removesuffix(".ipynb").replace("_", "-")
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
     page.wait_for_function(_STATE, timeout=60_000)
-    time.sleep(2)  # the kernel's spec arrives, widget outputs settle: any could edit the model
+    page.evaluate(_SETTLED)  # the kernel's info and spec arrive, outputs render: any could edit
     state = page.wait_for_function(_STATE, timeout=30_000).json_value()
     page.evaluate(_SHUTDOWN)  # one kernel at a time on a small machine
     stored = json.loads((root / name).read_text())["metadata"]
