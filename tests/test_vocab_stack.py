@@ -72,6 +72,12 @@ def lm(request, tmp_path_factory):
     return load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
 
 
+@pytest.fixture(scope="module")
+def trie(lm):
+    """The vocabulary's character trie, built once per vocabulary (the tests only read it)."""
+    return TokenCharacterTrie(lm.byte_vocab)
+
+
 def start_ids(lm) -> list[int]:
     """The context every layer starts from: [BOS], or nothing for a model without one."""
     return list(StatefulTokenizedLM.initial(lm).context)
@@ -85,9 +91,8 @@ def probs_after(lm, text: str) -> np.ndarray:
 # ---------------------------------------------------------------- trie
 
 
-def test_trie_masses_equal_sums_over_tokens_by_prefix(lm):
+def test_trie_masses_equal_sums_over_tokens_by_prefix(lm, trie):
     p = probs_after(lm, "The")
-    trie = TokenCharacterTrie(lm.byte_vocab)
     mass = trie.weight_sum(p)
     by_prefix: dict[bytes, float] = defaultdict(float)
     for token, w in zip(lm.byte_vocab, p, strict=True):
@@ -218,7 +223,7 @@ def test_json_mask_equals_the_byte_level_walk_of_every_token(lm):
 # ---------------------------------------------------------------- SMC and views
 
 
-async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
+async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm, trie):
     llm = PromptedLLM(lm, prompt_ids=start_ids(lm))
     constraint = BoolFSA.from_regex(DIGITS).coerce(llm, f=b"".join)
     seqs = await SMC(direct_token_sampler(llm * constraint))(
@@ -251,7 +256,6 @@ async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm):
     assert "<table" in mask_html(mdata)
 
     # the trie view under b"a": its mass, and its heaviest children
-    trie = TokenCharacterTrie(lm.byte_vocab)
     tdata = trie_data(trie, p, b"a", depth=1, top_k=3, draw=False)
     root, *children = tdata["nodes"]
     assert root["prob"] == pytest.approx(
