@@ -143,12 +143,23 @@ def open_page(browser, width: int = 1400, height: int = 1000):
     return context, pg
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh page whose console errors are collected in `page.console_errors`."""
-    context, pg = open_page(browser)
-    yield pg
+@pytest.fixture(scope="module")
+def _module_context(browser):
+    """One browser context per module: its pages share the HTTP cache of Lab's bundles."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context
     context.close()
+
+
+@pytest.fixture
+def page(_module_context):
+    """A fresh page whose console errors are collected in `page.console_errors`."""
+    pg = _module_context.new_page()
+    pg.console_errors = []
+    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
+    pg.on("pageerror", lambda e: pg.console_errors.append(f"pageerror: {e}"))
+    yield pg
+    pg.close()
 
 
 @pytest.fixture
