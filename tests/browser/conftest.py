@@ -34,6 +34,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+_SHORT_FILES = (
+    "test_results_models.py",
+    "test_results_view.py",
+    "test_views_in_notebook7.py",
+    "views.ipynb",
+)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -47,6 +55,11 @@ def pytest_collection_modifyitems(config, items):
     these tests after every asyncio test keeps that loop out of their way.
     """
     browser_items = [i for i in items if HERE in Path(str(i.fspath)).parents]
+    # `make test` hands whole files to its workers in this order (--dist loadfile): the
+    # short files (10-20 s each) go last, so that a worker that finishes early is not left
+    # waiting while the other runs a long one (40-90 s: a tutorial run in the page, the
+    # ten notebooks opened one by one). A stable sort: each file keeps its own order.
+    browser_items.sort(key=lambda i: Path(str(i.fspath)).name in _SHORT_FILES)
     for item in browser_items:
         item.add_marker(pytest.mark.browser)
     items[:] = [i for i in items if HERE not in Path(str(i.fspath)).parents] + browser_items
