@@ -5,8 +5,10 @@ SmolLM2 through genlm-control's HF backend (the embedded weights' folder),
 runs AWRS-SMC (4 particles, ess 0.5, `max_tokens` the budget, seeded), prints
 one JSON line with each particle's text, finished flag and log weight, then
 one line per timed mask: `logw_next` of the coerced schema (every token
-checked, how genlm-control masks) at a few points along the shortest
-document. A child past `cap` seconds is killed; what it printed counts.
+checked, how genlm-control masks) halfway along the shortest document. A
+child past `cap` seconds is killed; what it printed counts. The row's wall
+is the SMC run's, as the other columns' (the child's whole life, model load
+and mask timing included, is `child_wall`).
 
 `fix=True` ("gc-ws") runs the same code with one module regex of
 genlm-control corrected: its `VALID_JSON_START`,
@@ -53,7 +55,8 @@ def run(entry: dict, prompt: str, budget: int, cap: float, seed: int, fix: bool)
     lines = [json.loads(x) for x in (out or "").splitlines() if x.startswith("{")]
     result = next((x for x in lines if "particles" in x), None)
     masks = [x["mask"] for x in lines if "mask" in x]
-    row: dict[str, Any] = {"cap": cap, "timeout": timeout, "wall": time.perf_counter() - start}
+    child_wall = time.perf_counter() - start
+    row: dict[str, Any] = {"cap": cap, "timeout": timeout, "wall": child_wall}
     if masks:
         row["mask"] = sorted(masks)[len(masks) // 2]
     if result is None:
@@ -77,7 +80,8 @@ def run(entry: dict, prompt: str, budget: int, cap: float, seed: int, fix: bool)
         valid_mass=valid / finished if finished else math.nan,
         cut=sum(p["length"] >= budget and not p["finished"] for p in particles),
         tokens=steps / len(particles),
-        smc_wall=result["wall"],
+        wall=result["wall"],
+        child_wall=child_wall,
         per_step=result["wall"] / max(steps, 1),
         died=[p["text"][:40] for p in particles if p["logw"] == -math.inf][:2],
     )

@@ -120,6 +120,12 @@ def notes(rows: list[dict], methods: list[str]) -> list[str]:
         errors = [f"{r['id']}: {r[m]['error']}" for r in rows if "error" in r.get(m, {})]
         if errors:
             head += ["", f"`{m}` measured nothing on {len(errors)} schemas: " + "; ".join(errors)]
+    for m in ("gc", "gc-ws"):
+        died = [t for r in rows for t in r.get(m, {}).get("died", [])]
+        if died:
+            starts = {repr(t[:2]) for t in died}
+            head += ["", f"`{m}`: {len(died)} dead particles shown, their texts starting with "
+                     f"{', '.join(sorted(starts))} (first: {died[0]!r})."]  # fmt: skip
     native = [r["xgr"]["mask_native"] for r in rows if "mask_native" in r.get("xgr", {})]
     if native:
         head += [
