@@ -15,17 +15,24 @@ factor of it), but the particle dies instead of drawing again.
 
 Far from the end a sound finisher proves little (a JSON particle may write
 a long string while its required keys wait). Where a factor names a short
-finish (`FinishGuide`), AWRS is also *guided*, exactly: with `over(x)` the
-tokens by which the finishes of prefix x overrun the tokens left, the run's
-intermediate targets are twisted by `psi(x) = eps ** over(x)` (psi = 1 for
-a finished text, so the final target is unchanged), and each draw is, with
-probability `1 - eps`, AWRS on the condition "over does not grow", else
-plain AWRS. The weight `Z * psi(x + t) / psi(x)` (times `1 / eps` for a
-plain draw that made `over` grow) is properly weighted for the twisted
-target: a mixture of the two branches' measures whose mixing weights equal
-the branches' probabilities. So particles head for an ending in time and
-resampling favours those that can make it, while nothing is refused on the
-guess: the finish is greedy, and a prefix it misjudges keeps its mass.
+finish (`FinishGuide`), AWRS is also *guided*, exactly. Let `over(x)` be the
+tokens by which the finishes of prefix x overrun the tokens left. The run's
+intermediate targets are twisted by `psi(x) = (eps * penalty) ** over(x)`
+(psi = 1 for a finished text, so the final target is unchanged), in two parts:
+
+- the proposal carries `eps ** over`: with probability `1 - eps` a draw is
+  AWRS on the condition "over does not grow", else plain AWRS. Its weight,
+  `Z * eps ** (grown)`, over `eps` for a plain draw that made `over` grow
+  (one the guided branch could not have drawn), is properly weighted: the
+  two branches' measures mix with weights equal to their probabilities, so
+  far from the end (where nothing overruns) a draw's weight is unchanged;
+- the weight carries `penalty ** over`: a draw that makes `over` grow by k
+  has its weight multiplied by `penalty ** k` (and one that makes it shrink
+  divided), so resampling favours particles that can still end in time.
+
+So particles head for an ending in time and resampling favours them, while
+nothing is refused on the guess: the finish is greedy, and a prefix it
+misjudges keeps its probability (at the cost of weight variance).
 """
 
 from __future__ import annotations
@@ -51,9 +58,11 @@ class Budget:
         max_tokens: the run's `max_tokens` (EOS included).
     """
 
-    #: The guided twist's base: a prefix whose finishes overrun by k tokens has psi = eps**k,
-    #: and a guided AWRS draw ignores the guide with probability eps.
+    #: The proposal's share of the guided twist: a guided AWRS draw ignores the guide with
+    #: probability eps.
     eps = 0.05
+    #: The weights' share: a draw whose finish overruns by k more tokens weighs penalty**k.
+    penalty = 0.01
 
     def __init__(self, factors: list[tuple[int, str, Finisher]], max_tokens: int) -> None:
         self.factors = factors
@@ -133,7 +142,11 @@ class Budget:
         plain_overrun = grew > 0 and limit is None
         self.guide_stats["plain" if limit is None else "guided"] += 1
         self.guide_stats["overran"] += grew > 0
-        return (grew - plain_overrun) * math.log(self.eps)
+        return (grew - plain_overrun) * math.log(self.eps) + grew * math.log(self.penalty)
+
+    def untwist(self, context: list[Any]) -> float:
+        """The log-weight that divides `context`'s twist out when it ends (forced EOS)."""
+        return -self.over(context) * (math.log(self.eps) + math.log(self.penalty))
 
     def unfinishable(self) -> list[str]:
         """Where a factor's finish got stuck so far: `"name: $.path: keyword ..."` lines."""

@@ -272,7 +272,7 @@ class AWRS(TokenSampler):
             return lm
         logw = lm + float(await self.condition.score([*context, eos]))
         if self.proper_weights and self.budget and self.budget.guides and logw > -math.inf:
-            logw -= self.budget.over(context) * math.log(self.budget.eps)  # the twist, undone
+            logw += self.budget.untwist(context)
         return logw
 
     def _label(self, index: int) -> str:
