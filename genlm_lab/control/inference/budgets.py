@@ -119,11 +119,9 @@ class Budget:
         total = 0
         for k, guide in self.guides:
             ids = prefixes[k]
-            if token is None:
-                need = guide.need(ids)
-            else:
-                need = guide.need_after(ids, self.factors[k][2].lookup[token])
-            total += 0 if need is None else max(0, need - left)
+            if token is not None:
+                ids = [*ids, self.factors[k][2].lookup[token]]
+            total += guide.overrun(ids, left)
         return total
 
     def plan(self, context: list[Any], rng: np.random.Generator) -> tuple[int, int | None]:

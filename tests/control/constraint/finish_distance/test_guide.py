@@ -56,3 +56,18 @@ def test_string_content_reuses_the_prefix_finish_and_a_quote_does_not(guide):
 def test_no_finish_is_no_guess(guide):
     assert guide.need(_ids(b"[")) is None  # not a document of this schema
     assert guide.need_after(_ids(b"{"), len(TOKENS)) is None  # EOS or beyond the vocabulary
+
+
+def test_far_from_the_end_no_finish_is_walked_and_near_it_the_overrun_is_counted(guide):
+    text = b'{"name": "Alice'
+    ids = _ids(text)
+    need = guide.need(ids)
+    assert guide.overrun(ids, need) == 0 and guide.overrun(ids, need - 3) == 3
+    # a long way from the end: the stride-multiple prefix's finish stands in, nothing walked
+    longer = (*ids, *_ids(b"x" * 3))
+    guide.tail(longer[: len(longer) - len(longer) % guide.stride])
+    finishes = guide.stats["finishes"]
+    assert guide.overrun(longer, 500) == 0
+    assert guide.stats["finishes"] == finishes and guide.stats["far"] >= 1
+    # near the end every prefix's own finish counts: 3 more content bytes, same finish
+    assert guide.overrun(longer, need - 1) == 1
