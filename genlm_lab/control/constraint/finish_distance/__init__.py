@@ -28,8 +28,8 @@ efficiency, and depends on what is known of the constraint:
   "unproven" in `stats`.
 - `FinishGuide`: a guess, not a bound. Where the constraint names a short
   finish, its token count steers SMC (a twist and a proposal that are both
-  divided out: `inference.budgets.Guide`), so particles head for an ending
-  in time without anything being refused on a guess.
+  divided out: `Budget.over` and `Budget.twist` in `inference.budgets`), so
+  particles head for an ending in time without anything refused on a guess.
 """
 
 from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDistance

@@ -6,9 +6,10 @@ its required keys wait, and die at `max_tokens`. A constraint that can name a
 short completion (`JsonSchema.finish`) gives a better guess: its length in
 the fewest tokens that spell it, plus EOS. The guess is not a bound (the
 finish is greedy, not the shortest), so it must not refuse anything; SMC uses
-it as a twist (`inference.budgets.Guide`): a prefix whose finish overruns the
-tokens left is down-weighted and the proposal avoids such tokens, and both
-are divided out again, so the target is unchanged.
+it as a twist (`Budget.over` and `Budget.twist` in `inference.budgets`): a
+prefix whose finish overruns the tokens left is down-weighted and the
+proposal avoids such tokens, and both are divided out again, so the target
+is unchanged.
 
 A twist may be any deterministic function of the prefix. This one is
 `need_after(ids, token)`: the finish of `ids + [token]` counted in tokens,
