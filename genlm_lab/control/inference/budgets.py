@@ -15,10 +15,12 @@ factor of it), but the particle dies instead of drawing again.
 
 Far from the end a sound finisher proves little (a JSON particle may write
 a long string while its required keys wait). Where a factor names a short
-finish (`FinishGuide`), AWRS is also *guided*, exactly. Let `over(x)` be the
-tokens by which the finishes of prefix x overrun the tokens left. The run's
-intermediate targets are twisted by `psi(x) = (eps * penalty) ** over(x)`
-(psi = 1 for a finished text, so the final target is unchanged), in two parts:
+finish (`FinishGuide`), the run is also *guided*, exactly. Let `over(x)` be
+the tokens by which the finishes of prefix x overrun the tokens left, and let
+a finished text count as the empty prefix (`over` of both is `over([])`, so
+`psi(end) / psi([]) = 1` and the final target is unchanged, even where the
+empty prefix's finish already overruns). AWRS twists the run's intermediate
+targets by `psi(x) = (eps * penalty) ** over(x)`, in two parts:
 
 - the proposal carries `eps ** over`: with probability `1 - eps` a draw is
   AWRS on the condition "over does not grow", else plain AWRS. Its weight,
@@ -30,9 +32,17 @@ intermediate targets are twisted by `psi(x) = (eps * penalty) ** over(x)`
   has its weight multiplied by `penalty ** k` (and one that makes it shrink
   divided), so resampling favours particles that can still end in time.
 
-So particles head for an ending in time and resampling favours them, while
-nothing is refused on the guess: the finish is greedy, and a prefix it
-misjudges keeps its probability (at the cost of weight variance).
+Any other properly weighted token sampler (`BudgetedSampler`, e.g. the
+direct sampler) has no guided branch to steer its proposal, so it carries
+the weights' part only: `psi(x) = penalty ** over(x)`, a drawn token's weight
+times `penalty ** (over(x + token) - over(x))` (`Budget.reweigh`).
+
+Both divide the twist out as a particle ends: a drawn EOS brings `over`
+back to `over([])`; a forced EOS at `max_tokens` (`logw_eos`) and a stop by
+`terminate_when` (`SequenceModel`) add `Budget.untwist`. So particles head
+for an ending in time and resampling favours them, while nothing is refused
+on the guess: the finish is greedy, and a prefix it misjudges keeps its
+probability (at the cost of weight variance).
 """
 
 from __future__ import annotations
@@ -71,8 +81,13 @@ class Budget:
         self.guides = [
             (k, f.guide) for k, (_, _, f) in enumerate(factors) if getattr(f, "guide", None)
         ]
-        #: guided draws, plain draws (probability eps), draws after which `over` grew
-        self.guide_stats = {"guided": 0, "plain": 0, "overran": 0}
+        #: AWRS's guided and plain draws (probability eps), other samplers' draws twisted
+        #: in weight only, and draws after which `over` grew
+        self.guide_stats = {"guided": 0, "plain": 0, "weighted": 0, "overran": 0}
+        #: The twist's log base, set by the first twisted draw: log(eps * penalty) for
+        #: AWRS (`twist`), log(penalty) for the weights only (`reweigh`); 0 before
+        self.log_base = 0.0
+        self._start_over: int | None = None
         self._prefix: list[Any] | None = None  # the last context asked about, and its ids
         self._prefix_ids: list[list[int]] = []
 
@@ -108,12 +123,23 @@ class Budget:
 
     def over(self, context: Sequence[Any], token: Any = None) -> int:
         """Tokens by which the guides' finishes of `context` (then `token`) overrun the tokens
-        left; 0 for a finished text and where no guide has a finish.
+        left (0 where no guide has a finish); a finished text counts as the empty prefix.
         """
         context = context if isinstance(context, list) else list(context)
         ended = context and isinstance(context[-1], EndOfSequence)
-        if not self.guides or ended or isinstance(token, EndOfSequence):
+        if not self.guides:
             return 0
+        if ended or isinstance(token, EndOfSequence):
+            return self.start_over()
+        return self._over(context, token)
+
+    def start_over(self) -> int:
+        """`over([])`, which a finished text also counts as (computed once)."""
+        if self._start_over is None:
+            self._start_over = self._over([], None) if self.guides else 0
+        return self._start_over
+
+    def _over(self, context: list[Any], token: Any) -> int:
         left = self.max_tokens - len(context) - (token is not None)
         prefixes = self._ids(context)
         total = 0
@@ -132,19 +158,34 @@ class Budget:
         return over, (over if rng.random() >= self.eps else None)
 
     def twist(self, context: list[Any], token: Any, over: int, limit: int | None = None) -> float:
-        """The log-weight to add to a draw of `token` after `context` (whose `over` is
+        """The log-weight to add to an AWRS draw of `token` after `context` (whose `over` is
         `over`), drawn with `limit` (see `plan`): psi's ratio, over eps for a plain draw
-        that made `over` grow (one the guided branch could not have drawn).
+        that made `over` grow (one the guided branch could not have drawn; EOS it can).
         """
         grew = self.over(context, token) - over
-        plain_overrun = grew > 0 and limit is None
+        plain_overrun = grew > 0 and limit is None and not isinstance(token, EndOfSequence)
+        self.log_base = math.log(self.eps) + math.log(self.penalty)
         self.guide_stats["plain" if limit is None else "guided"] += 1
         self.guide_stats["overran"] += grew > 0
         return (grew - plain_overrun) * math.log(self.eps) + grew * math.log(self.penalty)
 
+    def reweigh(self, context: list[Any], token: Any) -> float:
+        """The log-weight to add to a draw of `token` after `context` by a sampler with no
+        guided proposal: `(over(context + token) - over(context)) * log(penalty)`.
+        """
+        grew = self.over(context, token) - self.over(context)
+        self.log_base = math.log(self.penalty)
+        self.guide_stats["weighted"] += 1
+        self.guide_stats["overran"] += grew > 0
+        return grew * self.log_base
+
     def untwist(self, context: list[Any]) -> float:
-        """The log-weight that divides `context`'s twist out when it ends (forced EOS)."""
-        return -self.over(context) * (math.log(self.eps) + math.log(self.penalty))
+        """The log-weight that divides `context`'s twist out when it ends without a drawn EOS
+        (forced at `max_tokens`, or stopped): psi(end) / psi(context), as the sampler twisted.
+        """
+        if not self.guides or not self.log_base:
+            return 0.0
+        return (self.start_over() - self.over(context)) * self.log_base
 
     def unfinishable(self) -> list[str]:
         """Where a factor's finish got stuck so far: `"name: $.path: keyword ..."` lines."""
@@ -157,7 +198,8 @@ class Budget:
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Each factor's counts: kept, refused, unproven (kept without proof); with guides,
-        also "guide": guided and plain draws, and draws after which the finish overran more.
+        also "guide": AWRS's guided and plain draws, other samplers' draws twisted in weight
+        only ("weighted"), and draws after which the finish overran more.
         """
         out = {name: dict(f.stats) for _, name, f in self.factors}
         if self.guides:
@@ -187,12 +229,18 @@ def budget_for(sampler: Any, max_tokens: int) -> Budget | None:
 class BudgetedSampler:
     """A token sampler whose drawn tokens get weight zero where they cannot end in time.
 
-    Everything else is the wrapped sampler's (attributes are read through).
+    Where the budget has guides and the sampler is properly weighted, each
+    draw's weight also carries the guides' twist, divided out as the text ends
+    (`Budget.reweigh`, `Budget.untwist`; see the module). Everything else is
+    the wrapped sampler's (attributes are read through).
     """
 
     def __init__(self, sampler: Any, budget: Budget) -> None:
         self.sampler = sampler
         self.budget = budget
+        #: Whether draws are twisted by the guides (a sampler that is not properly
+        #: weighted is left alone: its weights do not define the intermediate targets).
+        self.guided = bool(budget.guides) and bool(getattr(sampler, "proper_weights", True))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sampler, name)
@@ -204,19 +252,23 @@ class BudgetedSampler:
         return weight
 
     async def logw_eos(self, context: Sequence[Any]) -> float:
-        return await self.sampler.logw_eos(context)
+        logw = float(await self.sampler.logw_eos(context))
+        if self.guided and logw > -math.inf:
+            logw += self.budget.untwist(list(context))
+        return logw
 
     async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:
         token, logw, logp, _ = await self.sample_with_info(context)
         return token, logw, logp
 
     async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+        context = list(context)  # one list: the budget encodes it once for all its questions
         if hasattr(self.sampler, "sample_with_info"):
             token, logw, logp, info = await self.sampler.sample_with_info(context)
         else:
             (token, logw, logp), info = await self.sampler.sample(context), {}
         if logw > -math.inf and not isinstance(token, EndOfSequence):
-            refused = await self.budget.refuser(list(context), token)
+            refused = await self.budget.refuser(context, token)
             if refused is not None:
                 info = dict(info)
                 factors = info.get("factors")
@@ -226,6 +278,8 @@ class BudgetedSampler:
                     info["factors"] = factors
                 info["budget"] = {"refused_by": refused[1], "max_tokens": self.budget.max_tokens}
                 logw = -math.inf
+        if self.guided and logw > -math.inf:
+            logw += self.budget.reweigh(context, token)
         return token, logw, logp, info
 
     async def cleanup(self) -> None:
@@ -239,7 +293,8 @@ def with_budget(sampler: Any, max_tokens: int) -> tuple[Any, Budget | None]:
     """`(sampler, budget)`: the sampler that keeps to `max_tokens` (itself where nothing can finish).
 
     AWRS gets a copy that rejects what cannot end in time (`AWRS.budgeted`);
-    any other token sampler a `BudgetedSampler`.
+    any other token sampler a `BudgetedSampler`. Both are guided where a factor
+    has a `FinishGuide` (see the module).
     """
     budget = budget_for(sampler, max_tokens)
     if budget is None:

@@ -216,7 +216,12 @@ class SequenceModel(Model):
             and self.terminate_when(self.context)
         ):
             token = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
-            self.context.append(token)  # no weight: the stop condition is part of the target
+            budget = getattr(self.unit_sampler, "budget", None)
+            if getattr(budget, "guides", None):  # divide a guide's twist out as the text ends
+                untwist = budget.untwist(list(self.context))
+                extras["logw"] += untwist
+                self.score(untwist)
+            self.context.append(token)  # no other weight: the stop condition is in the target
         if self.weight == -math.inf:
             if info.get("no_mass"):
                 extras["killed_by"] = await self._no_mass(flatten_units(context))

@@ -31,9 +31,10 @@ are done.
   in time is refused (exact for automata, a sound bound elsewhere:
   `inference/budgets.py`, `constraint/finish_distance/`), so the target
   stays exactly the constraint's, within `max_tokens`. A JSON schema's
-  finish also guides AWRS towards an ending in time, by a twist and a
-  proposal that are both divided out (`budgets.py`): a guess that steers,
-  never one that refuses.
+  finish also guides the run towards an ending in time, by a twist that is
+  divided out as the text ends (`budgets.py`; AWRS's proposal carries part
+  of it, another sampler's weights all): a guess that steers, never one
+  that refuses.
 - A step weight of -inf (a constraint that admits no token) ends that
   particle with weight -inf; the others go on. When all are dead the run
   stops with `log_ml == -inf` and status "all_dead".
