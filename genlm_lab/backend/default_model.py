@@ -169,6 +169,44 @@ def _gguf_tensor_bar(show: bool):
         gguf_utils.tqdm = original
 
 
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """Within it, transformers parses each GGUF file once and builds each tensor-name map once.
+
+    A GGUF load asks `gguf.GGUFReader` for the file twice (config, then weights)
+    and a tokenizer load a third time: each parse reads the 49k-token
+    vocabulary element by element (~8 s for SmolLM2's). Its weight mapping
+    builds the same `get_tensor_name_map(arch, n_blocks)` once per module (~9 s
+    in all). Both are read-only here, so one of each is shared for the block;
+    the weights are dequantised as before.
+    """
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], Any] = {}
+    maps: dict[tuple[Any, int], Any] = {}
+
+    def reader(path: Any, mode: str = "r") -> Any:
+        key = (os.path.realpath(path), mode)
+        if key not in readers:
+            readers[key] = original_reader(path, mode)
+        return readers[key]
+
+    def name_map(arch: Any, n_blocks: int) -> Any:
+        if (arch, n_blocks) not in maps:
+            maps[arch, n_blocks] = original_map(arch, n_blocks)
+        return maps[arch, n_blocks]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_map
+
+
 def _convert_default(target: Path, progress: bool | None = None) -> None:
     """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`.
 
@@ -191,6 +229,7 @@ def _convert_default(target: Path, progress: bool | None = None) -> None:
         ) as bar,
         _quiet_progress(),  # transformers' "Loading weights" bar: instant here
         _gguf_tensor_bar(show),
+        _gguf_parsed_once(),
     ):
         bar.set_postfix_str(f"loading and dequantising {gguf.name} to float32")
         model = AutoModelForCausalLM.from_pretrained(
