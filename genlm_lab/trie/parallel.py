@@ -25,7 +25,7 @@ __all__ = ["ParallelTokenCharacterTrie", "reachability_pairs"]  # the latter kep
 class ParallelTokenCharacterTrie(TokenCharacterTrie):
     """`TokenCharacterTrie` whose masses come from a sparse matrix product (CPU or CUDA).
 
-    Same nodes, same results as `TokenCharacterTrie` (float32 on CUDA); use it
+    Same nodes, same results as `TokenCharacterTrie` (float64 on CUDA too); use it
     on a GPU. On CPU the numba trie is faster.
 
     Args:

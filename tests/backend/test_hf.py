@@ -408,3 +408,20 @@ def test_a_transformer_is_shared_not_copied_by_deepcopy(lm):
     import copy
 
     assert copy.deepcopy([lm])[0] is lm
+
+
+@pytest.mark.gpu
+async def test_on_cuda_gathered_queries_equal_the_cpu_forward(vocab, make_lm):
+    """The same weights on CUDA: one batched forward, KV reuse, and the CPU's log-probs."""
+    from genlm_lab.backend.models import load_hf_model
+
+    model, tokenizer = load_hf_model("tiny-random", device="cuda")
+    gpu = AsyncTransformer(model, tokenizer, byte_vocab=vocab[0], str_vocab=vocab[1], timeout=60.0)
+    cpu = make_lm()
+    contexts = random_contexts(gpu, 12, seed=3)
+    for c in contexts[:3]:
+        gpu.cache_kv(c)
+    results = await gathered(gpu, contexts)
+    assert gpu.stats["batches"] == 1 + 3
+    for c, got in zip(contexts, results, strict=True):
+        close(got.cpu(), cpu.next_token_logprobs_uncached(c).cpu(), 1e-4)

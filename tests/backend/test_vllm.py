@@ -296,6 +296,10 @@ def test_missing_vllm_gives_one_clear_import_error():
 # -- the real engine (CUDA + vLLM) -------------------------------------------------------
 
 
+# Checked before any fixture: the session-scoped default_hf would load first otherwise.
+needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="needs vLLM")
+
+
 @pytest.fixture(scope="module")
 def real_vllm():
     if not (HAS_VLLM and torch.cuda.is_available()):
@@ -306,6 +310,7 @@ def real_vllm():
 
 
 @pytest.mark.gpu
+@needs_vllm
 async def test_vllm_says_paris_and_agrees_with_transformers(real_vllm, default_hf):
     from genlm_lab.backend.hf import AsyncTransformer
 
@@ -322,6 +327,7 @@ async def test_vllm_says_paris_and_agrees_with_transformers(real_vllm, default_h
 
 
 @pytest.mark.gpu
+@needs_vllm
 async def test_vllm_batches_gathered_queries(real_vllm):
     bos = real_vllm.bos_token_id
     contexts = [[bos, i, i + 1] for i in range(100, 116)]
@@ -335,6 +341,7 @@ async def test_vllm_batches_gathered_queries(real_vllm):
 
 
 @pytest.mark.gpu
+@needs_vllm
 async def test_vllm_batches_gathered_samples_and_seeds_reproduce(real_vllm, monkeypatch):
     engine, calls = real_vllm.llm_engine, []
     generate = engine.generate

@@ -533,3 +533,21 @@ def test_exact_when_eos_bytes_start_or_occur_in_other_tokens(words, seed, text, 
         assert beam.logZ == pytest.approx(log(exact), abs=1e-6)
         assert sum(logps) == pytest.approx(beam.logZ, abs=1e-6)
         assert q.prob(257) == pytest.approx(end_prob((), text) / exact, abs=1e-6)
+
+
+@pytest.mark.gpu
+@SETTINGS
+@given(toy_cases())
+def test_on_a_cuda_trie_logz_still_equals_the_exact_prefix_probability(case):
+    lm, text = case
+    prefix_prob, _ = make_oracle(lm, eos_ids=(len(lm.byte_vocab) - 1,))
+
+    async def go():
+        params = BeamParams(K=10_000, eos_byte_strings=[EOS_TOKEN])
+        beam = await ByteBeamState.initial(lm, params, trie_opts={"device": "cuda"})
+        assert beam.states[0].trie.trie.device.type == "cuda"
+        beam, _ = await read(beam, text)
+        return beam
+
+    beam = asyncio.run(go())
+    assert beam.logZ == pytest.approx(log(prefix_prob((), text)), abs=1e-6)

@@ -97,6 +97,26 @@ def test_numba_and_sparse_kernels_agree_batched(spec, seed, batch):
         )
 
 
+@pytest.mark.gpu
+@settings(max_examples=20, deadline=None)
+@given(spec=vocab_with_specials(), seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([1, 7]))
+def test_cuda_sparse_masses_equal_the_cpu_numba_masses(spec, seed, batch):
+    vocab, eos, atomic = spec
+    opts = {"eos_byte_strings": eos, "atomic_byte_strings": atomic}
+    cpu = TokenByteTrie(vocab, device="cpu", kernel="numba", **opts)
+    gpu = TokenByteTrie(vocab, device="cuda", **opts)
+    assert gpu.kernel == "sparse" and gpu.children == cpu.children
+    ws = np.random.default_rng(seed).random((batch, len(vocab)))
+    for mode in TrieMode:
+        for weights in (ws, torch.from_numpy(ws).cuda()):  # host arrays and device tensors
+            np.testing.assert_allclose(
+                gpu.batch_weight_sum(weights, mode), cpu.batch_weight_sum(ws, mode), atol=1e-5
+            )
+            np.testing.assert_allclose(
+                gpu.batch_weight_max(weights, mode), cpu.batch_weight_max(ws, mode), atol=1e-5
+            )
+
+
 def test_eot_edges_and_duplicates():
     vocab = [Token(0, b"ab"), Token(1, b"a"), Token(2, b"ab")]
     trie = TokenByteTrie(vocab, device="cpu")

@@ -82,3 +82,16 @@ def test_repr_and_html_name_the_sparse_kernel_and_sizes():
     for text in (repr(trie), trie._repr_html_()):
         assert "ParallelTokenCharacterTrie" in text and "sparse" in text
         assert "3 tokens" in text and f"{len(trie.children)} nodes" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_results_are_float64_host_arrays_that_later_calls_leave_alone():
+    par = ParallelTokenCharacterTrie([b"a", b"ab", b"b"], device="cuda")
+    first = par.batch_weight_sum(np.array([[0.1, 0.2, 0.3]]))
+    kept = first.copy()
+    par.batch_weight_sum(np.array([[0.5, 0.25, 0.125]]))
+    par.batch_weight_max(np.array([[0.5, 0.25, 0.125]]))
+    assert first.dtype == np.float64 and isinstance(first, np.ndarray)
+    np.testing.assert_array_equal(first, kept)  # not a view of a reused buffer
+    np.testing.assert_allclose(first[0, par.root], 0.6, rtol=1e-6)
