@@ -34,6 +34,7 @@ from genlm_lab.control.constraint.json.reading import (
 from genlm_lab.control.constraint.json.relax import relax
 from genlm_lab.control.constraint.llg.engine import check_grammar
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential
+from genlm_lab.util.stack import outside_stacklevel
 
 __all__ = ["FinishWarning", "JsonSchema"]
 
@@ -340,7 +341,7 @@ class JsonSchema(GrammarPotential):
                 f"{message} (JsonSchema.finish found no completion: a budget cannot "
                 "tell whether such a prefix ends in time)",
                 FinishWarning,
-                stacklevel=3,
+                stacklevel=outside_stacklevel(),
             )
 
     def validate(self, text: str | bytes) -> bool:

@@ -431,6 +431,7 @@ def test_a_prefix_finish_cannot_complete_warns_once_with_path_and_keyword():
         assert js.finish('{"p": "a') is None
         assert js.finish('{"p": "a') is None
     assert len(caught) == 1
+    assert caught[0].filename == __file__  # the user's line, not the library's insides
     assert js.unfinishable == ["$.p: pattern cannot be finished by the mask"]
     import warnings
 
