@@ -120,11 +120,13 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
     out = []
     for i, r in enumerate(summary):
         acc = r.get("weighted_accuracy")
-        ci = "" if r.get("ci_low") is None else f"[{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
+        # three decimals throughout, as summary_markdown: fmt would print 1.0 as "1" and
+        # 0.9999999 as "1.000" side by side
+        ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
         out.append(
             f"<tr data-row='{i}'><td>{esc(r.get('model') or '')}</td><td>{esc(r['method'])}</td>"
             f"<td>{esc(r['domain'])}</td>"
-            f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{esc(fmt(acc))}</span></td>"
+            f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{'' if acc is None else f'{acc:.3f}'}</span></td>"
             f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
             f"<td class='genlm-num'>{r['n_errors']}</td>"
             f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
