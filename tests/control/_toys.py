@@ -145,3 +145,24 @@ def within(samples: np.ndarray, exact: float, k: float = 3.0) -> bool:
     samples = np.asarray(samples, dtype=float)
     se = samples.std(ddof=1) / math.sqrt(len(samples))
     return abs(samples.mean() - exact) <= k * se + 1e-12 * abs(exact)  # se 0: equal
+
+
+def assert_step_properly_weighted(
+    draws: Sequence[tuple[Any, float]], exact: dict[Any, float], label: Any = None
+) -> None:
+    """Each token's E[w 1{t = y}], estimated from `(token, log-weight)` draws, is within
+    4 standard errors of `exact[y]` (weight-zero draws add nothing; none may fall outside).
+    """
+    n = len(draws)
+    seen: dict = {}
+    squares: dict = {}
+    for token, logw in draws:
+        if logw == -math.inf:
+            continue
+        w = math.exp(logw)
+        seen[token] = seen.get(token, 0.0) + w / n
+        squares[token] = squares.get(token, 0.0) + w * w / n
+    assert exact and set(seen) <= set(exact), (label, set(seen) - set(exact))
+    for token, value in exact.items():
+        se = math.sqrt(max(squares.get(token, 0.0) - seen.get(token, 0.0) ** 2, 0) / n)
+        assert abs(seen.get(token, 0.0) - value) <= 4 * se + 1e-9, (label, token)

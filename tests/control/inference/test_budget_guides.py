@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 import pytest
-from _toys import exact_completions, toy_llm, within
+from _toys import assert_step_properly_weighted, exact_completions, toy_llm, within
 
 from genlm_lab.control import AWRS, SMC, BoolFSA, direct_token_sampler
 from genlm_lab.control.constraint.finish_distance import FinishGuide
@@ -88,14 +88,7 @@ def test_a_guided_direct_draw_is_properly_weighted_for_the_twisted_step():
     moves = set()
     for context in ([], [ab], [ab, b], [ab, at]):
         over = budget.over(context)
-        seen: dict = {}
-        squares: dict = {}
-        for token, logw, _ in run(_draws(sampler, context, draws)):
-            if logw == -math.inf:
-                continue  # a token that cannot end in time, returned with weight zero
-            w = math.exp(logw)
-            seen[token] = seen.get(token, 0.0) + w / draws
-            squares[token] = squares.get(token, 0.0) + w * w / draws
+        drawn = [(token, logw) for token, logw, _ in run(_draws(sampler, context, draws))]
         weights = run((llm * constraint).logw_next(context))
         exact = {}
         for token in vocab:
@@ -104,10 +97,7 @@ def test_a_guided_direct_draw_is_properly_weighted_for_the_twisted_step():
                 grew = budget.over(context, token) - over
                 moves.add(int(np.sign(grew)))
                 exact[token] = math.exp(logp) * budget.penalty**grew
-        assert exact and set(seen) <= set(exact)
-        for token, value in exact.items():
-            se = math.sqrt(max(squares.get(token, 0.0) - seen.get(token, 0.0) ** 2, 0) / draws)
-            assert abs(seen.get(token, 0.0) - value) <= 4 * se + 1e-12, (context, token)
+        assert_step_properly_weighted(drawn, exact, context)
     assert moves == {-1, 0, 1}  # where over grows, stays and shrinks (EOS included)
     stats = budget.guide_stats
     assert stats["weighted"] > 0 and stats["overran"] > 0
