@@ -105,6 +105,33 @@ def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
     return f"<circle class='genlm-point' cx='{x:.1f}' cy='{y:.1f}' r='4.5' {fill}>{tip}</circle>"
 
 
+#: Width of one character of a 10 px legend text, an upper bound (monospace is 0.6 em).
+_CHAR_W = 6.2
+
+
+def _legend_text(name: str) -> str:
+    return name if len(name) <= 24 else name[:23] + "…"
+
+
+def _legend_places(items: Sequence[tuple], x0: float, x1: float) -> list[tuple[float, int]]:
+    """`(x, row)` of each legend item, in reading order: an item (marker, then its
+    name) goes on the row while it fits before `x1`, else starts the next row.
+    """
+    places, x, row = [], x0, 0
+    for name, _, _ in items:
+        w = 14 + _CHAR_W * len(_legend_text(name)) + 12
+        if x > x0 and x + w - 12 > x1:
+            x, row = x0, row + 1
+        places.append((x, row))
+        x += w
+    return places
+
+
+def _legend_rows(items: Sequence[tuple], x0: float, x1: float) -> int:
+    places = _legend_places(items, x0, x1)
+    return places[-1][1] + 1 if places else 0
+
+
 def _known(v: object) -> bool:
     return v is not None and isinstance(v, int | float) and math.isfinite(v)
 
@@ -128,9 +155,13 @@ def scatter_svg(
     domains = sorted({r["domain"] for r in summary}) or ["(no runs)"]
     enc = Encoding.of(summary)
     left, right, top, bottom, gap = 46, 12, 22, 36, 16
-    legend_rows = math.ceil(len(enc.methods) / 4) + math.ceil(len(enc.models) / 4)
     note_h = 16 if unplaced else 0
     width = left + len(domains) * (panel + gap) - gap + right
+    legend = [
+        ("colour: method", [(m, enc.colour(m), "swatch") for m in enc.methods]),
+        ("marker: model", [(m, "currentColor", enc.shape(m)) for m in enc.models]),
+    ]
+    legend_rows = sum(_legend_rows(items, left + 4, width - right) for _, items in legend)
     total = top + height + bottom + 16 * legend_rows + 6 + note_h
     parts = [
         f"<svg width='{width}' height='{total}' viewBox='0 0 {width} {total}' role='img' "
@@ -187,25 +218,20 @@ def scatter_svg(
             )
             parts.append(_marker(enc.shape(r.get("model")), x, y, colour, title))
     y = top + height + bottom + 8
-    legend = [
-        ("colour: method", [(m, enc.colour(m), "swatch") for m in enc.methods]),
-        ("marker: model", [(m, "currentColor", enc.shape(m)) for m in enc.models]),
-    ]
-    col_w = (width - left) / 4
     for caption, items in legend:
         if items:
             parts.append(
                 f"<text x='2' y='{y + 1}' class='genlm-legend'>{caption.split(':')[0]}:</text>"
             )
-        for i, (name, colour, shape) in enumerate(items):
-            x = left + (i % 4) * col_w
-            yy = y + 16 * (i // 4)
-            text = name if len(name) <= 24 else name[:23] + "…"
+        places = _legend_places(items, left + 4, width - right)
+        for (name, colour, shape), (x, row) in zip(items, places, strict=True):
+            yy = y + 16 * row
             parts.append(
                 _marker(shape, x + 5, yy - 3, colour, f"{caption.split(': ')[1]} {name}")
-                + f"<text x='{x + 14:.0f}' y='{yy + 1}' class='genlm-legend'>{esc(text)}</text>"
+                + f"<text x='{x + 14:.0f}' y='{yy + 1}' class='genlm-legend'>"
+                f"{esc(_legend_text(name))}</text>"
             )
-        y += 16 * math.ceil(len(items) / 4)
+        y += 16 * _legend_rows(items, left + 4, width - right)
     if unplaced:
         parts.append(
             f"<text x='2' y='{y + 4}' class='genlm-note'>"

@@ -16,9 +16,24 @@ def _bbox(text: str, x: float, y: float, anchor: str, size: float = 10) -> tuple
     return left, y - size, left + w, y + 2
 
 
-def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
+def _marker_boxes(svg: str, below: float) -> list[tuple]:
+    """Boxes of the legend's markers (colour swatches, model markers below `below`)."""
+    boxes = [
+        (float(x), float(y), float(x) + 12, float(y) + 5)
+        for x, y in re.findall(r"<rect class='genlm-swatch' x='([-\d.]+)' y='([-\d.]+)'", svg)
+    ]
+    for cx, cy in re.findall(r"<circle class='genlm-point' cx='([\d.]+)' cy='([\d.]+)'", svg):
+        boxes.append((float(cx) - 4.5, float(cy) - 4.5, float(cx) + 4.5, float(cy) + 4.5))
+    for x, y in re.findall(r"<rect class='genlm-point' x='([\d.]+)' y='([\d.]+)'", svg):
+        boxes.append((float(x), float(y), float(x) + 8, float(y) + 8))
+    return [b for b in boxes if b[1] > below]
+
+
+@pytest.mark.parametrize(
+    "domains", [["pattern_matching", "json_schema", "spider"], ["pattern_matching"]]
+)
+def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text(domains):
     methods = ["base", "lcd", "sample_rerank", "smc", "awrs_smc", "smc_steer"]
-    domains = ["pattern_matching", "json_schema", "spider"]
     summary = [
         {
             "model": model,
@@ -39,7 +54,8 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
         r"<text x='([\d.]+)' y='([\d.]+)'(?: text-anchor='(\w+)')?[^>]*>([^<]*)</text>", svg
     )
     boxes = [_bbox(t, float(x), float(y), a or "start") for x, y, a, t in texts]
-    assert "weighted accuracy" in svg and svg.count(">wall time per run (s)</text>") == 3
+    assert "weighted accuracy" in svg
+    assert svg.count(">wall time per run (s)</text>") == len(domains)
     assert len(re.findall(r"class='genlm-point'", svg)) == len(summary) + 2  # points, models
     assert len(re.findall(r"class='genlm-swatch'", svg)) == len(methods)  # method colours
     for m in methods:
@@ -55,6 +71,15 @@ def test_the_scatter_has_ticks_axis_labels_and_no_overlapping_or_cut_text():
         for b, tb in flat[i + 1 :]:
             overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
             assert not overlap, f"{ta[3]!r} overlaps {tb[3]!r}"
+    # the legend's markers: inside the image, clear of every name (one panel is narrow)
+    legend_top = min(b[1] for b, t in flat if t[3] == "colour:")
+    markers = _marker_boxes(svg, legend_top)
+    assert len(markers) == len(methods) + 2
+    for m in markers:
+        assert 0 <= m[0] and m[2] <= width and m[3] <= height
+        for b, t in flat:
+            overlap = m[0] < b[2] and b[0] < m[2] and m[1] < b[3] and b[1] < m[3]
+            assert not overlap, f"a legend marker at x={m[0]} overlaps {t[3]!r}"
 
 
 def test_the_figure_and_the_svg_chart_share_one_encoding():
