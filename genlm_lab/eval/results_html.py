@@ -120,13 +120,15 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
     out = []
     for i, r in enumerate(summary):
         acc = r.get("weighted_accuracy")
-        # three decimals throughout, as summary_markdown: fmt would print 1.0 as "1" and
-        # 0.9999999 as "1.000" side by side
-        ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        ci = (
+            ""
+            if r.get("ci_low") is None
+            else f"[{_accuracy(r['ci_low'])}, {_accuracy(r['ci_high'])}]"
+        )
         out.append(
             f"<tr data-row='{i}'><td>{esc(r.get('model') or '')}</td><td>{esc(r['method'])}</td>"
             f"<td>{esc(r['domain'])}</td>"
-            f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{'' if acc is None else f'{acc:.3f}'}</span></td>"
+            f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{_accuracy(acc)}</span></td>"
             f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
             f"<td class='genlm-num'>{r['n_errors']}</td>"
             f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
@@ -136,6 +138,12 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
             f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests_mean'), 3))}</td></tr>"
         )
     return out
+
+
+def _accuracy(x: float | None) -> str:
+    """An accuracy with three decimals, as summary_markdown writes it (`fmt` would print an
+    exact 1.0 as "1" beside float noise below 1 as "1.000"); "" where unknown."""
+    return "" if x is None or x != x else f"{x:.3f}"
 
 
 def _wall_tip(r: dict) -> str:
@@ -160,7 +168,7 @@ def _run_rows(runs: Sequence[dict], link: bool) -> list[str]:
             f"<td>{esc(r.get('domain'))}</td><td>{esc(r.get('instance_id'))}</td>"
             f"<td class='genlm-text'>{esc(r.get('instance') or '')}</td>"
             f"<td class='genlm-num'>{esc(r.get('replicate'))}</td>"
-            f"<td class='genlm-num'>{esc(fmt(r.get('weighted_accuracy')))}</td>"
+            f"<td class='genlm-num'>{_accuracy(r.get('weighted_accuracy'))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('runtime_seconds'), 2))}</td>"
             f"<td class='genlm-num'>{esc(fmt(r.get('lm_requests')))}</td>"
             f"<td>{esc(status)} <span class='genlm-note'>{note}</span></td></tr>"

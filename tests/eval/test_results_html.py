@@ -30,3 +30,11 @@ def test_exact_and_float_noise_ones_print_alike_with_three_decimals():
         cells[method] = nums[0]
     assert cells["exact"] == cells["noisy"] == ("1.000", "[1.000, 1.000]")
     assert cells["half"] == ("0.500", "[0.500, 0.500]")
+
+
+def test_each_runs_accuracy_has_three_decimals_too():
+    page = results_html(results_data(_runs("exact", 1.0) + _runs("noisy", sum([0.1] * 10))))
+    rows = re.findall(r"<tr data-run-id='[^']*'.*?</tr>", page)
+    assert len(rows) == 6
+    for row in rows:
+        assert re.findall(r"<td class='genlm-num'>([^<]*)</td>", row)[1] == "1.000", row
