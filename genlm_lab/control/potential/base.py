@@ -13,7 +13,6 @@ Everything is in log space: a weight of zero is `-inf`. A boolean potential
 
 from __future__ import annotations
 
-import asyncio
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control.core.constant import EOS, EndOfSequence
+from genlm_lab.control.core.eager import gather_eager
 from genlm_lab.control.core.token_types import TokenType, infer_vocabulary_type
 from genlm_lab.control.core.weights import LazyWeights, WeightsBatch
 from genlm_lab.control.potential.checks import PotentialChecks
@@ -232,18 +232,18 @@ class Potential(PotentialChecks, ABC):
             ValueError: for an empty list of contexts (as every `batch_*` method).
         """
         _nonempty(contexts, "batch_prefix")
-        return np.array(await asyncio.gather(*(self.prefix(c) for c in contexts)), dtype=float)
+        return np.array(await gather_eager(self.prefix(c) for c in contexts), dtype=float)
 
     async def batch_complete(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         """`complete` of several contexts, computed concurrently."""
         _nonempty(contexts, "batch_complete")
-        return np.array(await asyncio.gather(*(self.complete(c) for c in contexts)), dtype=float)
+        return np.array(await gather_eager(self.complete(c) for c in contexts), dtype=float)
 
     async def batch_score(self, contexts: Sequence[Sequence[Any]]) -> np.ndarray:
         """`score` of several contexts, computed concurrently."""
         _nonempty(contexts, "batch_score")
         if type(self).score is not Potential.score:  # a subclass scores faster itself
-            return np.array(await asyncio.gather(*(self.score(c) for c in contexts)), dtype=float)
+            return np.array(await gather_eager(self.score(c) for c in contexts), dtype=float)
         ends = [self.ends(c) for c in contexts]
         done = [list(c[:-1]) for c, e in zip(contexts, ends, strict=True) if e]
         open_ = [c for c, e in zip(contexts, ends, strict=True) if not e]
@@ -258,7 +258,7 @@ class Potential(PotentialChecks, ABC):
     async def batch_logw_next(self, contexts: Sequence[Sequence[Any]]) -> WeightsBatch:
         """`logw_next` of several contexts, computed concurrently (a list with a 2-d `.weights`)."""
         _nonempty(contexts, "batch_logw_next")
-        return WeightsBatch(await asyncio.gather(*(self.logw_next(c) for c in contexts)))
+        return WeightsBatch(await gather_eager(self.logw_next(c) for c in contexts))
 
     # ------------------------------------------------------------ life cycle
     def spawn(self) -> Potential:
