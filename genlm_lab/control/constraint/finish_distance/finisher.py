@@ -61,6 +61,16 @@ def _parses_as_json(text: bytes) -> bool:
     return True
 
 
+_CLOSERS = {ord("{"): ord("}"), ord("["): ord("]"), ord('"'): ord('"')}
+
+
+def _json_closer(text: bytes) -> int | None:
+    """The last non-whitespace byte of every JSON text that starts with `text` (an object's
+    `}`, an array's `]`, a string's quote), or None (a number or literal, or nothing yet)."""
+    first = text.lstrip(b" \t\r\n")[:1]
+    return _CLOSERS.get(first[0]) if first else None
+
+
 #: How near the end (tokens left) a guided factor's search tries to prove that nothing
 #: fits: the guide keeps particles away from the end's dead ends, and the search over
 #: the mask costs most of a budgeted run's time further out (bench_json_gen).
@@ -105,7 +115,9 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
             )
             from genlm_lab.control.constraint.json.schema import JsonSchema
 
-            necessary = _parses_as_json if isinstance(language, JsonSchema) else None
+            is_json = isinstance(language, JsonSchema)
+            necessary = _parses_as_json if is_json else None
+            closer = _json_closer if is_json else None
             upper = None
             if guide is not None:
 
@@ -113,7 +125,9 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
                     return guide.count(guide.tail(tuple(potential.encode(context))))
 
             depth = {"max_depth": GUIDED_SEARCH_DEPTH} if guide is not None else {}
-            out = SearchDistance(potential, upper=upper, necessary=necessary, **{**depth, **search})
+            out = SearchDistance(
+                potential, upper=upper, necessary=necessary, closer=closer, **{**depth, **search}
+            )
             out.guide = guide
     else:
         out = SearchDistance(potential, **search)

@@ -26,7 +26,8 @@ class SearchDistance:
     `fits(context, left)` is True where the constraint accepts `context`,
     where `upper` (a short completion's token count, EOS included) is at most
     `left`, and wherever the search below cannot decide; it is False only
-    with one token left and `context` not accepted, or where a depth-first
+    with one token left and `context` not accepted, with two left where no
+    allowed token ending in `closer`'s byte completes it, or where a depth-first
     search over every token the constraint allows, down to the tokens left,
     reaches no accepted context. The search gives up (keeps the prefix,
     counted as "unproven") when a context allows more than `max_branch`
@@ -47,6 +48,11 @@ class SearchDistance:
         masks: whether to search with the constraint's masks (None: where it has `allowed`).
         necessary: a cheap test a complete text must pass (a JSON document must parse),
             asked before the constraint's own completion check.
+        closer: `text -> byte | None`, the last non-whitespace byte every complete text
+            that starts with `text` has (`}` for a JSON object), or None where it may
+            vary. With it, one token before EOS is decided exactly however many tokens
+            the constraint allows: only the tokens that end in that byte (or are
+            whitespace) are checked.
     """
 
     exact = False
@@ -63,10 +69,19 @@ class SearchDistance:
         cache_size: int = 65536,
         masks: bool | None = None,
         necessary: Callable[[bytes], bool] | None = None,
+        closer: Callable[[bytes], int | None] | None = None,
     ) -> None:
         self.potential = potential
         self.necessary = necessary
-        self._bytes = token_bytes(potential) if necessary is not None else None
+        self.closer = closer
+        tokens = token_bytes(potential) if necessary or closer else None
+        self._bytes = tokens if necessary is not None else None
+        self._text = tokens
+        # each token's last non-whitespace byte (-1: none), what `closer` is compared with
+        self._last = None
+        if closer is not None and tokens is not None:
+            ends = [t.rstrip(b" \t\r\n")[-1:] for t in tokens]
+            self._last = np.array([e[0] if e else -1 for e in ends], dtype=np.int64)
         self.encode = potential.encode
         self.lookup = potential.lookup
         self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
@@ -142,6 +157,11 @@ class SearchDistance:
             return None
         spent[0] += 1
         allowed = await self._allowed(ids)
+        if r == 2:
+            last = await self._last_token(ids, allowed)
+            if last is not None:
+                self._learn(ids, **({"high": 2} if last else {"low": 2}))
+                return last
         if len(allowed) > self.max_branch:
             return None
         unknown = False
@@ -184,6 +204,11 @@ class SearchDistance:
             self._learn(ids, high=1)
             return self._count(True)
         allowed = await self._allowed(ids)
+        if left == 2:  # one token, then EOS: decided by the tokens that can end the text
+            last = await self._last_token(ids, allowed)
+            if last is not None:
+                self._learn(ids, **({"high": 2} if last else {"low": 2}))
+                return self._count(last)
         if len(allowed) > self.max_branch:  # no proof within reach: keep it, read no finish
             self.stats["unproven"] += 1
             return True
@@ -198,6 +223,23 @@ class SearchDistance:
             self.stats["unproven"] += 1
             return True
         return self._count(found)
+
+    async def _last_token(self, ids: tuple[int, ...], allowed: np.ndarray) -> bool | None:
+        """Whether one of the `allowed` tokens completes the text of `ids` (None: no `closer`).
+
+        A complete text ends in `closer`'s byte, maybe then whitespace: only the tokens
+        whose last non-whitespace byte it is, or that are whitespace, can end it.
+        """
+        if self.closer is None or self._text is None or self._last is None:
+            return None
+        byte = self.closer(b"".join([self._text[i] for i in ids]))
+        if byte is None:
+            return None
+        last = self._last[allowed]
+        for i in allowed[(last == byte) | (last == -1)].tolist():
+            if await self._accepts((*ids, i)):
+                return True
+        return False
 
     def _count(self, ok: bool) -> bool:
         self.stats["kept" if ok else "refused"] += 1

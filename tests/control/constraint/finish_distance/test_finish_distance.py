@@ -181,6 +181,23 @@ def test_json_finish_is_an_upper_bound_that_saves_the_search():
     assert finisher.stats["refused"] == 1
 
 
+def test_one_token_before_eos_is_decided_however_many_tokens_a_json_string_allows():
+    from genlm_lab.control.constraint.finish_distance.finisher import _json_closer
+
+    assert _json_closer(b' {"a":"[') == ord("}") and _json_closer(b"[") == ord("]")
+    assert _json_closer(b"12") is None and _json_closer(b"  ") is None
+    content = [b"a", b"ab", b"b", b"c", b"]", b"{"]  # inside a string: more than max_branch
+    no_closer = [b"{", b"}", b'"', b":", b'{"a":"', *content, b"<eos>"]
+    for vocab, ends in ((no_closer, False), ([b'"}', *no_closer], True)):
+        llm = toy_llm(vocab=vocab)
+        constraint = JsonSchema(SCHEMA).coerce(llm, f=b"".join)
+        finisher = finisher_for(constraint, max_branch=2)
+        context = [b'{"a":"', b"ab"]
+        assert run(finisher.fits(context, 2)) is ends  # '"}' then EOS, or '"', '}', EOS
+        assert finisher.stats["unproven"] == 0
+        assert run(finisher.fits(context, 3))  # the finish proves it
+
+
 @pytest.mark.parametrize(
     ("pattern", "plain"),
     [
