@@ -37,8 +37,21 @@ if not PATTERNS:
     pytest.skip("patterns.csv (AWRS pattern task) is not here", allow_module_level=True)
 
 
+_RUNNER: asyncio.Runner | None = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_event_loop():
+    """One event loop for the module's ~300k calls (`asyncio.run` makes one per call: 3x the cost)."""
+    global _RUNNER
+    with asyncio.Runner() as runner:
+        _RUNNER = runner
+        yield
+    _RUNNER = None
+
+
 def run(coro):
-    return asyncio.run(coro)
+    return _RUNNER.run(coro)
 
 
 def matches(pattern: str, data: bytes) -> bool:
