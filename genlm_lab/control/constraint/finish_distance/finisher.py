@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -62,13 +63,21 @@ def _parses_as_json(text: bytes) -> bool:
 
 
 _CLOSERS = {ord("{"): ord("}"), ord("["): ord("]"), ord('"'): ord('"')}
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 
 
-def _json_closer(text: bytes) -> int | None:
-    """The last non-whitespace byte of every JSON text that starts with `text` (an object's
-    `}`, an array's `]`, a string's quote), or None (a number or literal, or nothing yet)."""
+def _json_closer(text: bytes) -> tuple[int, int] | None:
+    """`(byte, n)`: every JSON text that extends `text` ends in `byte` (an object's `}`, an
+    array's `]`, a string's quote) and adds at least `n` closing bytes (one per string,
+    array and object left open); None for a number or literal, or nothing yet."""
     first = text.lstrip(b" \t\r\n")[:1]
-    return _CLOSERS.get(first[0]) if first else None
+    if not first or first[0] not in _CLOSERS:
+        return None
+    bare = _STRINGS.sub(b"", text)  # what is left of a string is the one left open
+    open_string = b'"' in bare
+    bare = bare[: bare.index(b'"')] if open_string else bare
+    depth = bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
+    return _CLOSERS[first[0]], max(depth, 0) + open_string
 
 
 #: How near the end (tokens left) a guided factor's search tries to prove that nothing

@@ -17,7 +17,10 @@ from genlm_lab.control.constraint.finish_distance.tokens import (
 from genlm_lab.control.constraint.llg.matcher_cache import Key
 from genlm_lab.control.potential.base import Potential
 
-__all__ = ["SearchDistance"]
+__all__ = ["CLOSING", "SearchDistance"]
+
+#: The bytes that close a JSON string, array or object (`closer` counts them).
+CLOSING = b'"]}'
 
 
 class SearchDistance:
@@ -27,7 +30,7 @@ class SearchDistance:
     where `upper` (a short completion's token count, EOS included) is at most
     `left`, and wherever the search below cannot decide; it is False only
     with one token left and `context` not accepted, with two left where no
-    allowed token ending in `closer`'s byte completes it, or where a depth-first
+    token that `closer` leaves completes it, or where a depth-first
     search over every token the constraint allows, down to the tokens left,
     reaches no accepted context. The search gives up (keeps the prefix,
     counted as "unproven") when a context allows more than `max_branch`
@@ -48,11 +51,12 @@ class SearchDistance:
         masks: whether to search with the constraint's masks (None: where it has `allowed`).
         necessary: a cheap test a complete text must pass (a JSON document must parse),
             asked before the constraint's own completion check.
-        closer: `text -> byte | None`, the last non-whitespace byte every complete text
-            that starts with `text` has (`}` for a JSON object), or None where it may
-            vary. With it, one token before EOS is decided exactly however many tokens
-            the constraint allows: only the tokens that end in that byte (or are
-            whitespace) are checked.
+        closer: `text -> (byte, n) | None`: every complete text that extends `text`
+            ends in `byte` (maybe then whitespace; `}` for a JSON object) and adds at
+            least `n` bytes of `CLOSING` (one per bracket and string left open); None
+            where nothing is known. With it, one token before EOS is decided exactly
+            however many tokens the constraint allows: only the tokens that end in that
+            byte (or are whitespace) and hold n such bytes are checked, no mask is read.
     """
 
     exact = False
@@ -69,7 +73,7 @@ class SearchDistance:
         cache_size: int = 65536,
         masks: bool | None = None,
         necessary: Callable[[bytes], bool] | None = None,
-        closer: Callable[[bytes], int | None] | None = None,
+        closer: Callable[[bytes], tuple[int, int] | None] | None = None,
     ) -> None:
         self.potential = potential
         self.necessary = necessary
@@ -77,11 +81,14 @@ class SearchDistance:
         tokens = token_bytes(potential) if necessary or closer else None
         self._bytes = tokens if necessary is not None else None
         self._text = tokens
-        # each token's last non-whitespace byte (-1: none), what `closer` is compared with
-        self._last = None
+        # each usable token's last non-whitespace byte (-1: none) and its CLOSING bytes,
+        # what `closer` is compared with
+        self._last = self._closing = None
+        self._enders: dict[tuple[int, int], list[int]] = {}  # closer's answer -> candidates
         if closer is not None and tokens is not None:
             ends = [t.rstrip(b" \t\r\n")[-1:] for t in tokens]
             self._last = np.array([e[0] if e else -1 for e in ends], dtype=np.int64)
+            self._closing = np.array([sum(map(t.count, CLOSING)) for t in tokens])
         self.encode = potential.encode
         self.lookup = potential.lookup
         self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
@@ -156,12 +163,12 @@ class SearchDistance:
         if spent[0] >= self.max_nodes:
             return None
         spent[0] += 1
-        allowed = await self._allowed(ids)
         if r == 2:
-            last = await self._last_token(ids, allowed)
+            last = await self._last_token(ids)
             if last is not None:
                 self._learn(ids, **({"high": 2} if last else {"low": 2}))
                 return last
+        allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:
             return None
         unknown = False
@@ -203,12 +210,12 @@ class SearchDistance:
         if await self._accepts(ids):
             self._learn(ids, high=1)
             return self._count(True)
-        allowed = await self._allowed(ids)
         if left == 2:  # one token, then EOS: decided by the tokens that can end the text
-            last = await self._last_token(ids, allowed)
+            last = await self._last_token(ids)
             if last is not None:
                 self._learn(ids, **({"high": 2} if last else {"low": 2}))
                 return self._count(last)
+        allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:  # no proof within reach: keep it, read no finish
             self.stats["unproven"] += 1
             return True
@@ -224,19 +231,25 @@ class SearchDistance:
             return True
         return self._count(found)
 
-    async def _last_token(self, ids: tuple[int, ...], allowed: np.ndarray) -> bool | None:
-        """Whether one of the `allowed` tokens completes the text of `ids` (None: no `closer`).
+    async def _last_token(self, ids: tuple[int, ...]) -> bool | None:
+        """Whether one token completes the text of `ids` (None: `closer` knows nothing).
 
-        A complete text ends in `closer`'s byte, maybe then whitespace: only the tokens
-        whose last non-whitespace byte it is, or that are whitespace, can end it.
+        Only the tokens `closer` leaves are checked (see the class docstring); the
+        completion check also tells whether the constraint allows the token.
         """
         if self.closer is None or self._text is None or self._last is None:
             return None
-        byte = self.closer(b"".join([self._text[i] for i in ids]))
-        if byte is None:
+        found = self.closer(b"".join([self._text[i] for i in ids]))
+        if found is None:
             return None
-        last = self._last[allowed]
-        for i in allowed[(last == byte) | (last == -1)].tolist():
+        candidates = self._enders.get(found)
+        if candidates is None:
+            byte, n = found
+            keep = ((self._last == byte) | ((self._last == -1) & (n == 0))) & (self._closing >= n)
+            if self._usable is not None:
+                keep &= self._usable
+            candidates = self._enders[found] = np.flatnonzero(keep).tolist()
+        for i in candidates:
             if await self._accepts((*ids, i)):
                 return True
         return False

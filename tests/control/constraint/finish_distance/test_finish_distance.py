@@ -184,7 +184,9 @@ def test_json_finish_is_an_upper_bound_that_saves_the_search():
 def test_one_token_before_eos_is_decided_however_many_tokens_a_json_string_allows():
     from genlm_lab.control.constraint.finish_distance.finisher import _json_closer
 
-    assert _json_closer(b' {"a":"[') == ord("}") and _json_closer(b"[") == ord("]")
+    assert _json_closer(b' {"a":"[') == (ord("}"), 2)  # '"' and '}' at least
+    assert _json_closer(b'[{"a":"\\"]", "b":[]') == (ord("]"), 2)  # '}' and ']'
+    assert _json_closer(b'"ab\\') == (ord('"'), 1) and _json_closer(b"[[]]") == (ord("]"), 0)
     assert _json_closer(b"12") is None and _json_closer(b"  ") is None
     content = [b"a", b"ab", b"b", b"c", b"]", b"{"]  # inside a string: more than max_branch
     no_closer = [b"{", b"}", b'"', b":", b'{"a":"', *content, b"<eos>"]
