@@ -18,8 +18,12 @@ each byte it takes the cheapest move the key-rule state suggests:
 - whitespace only when nothing else is allowed.
 
 The walk is greedy, not a search: it returns *a* finish, which is short but
-not always the shortest. Whatever it cannot finish within `limit` bytes (or
-where it runs into a dead end) it gives up on: None.
+not always the shortest. Where it runs into a dead end it walks once more,
+now adding to each object the keys a conditional of its schema names as
+required (in `if`, `then` or `else`: the mask checks conditionals only at
+completion, so an object may close without them), and starting a value the
+mask leaves free as a string. Whatever it still cannot finish within
+`limit` bytes it gives up on: None.
 """
 
 from __future__ import annotations
@@ -146,13 +150,34 @@ def _names(alts: Any, keys: frozenset[str]) -> list[str]:
     return ranked
 
 
-def _key_byte(state: Any, allowed: np.ndarray) -> int | None:
-    """The next byte of a key: towards a missing required name, else a listed name, else close."""
+def _conditional(alts: Any, keys: frozenset[str]) -> list[str]:
+    """Names a conditional of the object's schemas requires (`if`, `then`, `else`), not yet
+    written."""
+    names: set[str] = set()
+    for alt in alts:
+        for d in alt.conj:
+            for branch in (d.get("if"), d.get("then"), d.get("else")):
+                required = branch.get("required") if isinstance(branch, dict) else None
+                if isinstance(required, list):
+                    names.update(n for n in required if isinstance(n, str) and alt.admits(n))
+    return sorted(names - keys)
+
+
+def _wants_key(state: Any) -> bool:
+    """Whether the object being written still misses a key a conditional may require."""
+    stack = state[1]
+    return bool(stack) and stack[-1][0] == 0 and bool(_conditional(stack[-1][1], stack[-1][2]))
+
+
+def _key_byte(state: Any, allowed: np.ndarray, hints: bool = False) -> int | None:
+    """The next byte of a key: towards a missing required name (with `hints`, then one a
+    conditional requires), else a listed name, else close."""
     _, stack, _, raw, esc = state
     if esc:
         return None
     _, alts, keys = stack[-1]
-    for name in _names(alts, keys):
+    names = _names(alts, keys)
+    for name in [*_conditional(alts, keys), *names] if hints else names:
         encoded = alts[0].encoded(name)
         if encoded == raw and allowed[34]:
             return 34
@@ -177,19 +202,25 @@ def _string_byte(engine: Any, text: bytes, allowed: np.ndarray) -> int | None:
     return _first(allowed, _CONTENT)
 
 
-def _choose(engine: Any, text: bytes, state: Any, allowed: np.ndarray) -> int | None:
-    """The next byte of the finish after `text`, in key-rule `state` (None: stuck)."""
+def _choose(
+    engine: Any, text: bytes, state: Any, allowed: np.ndarray, hints: bool = False
+) -> int | None:
+    """The next byte of the finish after `text`, in key-rule `state` (None: stuck); with
+    `hints`, an object misses no key a conditional may require before it closes."""
     mode = state[0]
+    more = hints and mode in (KEY, KEY_OR_END, SCAL, AFTER) and _wants_key(state)
     if mode == STR:
         pick = _string_byte(engine, text, allowed)
     elif mode == KSTR:
-        pick = _key_byte(state, allowed)
+        pick = _key_byte(state, allowed, hints)
+    elif more:
+        pick = _first(allowed, b'"' if mode in (KEY, KEY_OR_END) else b",")
     elif mode in (KEY, KEY_OR_END):
         pick = _first(allowed, b'}"')
     elif mode == COLON:
         pick = _first(allowed, b":")
-    elif mode in (VAL, VAL_OR_END):
-        pick = _first(allowed, b"]" + _VALUE_STARTS)
+    elif mode in (VAL, VAL_OR_END):  # with hints a value the mask leaves free is a string
+        pick = _first(allowed, b"]" + (b'"' if hints else b"") + _VALUE_STARTS)
     elif mode in (SCAL, AFTER):
         pick = _first(allowed, b'}],"0')
     else:
@@ -209,11 +240,40 @@ def finish(
         stuck: if given, where the walk got stuck is appended to it: `(text, key-rule
             state)` (nothing when it stopped at `limit`).
     """
-    found = _finish(engine, prefix, limit, stuck if stuck is not None else [])
+    where: list = []
+    found = _finish(engine, prefix, limit, where)
+    if found is None and where and _conditionals(engine):
+        found = _finish(engine, prefix, limit, [], hints=True)  # a dead end, not the limit
+    if found is None and stuck is not None:
+        stuck.extend(where)
     return found
 
 
-def _finish(engine: Any, prefix: bytes, limit: int, stuck: list) -> bytes | None:
+def _has_if(node: Any, depth: int = 0) -> bool:
+    if isinstance(node, dict):
+        return "if" in node or any(_has_if(v, depth + 1) for v in node.values() if depth < 64)
+    if isinstance(node, list):
+        return any(_has_if(v, depth + 1) for v in node if depth < 64)
+    return False
+
+
+_CONDITIONALS: dict[int, tuple[Any, bool]] = {}
+
+
+def _conditionals(engine: Any) -> bool:
+    """Whether the engine's schema has a conditional (`if`) anywhere (cached per schema)."""
+    root = getattr(getattr(engine, "rules", None), "root", None)
+    found = _CONDITIONALS.get(id(root))
+    if found is None or found[0] is not root:
+        if len(_CONDITIONALS) > 64:
+            _CONDITIONALS.clear()
+        found = _CONDITIONALS[id(root)] = (root, _has_if(root))
+    return found[1]
+
+
+def _finish(
+    engine: Any, prefix: bytes, limit: int, stuck: list, hints: bool = False
+) -> bytes | None:
     text = bytes(prefix)
     out = bytearray()
     planned = False  # the string being written already got its format's rest
@@ -235,7 +295,7 @@ def _finish(engine: Any, prefix: bytes, limit: int, stuck: list) -> bytes | None
                 continue
         elif state[0] != STR:
             planned = False
-        pick = _choose(engine, text, state, allowed)
+        pick = _choose(engine, text, state, allowed, hints)
         if pick is None:
             stuck.append((text, state))
             return None

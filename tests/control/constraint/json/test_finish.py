@@ -112,3 +112,35 @@ def test_real_world_schemas_finish_from_random_prefixes():
             assert schema.validate(prefix + tail), (name, prefix, tail)
             checked += 1
     assert checked >= 2 * len(panel_names())
+
+
+CONDITIONAL = {  # dependabot's shape: what the mask checks only at completion
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string"},
+        "beta": {"type": "boolean"},
+        "when": {"type": "object", "properties": {"every": {"type": "string"}}},
+        "group": {"type": "string"},
+    },
+    "required": ["kind"],
+    "additionalProperties": False,
+    "allOf": [
+        {"if": {"not": {"required": ["group"]}}, "then": {"required": ["when"]}},
+        {
+            "if": {"properties": {"beta": {"const": True}}, "required": ["beta"]},
+            "else": {"properties": {"kind": {"enum": ["npm", "pip"]}}},
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "prefix", [b"{", b'{"kind":"npm"', b'{"kind":"x', b'{"kind":"npm","when":{"every":"d"}']
+)
+def test_a_finish_adds_the_keys_a_conditional_requires(prefix):
+    schema = JsonSchema(CONDITIONAL)
+    assert schema.engine.alive(prefix)
+    tail = schema.finish(prefix)
+    assert tail is not None
+    assert schema.validate(prefix + tail), (prefix, tail, schema.explain(prefix + tail))
+    assert schema.unfinishable == []
