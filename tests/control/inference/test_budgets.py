@@ -237,3 +237,33 @@ def test_a_value_the_finish_cannot_complete_is_an_alarm_naming_its_path_and_keyw
     # said once per schema: a second run that meets it again raises no new alarm
     again = run(sampler.smc(4, 0.5, 6, seed=1))
     assert not [a for a in again.record.alarms if a[1] == "unfinishable"]
+
+
+class _OverrunGuide:
+    """Token 1's finish overruns the tokens left by one, token 0's fits."""
+
+    def overrun(self, ids, left):
+        return int(bool(ids) and ids[-1] == 1)
+
+    def unfinishable(self):
+        return []
+
+
+class _GuidedFinisher:
+    guide = _OverrunGuide()
+    lookup = {"fits": 0, "overruns": 1}
+    stats: dict = {}
+
+    def encode(self, context):
+        return [self.lookup[t] for t in context]
+
+
+def test_an_overrunning_plain_draw_weighs_less_than_a_guided_draw_the_model_dislikes():
+    # cloudbuild:GoModules: guided draws (close the string now) held e^-6 of the model's
+    # mass, a plain draw that overran ~all of it; at penalty 0.01 the plain one won every
+    # resampling, and it could no longer end in time
+    budget = Budget([(0, "toy", _GuidedFinisher())], 10)
+    plain = budget.twist([], "overruns", over=0, limit=None)
+    guided = budget.twist([], "fits", over=0, limit=0)
+    assert guided == 0.0
+    assert math.log(1.0) + plain < -6.0 + guided
