@@ -27,6 +27,7 @@ from genlm_lab.bytes._beam_profile import charge_batch
 from genlm_lab.trie.async_trie import AsyncTrieBase, check_request
 from genlm_lab.trie.base import TrieBase
 from genlm_lab.trie.structure import EOS, as_byte_vocab, build_structure
+from genlm_lab.util.gc_pause import gc_paused
 from genlm_lab.util.renamed import renamed_argument
 
 
@@ -150,13 +151,14 @@ class TokenByteTrie(TrieBase):
             # A tuple never equals a byte (int) or atomic (bytes) key, whatever eot_token is.
             return (eot_token, token_id)
 
-        structure = build_structure(words, leaf_key, atomic_ids, with_eos_node=True)
-        self.eos_node = structure.eos_node
-        with_eos = structure.token_leaf.copy()
-        if self.eos_token_ids:
-            with_eos[np.asarray(self.eos_token_ids)] = self.eos_node
-        targets = {TrieMode.WITHOUT_EOS: structure.token_leaf, TrieMode.WITH_EOS: with_eos}
-        self._setup(structure, targets, device, kernel, max_batch_size)
+        with gc_paused():  # millions of objects, none of them garbage
+            structure = build_structure(words, leaf_key, atomic_ids, with_eos_node=True)
+            self.eos_node = structure.eos_node
+            with_eos = structure.token_leaf.copy()
+            if self.eos_token_ids:
+                with_eos[np.asarray(self.eos_token_ids)] = self.eos_node
+            targets = {TrieMode.WITHOUT_EOS: structure.token_leaf, TrieMode.WITH_EOS: with_eos}
+            self._setup(structure, targets, device, kernel, max_batch_size)
 
     @staticmethod
     def _mode(mode: TrieMode | None) -> TrieMode:

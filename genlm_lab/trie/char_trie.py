@@ -11,6 +11,7 @@ import torch
 
 from genlm_lab.trie.base import TrieBase
 from genlm_lab.trie.structure import as_byte_vocab, build_structure
+from genlm_lab.util.gc_pause import gc_paused
 
 
 def _char_leaf_key(_children: dict, token_id: int) -> tuple[None, int]:
@@ -51,8 +52,9 @@ class TokenCharacterTrie(TrieBase):
     def _init(self, decode: Sequence[bytes], device: Any, kernel: str | None) -> None:
         words = as_byte_vocab(decode)
         self.decode = decode
-        structure = build_structure(words, _char_leaf_key)
-        self._setup(structure, {None: structure.token_leaf}, device=device, kernel=kernel)
+        with gc_paused():  # millions of objects, none of them garbage
+            structure = build_structure(words, _char_leaf_key)
+            self._setup(structure, {None: structure.token_leaf}, device=device, kernel=kernel)
 
     def weight_sum(self, ws: np.ndarray | torch.Tensor) -> np.ndarray:
         """Mass of every node: the total weight of the tokens below it.

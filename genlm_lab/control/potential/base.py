@@ -73,13 +73,16 @@ class Potential(PotentialChecks, ABC):
                     f"Tokens in vocabulary must be of type {token_type!r}; {wrong!r:.40} is not"
                 )
         self._token_type = token_type
-        lookup: dict[Hashable, int] = {}
-        for i, token in enumerate(vocabulary):
-            if token in lookup and type(token) is type(vocabulary[lookup[token]]):
-                raise ValueError(
-                    f"Duplicate token {token!r} found in vocabulary (ids {lookup[token]} and {i})"
-                )
-            lookup.setdefault(token, i)
+        lookup: dict[Hashable, int] = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+        if len(lookup) < len(vocabulary):  # equal tokens: the first keeps its id, unless same type
+            lookup = {}
+            for i, token in enumerate(vocabulary):
+                if token in lookup and type(token) is type(vocabulary[lookup[token]]):
+                    raise ValueError(
+                        f"Duplicate token {token!r} found in vocabulary "
+                        f"(ids {lookup[token]} and {i})"
+                    )
+                lookup.setdefault(token, i)
         lookup[eos] = len(vocabulary)
         self._bytewise = vocabulary == list(range(256))
         if self._bytewise:

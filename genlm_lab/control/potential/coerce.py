@@ -22,6 +22,7 @@ import numpy as np
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
+from genlm_lab.util.gc_pause import gc_paused
 
 __all__ = ["Coerced", "coerce", "is_join"]
 
@@ -101,10 +102,16 @@ class Coerced(Potential):
         self.potential = potential
         self.f = _join if f is None else f
         self.is_boolean = potential.is_boolean
-        self._images = [self._image([t]) for t in self.vocab]
-        outside = [
-            i for i, img in enumerate(self._images) if any(s not in potential.lookup for s in img)
-        ]
+        if is_join(f) and all(isinstance(t, (bytes, bytearray)) for t in self.vocab):
+            self._images = [list(t) for t in self.vocab]  # what `_image([t])` gives, faster
+        else:
+            self._images = [self._image([t]) for t in self.vocab]
+        symbols = {s for img in self._images for s in img}
+        outside = (
+            [i for i, img in enumerate(self._images) if any(s not in potential.lookup for s in img)]
+            if any(s not in potential.lookup for s in symbols)
+            else []
+        )
         if outside and not prune:
             i = outside[0]
             raise ValueError(
@@ -114,7 +121,11 @@ class Coerced(Potential):
         self._outside = np.zeros(len(self.vocab), dtype=bool)
         self._outside[outside] = True
         self._walk = is_join(f) and _byte_level(potential)
-        self._trie = _ByteTrie(self._images) if self._walk else None
+        if self._walk:
+            with gc_paused():  # a node per byte prefix: millions of objects, none of them garbage
+                self._trie = _ByteTrie(self._images)
+        else:
+            self._trie = None
 
     def _default_name(self) -> str:
         return self.potential.name
