@@ -1,5 +1,6 @@
 """Shared test set-up: offline hub, modest torch threads, model fixtures, GPU skips."""
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,17 @@ sys.path.append(str(Path(__file__).parent))
 # One thread per process: the tests share two cores with Jupyter kernels and
 # chromium, and an oversubscribed small forward is ~30x slower than a serial one.
 torch.set_num_threads(1)
+
+
+def pytest_collection_finish(session):
+    """Freeze what collection imported, so the garbage collector stops walking it.
+
+    torch, transformers, hypothesis and the package are millions of objects that
+    live until exit; every full collection walked them all. Frozen, they are
+    left out: ~10% less CPU in tests that build big vocabularies, tries or SMC runs.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
