@@ -41,6 +41,7 @@ from genlm_lab.tokenization._source import (
 )
 from genlm_lab.tokenization.bytes import ByteVocabError, decoder_kinds
 from genlm_lab.tokenization.token import Token
+from genlm_lab.util.gc_pause import gc_paused
 
 __all__ = ["SAMPLES", "VocabDecoding", "decode_vocab", "get_byte_vocab", "inspect_vocab"]
 
@@ -343,7 +344,8 @@ def decode_vocab(
             f"byte2str_fallback={byte2str_fallback!r} is not one of {', '.join(_FALLBACKS)}"
         )
     try:
-        found = inspect_vocab(tokenizer)
+        with gc_paused():  # a few objects per token, none of them garbage
+            found = inspect_vocab(tokenizer)
     except ByteVocabError as e:
         raise ValueError(f"Could not decode byte representation: {e}") from e
     if found.unmapped:
@@ -353,8 +355,9 @@ def decode_vocab(
             UserWarning,
             stacklevel=2,
         )
-    byte_vocab = [Token(i, b) for i, b in enumerate(found.byte_vocab)]
-    return byte_vocab, _to_str(found.pieces, found.byte_vocab, byte2str_fallback)
+    with gc_paused():
+        byte_vocab = [Token(i, b) for i, b in enumerate(found.byte_vocab)]
+        return byte_vocab, _to_str(found.pieces, found.byte_vocab, byte2str_fallback)
 
 
 def get_byte_vocab(tokenizer: Any) -> list[bytes]:
