@@ -164,9 +164,8 @@ class SearchDistance:
             return None
         spent[0] += 1
         if r == 2:
-            last = await self._last_token(ids)
+            last = await self._two_left(ids)
             if last is not None:
-                self._learn(ids, **({"high": 2} if last else {"low": 2}))
                 return last
         allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:
@@ -211,9 +210,8 @@ class SearchDistance:
             self._learn(ids, high=1)
             return self._count(True)
         if left == 2:  # one token, then EOS: decided by the tokens that can end the text
-            last = await self._last_token(ids)
+            last = await self._two_left(ids)
             if last is not None:
-                self._learn(ids, **({"high": 2} if last else {"low": 2}))
                 return self._count(last)
         allowed = await self._allowed(ids)
         if len(allowed) > self.max_branch:  # no proof within reach: keep it, read no finish
@@ -230,6 +228,14 @@ class SearchDistance:
             self.stats["unproven"] += 1
             return True
         return self._count(found)
+
+    async def _two_left(self, ids: tuple[int, ...]) -> bool | None:
+        """Whether the text of `ids` ends within two tokens (one, then EOS), learnt as its
+        bound; None where `closer` knows nothing."""
+        last = await self._last_token(ids)
+        if last is not None:
+            self._learn(ids, **({"high": 2} if last else {"low": 2}))
+        return last
 
     async def _last_token(self, ids: tuple[int, ...]) -> bool | None:
         """Whether one token completes the text of `ids` (None: `closer` knows nothing).
