@@ -242,33 +242,11 @@ def finish(
     """
     where: list = []
     found = _finish(engine, prefix, limit, where)
-    if found is None and where and _conditionals(engine):
+    if found is None and where and getattr(getattr(engine, "rules", None), "has_if", False):
         found = _finish(engine, prefix, limit, [], hints=True)  # a dead end, not the limit
     if found is None and stuck is not None:
         stuck.extend(where)
     return found
-
-
-def _has_if(node: Any, depth: int = 0) -> bool:
-    if isinstance(node, dict):
-        return "if" in node or any(_has_if(v, depth + 1) for v in node.values() if depth < 64)
-    if isinstance(node, list):
-        return any(_has_if(v, depth + 1) for v in node if depth < 64)
-    return False
-
-
-_CONDITIONALS: dict[int, tuple[Any, bool]] = {}
-
-
-def _conditionals(engine: Any) -> bool:
-    """Whether the engine's schema has a conditional (`if`) anywhere (cached per schema)."""
-    root = getattr(getattr(engine, "rules", None), "root", None)
-    found = _CONDITIONALS.get(id(root))
-    if found is None or found[0] is not root:
-        if len(_CONDITIONALS) > 64:
-            _CONDITIONALS.clear()
-        found = _CONDITIONALS[id(root)] = (root, _has_if(root))
-    return found[1]
 
 
 def _finish(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cached_property
 from typing import Any
 
 from genlm_lab.control.constraint.json.objects import ObjAlt, ObjectSchemas, dedup
@@ -39,6 +40,14 @@ _STRING_STOP = re.compile(rb'["\\]')
 _KEY_STOP = re.compile(rb'["\\]')
 
 
+def _has_if(node: Any, depth: int = 0) -> bool:
+    if isinstance(node, dict):
+        return "if" in node or any(_has_if(v, depth + 1) for v in node.values() if depth < 64)
+    if isinstance(node, list):
+        return any(_has_if(v, depth + 1) for v in node if depth < 64)
+    return False
+
+
 class KeyRules(ObjectSchemas):
     """The object-key rules of one schema, read while the document is written.
 
@@ -49,6 +58,12 @@ class KeyRules(ObjectSchemas):
     def __init__(self, schema: Any) -> None:
         super().__init__(schema)
         self.start: State = (VAL, (), self.view(schema), b"", False)
+
+    @cached_property
+    def has_if(self) -> bool:
+        """Whether the schema has a conditional (`if`) anywhere: then the finish may walk
+        again, adding the keys one requires (`json.finish`)."""
+        return _has_if(self.root)
 
     @staticmethod
     def _prefix_ok(alts: tuple[ObjAlt, ...], keys: frozenset[str], raw: bytes) -> bool:
