@@ -174,9 +174,10 @@ class AWRS(TokenSampler):
             return False
         if self.budget is None or self.target.ends([token]):
             return True
-        if not await self.budget.fits(context, token):
+        # the guide's limit first: it is one greedy finish, where `fits` may read a mask
+        if limit is not None and self.budget.over(context, token) > limit:
             return False
-        return limit is None or self.budget.over(context, token) <= limit
+        return await self.budget.fits(context, token)
 
     async def _condition_allows(self, context: list[Any], token: Any) -> bool:
         if self._engine is not None and "score" not in vars(self.condition):  # not profiled

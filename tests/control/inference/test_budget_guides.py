@@ -167,3 +167,29 @@ def test_a_run_stopped_by_terminate_when_divides_the_twist_out():
                                   terminate_when=stop)).log_ml))  # fmt: skip
     # the stopped texts' finishes overrun by 0 to 2 tokens: their twist must go
     assert within(np.array(z), exact)
+
+
+def test_a_guided_awrs_draw_asks_fits_only_about_tokens_within_its_limit():
+    """The limit is checked first: a token that makes `over` grow costs no `fits` (no mask)."""
+    llm, constraint = _setup()
+    sampler, budget = _guided(llm, constraint, kind="awrs")
+    asked = []
+    fits = budget.fits
+
+    async def counted(context, token=None):
+        asked.append(token)
+        return await fits(context, token)
+
+    budget.fits = counted
+    vocab = sampler.target.vocab_eos
+    context = [vocab[2]]  # "ab"
+    over = budget.over(context)
+    grows = [t for t in vocab[:-1] if budget.over(context, t) > over]
+    stays = [t for t in vocab[:-1] if budget.over(context, t) <= over]
+    assert grows and stays
+    for token in grows:
+        run(sampler._accepts(context, token, limit=over))
+    assert [t for t in asked if t in grows] == []  # refused on the limit alone
+    verdicts = [run(sampler._accepts(context, t, limit=over)) for t in stays]
+    plain = [run(sampler._accepts(context, t)) for t in stays]
+    assert verdicts == plain  # within the limit, the verdict is the plain budgeted one
