@@ -33,9 +33,9 @@ def vocab_length(tokenizer: Any) -> int:
 class Source:
     """What every strategy reads from the tokenizer, fetched once."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, n: int | None = None) -> None:
         self.tokenizer = tokenizer
-        self.n = vocab_length(tokenizer)
+        self.n = vocab_length(tokenizer) if n is None else n
         self.pieces = _all_pieces(tokenizer, self.n)
         added = getattr(tokenizer, "added_tokens_decoder", None) or {}
         special = {int(i) for i in getattr(tokenizer, "all_special_ids", None) or ()}

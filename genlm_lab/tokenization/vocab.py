@@ -213,10 +213,9 @@ def _reproduces(strategy: _Strategy, references: list[tuple[list[int], bytes]]) 
     return True
 
 
-def _references(tokenizer: Any) -> list[tuple[list[int], bytes]]:
-    """`(ids, decode(ids) as UTF-8)` of each sample; raises if plain ASCII text is lost."""
+def _references(tokenizer: Any, n: int) -> list[tuple[list[int], bytes]]:
+    """`(ids, decode(ids) as UTF-8)` of each sample (ids below `n`); raises if plain ASCII text is lost."""
     refs = []
-    n = vocab_length(tokenizer)
     for text in SAMPLES:
         ids = encode_text(tokenizer, text)
         if any(not 0 <= i < n for i in ids):
@@ -270,11 +269,12 @@ def inspect_vocab(tokenizer: Any) -> VocabDecoding:
             vocab = [bytes(v) for v in raw]
             special = [i for i in (getattr(tokenizer, "eos_token_id", None),) if i is not None]
             return VocabDecoding("own bytes", vocab, [None] * len(vocab), special)
+    n = vocab_length(tokenizer)  # get_vocab() of a 262k vocabulary takes ~0.4 s: read it once
     try:
-        references = _references(tokenizer)
+        references = _references(tokenizer, n)
     except ValueError as e:
         raise ByteVocabError(f"{e}{_declared_decoder(tokenizer)}") from e
-    src = Source(tokenizer)
+    src = Source(tokenizer, n)
     tried = []
     for strategy in [*_strategies(src), _per_token_decode(src)]:
         if _reproduces(strategy, references):
