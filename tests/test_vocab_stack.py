@@ -42,6 +42,7 @@ from genlm_lab.widgets import (
 PROSE = "The cat sat on the mat, then 42 dogs ran."
 SHORT = b"the ca"  # short enough to enumerate every tokenization
 DIGITS = r"[0-9]+( [a-z]+)?"
+DIGITS_ALPHABET = b"0123456789 abcdefghijklmnopqrstuvwxyz"  # every byte DIGITS can match
 SCHEMA = {
     "type": "object",
     "properties": {"n": {"type": "integer"}},
@@ -91,18 +92,48 @@ def probs_after(lm, text: str) -> np.ndarray:
 # ---------------------------------------------------------------- trie
 
 
+def prefix_sums(words: list[bytes], weights: np.ndarray, prefixes: list[bytes]) -> np.ndarray:
+    """Each prefix's sum of `weights` over the words that start with it, by sorting and ranges.
+
+    Hex spelling keeps byte order (each byte is two of the characters 0-9a-f, in order)
+    and holds no NUL, which numpy's fixed-width strings would drop. The words starting
+    with P are then one range of the sorted spellings: from P's hex up to P's hex
+    followed by "g"s (above every hex digit); `np.add.reduceat` sums each range.
+    """
+    spelled = np.array([w.hex().encode() for w in words])
+    order = np.argsort(spelled, kind="stable")
+    spelled = spelled[order]
+    keys = np.array([q.hex().encode() for q in prefixes])
+    keys = keys.astype(f"S{max(keys.itemsize, spelled.itemsize) + 1}")
+    lo = np.searchsorted(spelled, keys)
+    ends = keys.view(np.uint8).reshape(len(keys), -1).copy()
+    ends[ends == 0] = ord("g")
+    hi = np.searchsorted(spelled, ends.view(keys.dtype).ravel())
+    bounds = np.empty(2 * len(prefixes), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = lo, hi
+    sums = np.add.reduceat(np.append(weights[order], 0.0), bounds)[0::2]
+    return np.where(hi > lo, sums, 0.0)
+
+
+def test_prefix_sums_is_a_sum_over_words_by_prefix():
+    words = [b"ab", b"a", b"", b"b\xff", b"ab\x00", b"abc", b"b"]
+    weights = np.arange(1.0, 8.0)
+    prefixes = [b"", b"a", b"ab", b"abc", b"b", b"b\xff", b"c", b"ab\x00", b"\xff"]
+    want = [
+        sum(w for x, w in zip(words, weights, strict=True) if x.startswith(q)) for q in prefixes
+    ]
+    np.testing.assert_array_equal(prefix_sums(words, weights, prefixes), want)
+
+
 def test_trie_masses_equal_sums_over_tokens_by_prefix(lm, trie):
     p = probs_after(lm, "The")
     mass = trie.weight_sum(p)
-    by_prefix: dict[bytes, float] = defaultdict(float)
-    for token, w in zip(lm.byte_vocab, p, strict=True):
-        b = bytes(token)
-        for k in range(len(b) + 1):
-            by_prefix[b[:k]] += w
-    leaves = set(trie.leaf2token_id)
-    inner = [n for n in range(trie.n_nodes) if n not in leaves]
+    is_leaf = np.zeros(trie.n_nodes, dtype=bool)
+    is_leaf[list(trie.leaf2token_id)] = True
+    inner = np.flatnonzero(~is_leaf)
     got = mass[inner]
-    want = np.array([by_prefix[trie.node2prefix[n]] for n in inner])
+    words = [bytes(token) for token in lm.byte_vocab]
+    want = prefix_sums(words, p, [trie.node2prefix[n] for n in inner])
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     leaf_nodes = np.fromiter(trie.leaf2token_id.keys(), dtype=np.int64)
     token_ids = np.fromiter(trie.leaf2token_id.values(), dtype=np.int64)
@@ -132,11 +163,15 @@ async def exact_prefix_logprob(lm, text: bytes) -> float:
     `text`: complete tokens spelling text[:j] (j < len), then one token whose
     bytes start with text[j:].
     """
-    tokens = [(i, bytes(t)) for i, t in enumerate(lm.byte_vocab) if len(bytes(t)) > 0]
     exact_at = defaultdict(list)  # byte offset -> ids spelling text[offset:offset + len]
     covers = defaultdict(list)  # byte offset -> ids whose bytes start with text[offset:]
-    for i, b in tokens:
-        for j in range(len(text)):
+    offsets = defaultdict(list)  # byte -> the offsets j where text[j] is that byte
+    for j, c in enumerate(text):
+        offsets[c].append(j)
+    for i, t in enumerate(lm.byte_vocab):
+        # both tests below need a nonempty token whose first byte is text[j]
+        for j in offsets.get(t[0], ()) if len(t) > 0 else ():
+            b = bytes(t)
             if b.startswith(text[j:]):
                 covers[j].append(i)
             elif text.startswith(b, j):
@@ -177,6 +212,19 @@ def regex_alive(pattern, data: bytes) -> bool:
     return pattern.fullmatch(data, partial=True) is not None
 
 
+def in_alphabet(vocab, special: set[int]) -> list[int]:
+    """The non-special indices whose bytes all fall in DIGITS_ALPHABET.
+
+    A match of DIGITS spends each byte on one of its classes, so a token holding
+    any other byte is dead after every context: only these need the regex.
+    """
+    return [
+        i
+        for i, t in enumerate(vocab)
+        if i not in special and not bytes(t).translate(None, DIGITS_ALPHABET)
+    ]
+
+
 def test_regex_mask_equals_every_tokens_bytes_walked(lm):
     llm = PromptedLLM(lm)
     coerced = BoolFSA.from_regex(DIGITS).coerce(llm, f=b"".join)
@@ -186,15 +234,15 @@ def test_regex_mask_equals_every_tokens_bytes_walked(lm):
     for t in llm.vocab:
         by_bytes.setdefault(bytes(t), t)
     four, space = by_bytes[b"4"], by_bytes[b" "]  # every vocabulary spells these
+    candidates = in_alphabet(llm.vocab, special)
     for context in ([], [four], [four, four], [four, space]):
         prefix = b"".join(bytes(t) for t in context)
         mask = coerced.allowed(context)
-        want = np.array(
-            [
-                i not in special and regex_alive(pattern, prefix + bytes(t))
-                for i, t in enumerate(llm.vocab)
-            ]
-        )
+        outside = set(range(256)) - set(DIGITS_ALPHABET)
+        assert not any(regex_alive(pattern, prefix + bytes([c])) for c in outside)
+        want = np.zeros(len(llm.vocab), dtype=bool)
+        for i in candidates:
+            want[i] = regex_alive(pattern, prefix + bytes(llm.vocab[i]))
         assert want.any()
         np.testing.assert_array_equal(mask[:-1], want)
         assert mask[-1] == (pattern.fullmatch(prefix) is not None)
@@ -247,7 +295,7 @@ async def test_smc_ends_in_accepted_texts_and_the_views_show_them(lm, trie):
     p = probs_after(lm, "")
     special = set(llm.special_indices())
     allowed = [
-        i for i, t in enumerate(llm.vocab) if i not in special and regex_alive(pattern, bytes(t))
+        i for i in in_alphabet(llm.vocab, special) if regex_alive(pattern, bytes(llm.vocab[i]))
     ]
     mdata, _ = await mask_data_of(llm * constraint, [], top_k=5)
     assert mdata["n_allowed"] == len(allowed)
