@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 import regex
 import torch
-from tokenizer_panel import load_panel_tokenizer, panel_params
+from tokenizer_panel import copy_panel_tokenizer, panel_params
 
 from genlm_lab.backend import load_model_by_name, tiny
+from genlm_lab.backend.models import _cached_tokenizer
 from genlm_lab.bytes import BeamParams, ByteBeamState
 from genlm_lab.bytes.lm_state import StatefulTokenizedLM
 from genlm_lab.control import SMC, BoolFSA, Coerced, JsonSchema, PromptedLLM, direct_token_sampler
@@ -55,21 +56,20 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def save_tiny_llama(tokenizer, directory, seed=0):
-    """A 2-layer LLaMA of hidden size 16 with `tokenizer`'s vocabulary, std-0.3 weights, saved.
-
-    Ids can run past len(tokenizer) (vocabularies with holes) and a BOS-less
-    model (Qwen) names its <|endoftext|> as its config's BOS: `tiny_llama` sizes
-    and names both. The view checks compare float32 trie masses summed over up
-    to 262k tokens, hence their 1e-4 relative tolerance.
-    """
-    return tiny.save_tiny_llama(tokenizer, directory, seed=seed)
-
-
 @pytest.fixture(scope="module", params=panel_params(big_marks=(pytest.mark.slow,)))
 def lm(request, tmp_path_factory):
-    tokenizer = load_panel_tokenizer(request.param)
-    directory = save_tiny_llama(tokenizer, tmp_path_factory.mktemp(request.param))
+    """A 2-layer LLaMA of hidden size 16 with a panel tokenizer, std-0.3 weights, loaded by path.
+
+    The directory gets the tokenizer's files, then `tiny_llama` sized by that
+    tokenizer: ids can run past len(tokenizer) (vocabularies with holes) and a
+    BOS-less model (Qwen) names its <|endoftext|> as its config's BOS. The
+    tokenizer is the one `load_model_by_name` reads from the directory (cached
+    per directory), so a 262k vocabulary's is parsed once, not twice. The view
+    checks compare float32 trie masses summed over up to 262k tokens, hence their
+    1e-4 relative tolerance.
+    """
+    directory = copy_panel_tokenizer(request.param, tmp_path_factory.mktemp(request.param))
+    tiny.tiny_llama(_cached_tokenizer(str(directory))).save_pretrained(directory)
     return load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
 
 

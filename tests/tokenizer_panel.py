@@ -18,6 +18,7 @@ Use it as
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -102,14 +103,40 @@ def _load(directory: str) -> Any:
     return AutoTokenizer.from_pretrained(directory)
 
 
-def load_panel_tokenizer(name: str) -> Any:
-    """`AutoTokenizer.from_pretrained` of a panel tokenizer (shared: do not mutate it).
+#: The files of a tokenizer in a model directory (the panel's hold the first two).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+)
 
-    Skips the calling test, with the reason and the fix, where its files are missing.
-    """
+
+def _found_dir(name: str) -> Path:
+    """`panel_dir(name)`, or skip the calling test with the reason and the fix."""
     d = panel_dir(name)
     if d is None:
         if name == "smollm2":
             pytest.skip("the embedded SmolLM2 model is missing: run `make setup`")
         pytest.skip(f"tokenizer {name!r} is not in {CACHE}: {_HOW}")
-    return _load(str(d))
+    return d
+
+
+def load_panel_tokenizer(name: str) -> Any:
+    """`AutoTokenizer.from_pretrained` of a panel tokenizer (shared: do not mutate it).
+
+    Skips the calling test, with the reason and the fix, where its files are missing.
+    """
+    return _load(str(_found_dir(name)))
+
+
+def copy_panel_tokenizer(name: str, directory: Path) -> Path:
+    """Copy a panel tokenizer's files into `directory` (a model directory); returns it.
+
+    Skips the calling test, with the reason and the fix, where its files are missing.
+    """
+    source = _found_dir(name)
+    for file in TOKENIZER_FILES:
+        if (source / file).is_file():
+            shutil.copyfile(source / file, directory / file)
+    return directory
