@@ -29,7 +29,7 @@ from typing import Any
 
 from genlm_lab.control.constraint.json.objects import ObjAlt, ObjectSchemas, dedup
 
-__all__ = ["KeyRules", "State"]
+__all__ = ["KeyRules", "State", "unescaped_prefix"]
 
 State = tuple  # (mode, stack, pending view, key bytes, escape pending)
 # modes
@@ -46,6 +46,63 @@ def _has_if(node: Any, depth: int = 0) -> bool:
     if isinstance(node, list):
         return any(_has_if(v, depth + 1) for v in node if depth < 64)
     return False
+
+
+_SHORT_ESCAPES = {
+    ord('"'): b'"', ord("\\"): b"\\", ord("/"): b"/", ord("b"): b"\b",
+    ord("f"): b"\f", ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t",
+}  # fmt: skip
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def unescaped_prefix(raw: bytes) -> bytes | None:
+    """The UTF-8 bytes that the start `raw` of a JSON string's text decodes to, up to its
+    last complete character (a trailing partial escape, or a high surrogate still
+    waiting for its low half, is left out). None where a lone surrogate makes the text
+    no UTF-8; an invalid escape ends the decoding (the grammar refuses it anyway).
+    """
+    out = bytearray()
+    i, n = 0, len(raw)
+    high: int | None = None  # a high surrogate waiting for its low half
+    while i < n:
+        c = raw[i]
+        if c != 92:
+            if high is not None:
+                return None
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= n:
+            break  # a backslash: the character it escapes is not known yet
+        short = _SHORT_ESCAPES.get(raw[i + 1])
+        if short is not None:
+            if high is not None:
+                return None
+            out += short
+            i += 2
+            continue
+        if raw[i + 1] != ord("u"):
+            break
+        digits = raw[i + 2 : i + 6]
+        if not all(d in _HEX for d in digits):
+            break
+        if len(digits) < 4:
+            break  # a partial \u escape
+        code = int(digits, 16)
+        i += 6
+        if 0xD800 <= code < 0xDC00:
+            if high is not None:
+                return None
+            high = code
+            continue
+        if 0xDC00 <= code < 0xE000:
+            if high is None:
+                return None
+            code, high = 0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00), None
+        elif high is not None:
+            return None
+        out += chr(code).encode()
+    return bytes(out)
 
 
 class KeyRules(ObjectSchemas):
@@ -67,15 +124,28 @@ class KeyRules(ObjectSchemas):
 
     @staticmethod
     def _prefix_ok(alts: tuple[ObjAlt, ...], keys: frozenset[str], raw: bytes) -> bool:
-        """Some schema of the object takes a key whose JSON text starts with `raw`."""
+        """Some schema of the object takes a key whose JSON text starts with `raw`.
+
+        A key with escapes is compared by what it decodes to (`unescaped_prefix`): a
+        key no name can complete is refused at once, not only when it closes.
+        """
+        if b"\\" in raw:
+            decoded = unescaped_prefix(raw)
+            if decoded is None:
+                return True  # a lone surrogate: no verdict
+            return any(
+                (names := alt.takes(keys)) is None
+                and all(f.may_start(decoded, keys) for f in alt.filters)
+                or names is not None
+                and any(n.encode("utf-8", "surrogatepass").startswith(decoded) for n in names)
+                for alt in alts
+            )
         for alt in alts:
             names = alt.takes(keys)
-            if names is None and all(f.may_start(raw) for f in alt.filters):
+            if names is None and all(f.may_start(raw, keys) for f in alt.filters):
                 return True
             if names is None:
                 continue
-            if b"\\" in raw and names:
-                return True
             if any(alt.encoded(n).startswith(raw) for n in names):
                 return True
         return False
@@ -187,7 +257,7 @@ class KeyRules(ObjectSchemas):
                     pend, mode = self.element(top[1], top[2] + 1), VAL
                 elif c == 93:
                     stack = stack[:-1]
-        if mode == KSTR and not esc and not self._prefix_ok(stack[-1][1], stack[-1][2], key):
+        if mode == KSTR and not self._prefix_ok(stack[-1][1], stack[-1][2], key):
             return None
         return (mode, stack, pend, key, esc)
 
@@ -206,7 +276,7 @@ class KeyRules(ObjectSchemas):
                 return None
             conj = None
             for f in alt.filters:
-                mask = f.token_mask(state[3], tokens)
+                mask = f.token_mask(state[3], tokens, keys)
                 if mask is None:
                     return None
                 conj = mask if conj is None else conj & mask

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+
 from genlm_lab.control.constraint.json.reading import resolve_pointer
 
 __all__ = ["KeyFilter", "ObjAlt", "ObjectSchemas", "View", "dedup"]
@@ -46,9 +48,10 @@ class KeyFilter:
     """The keys an object with `patternProperties` and `additionalProperties: false` takes:
     its property names and the names a pattern finds (`re.search`, as jsonschema does).
 
-    `takes(name)` is that exact verdict; `may_start(raw)` whether some such name starts
-    with the key text `raw` (an llguidance regex of the names, read over bytes; True
-    where it cannot tell: escapes, patterns Rust's regex cannot read).
+    `takes(name)` is that exact verdict; `may_start(key, taken)` whether some such name
+    not yet in `taken` starts with the (decoded) key text `key`: the names are compared
+    in Python, the patterns read by an llguidance regex over bytes. It is True where it
+    cannot tell (a pattern Rust's regex cannot read; a pattern's only keys all taken).
     """
 
     def __init__(self, names: frozenset[str], patterns: list[str]) -> None:
@@ -60,40 +63,79 @@ class KeyFilter:
                 self.patterns.append(re.compile(pattern))
             except re.error:
                 self.unknown = True
-        self._engine: Any = None
+        self._encoded = {n: json.dumps(n, ensure_ascii=False)[1:-1].encode() for n in names}
+        self._engine: Any = None  # the patterns' language alone (None: no patterns)
         self._starts: dict[bytes, bool] = {}
         self._grammar: str | None = None
         self._token_engines: dict[int, Any] = {}
-        if not self.unknown:
-            self._grammar = _key_grammar(names, patterns)
-            if self._grammar is not None:
+        self._token_index: dict[int, dict[bytes, list[int]]] = {}
+        if not self.unknown and patterns:
+            self._grammar = _key_grammar(frozenset(), patterns)
+            if self._grammar is None:
+                self.unknown = True
+            else:
                 self._engine = _engine([bytes([i]) for i in range(256)], self._grammar)
+                self.unknown = self._engine is None
 
     def takes(self, name: str) -> bool:
         return self.unknown or name in self.names or any(p.search(name) for p in self.patterns)
 
-    def token_mask(self, raw: bytes, tokens: list[bytes]) -> Any:
+    def token_mask(
+        self, raw: bytes, tokens: list[bytes], taken: frozenset[str] = frozenset()
+    ) -> Any:
         """Bool array over `tokens`: which keep a key starting `raw` the start of a key
-        this filter takes (one native mask; None where it cannot tell). Meant for tokens
+        this filter takes and `taken` lacks (None where it cannot tell). Meant for tokens
         without a quote or backslash: the others end or escape the key."""
-        if self._grammar is None or b"\\" in raw:
+        if self.unknown or b"\\" in raw:
             return None
-        engine = self._token_engines.get(id(tokens))
-        if engine is None:
-            # the vocabulary, then the 256 single bytes the key so far is spelled in
-            engine = _engine([*tokens, *(bytes([i]) for i in range(256))], self._grammar)
-            if len(self._token_engines) >= 4:  # a few vocabularies (bytes, one model's tokens)
-                self._token_engines.pop(next(iter(self._token_engines)))
-            self._token_engines[id(tokens)] = engine
         n = len(tokens)
-        return engine.mask(tuple(n + b for b in raw))[:n]
+        if self._grammar is None:
+            mask = np.zeros(n, dtype=bool)
+        else:
+            engine = self._token_engines.get(id(tokens))
+            if engine is None:
+                # the vocabulary, then the 256 single bytes the key so far is spelled in
+                engine = _engine([*tokens, *(bytes([i]) for i in range(256))], self._grammar)
+                if engine is None:
+                    return None
+                if len(self._token_engines) >= 4:  # a few vocabularies (bytes, one model's)
+                    self._token_engines.pop(next(iter(self._token_engines)))
+                self._token_engines[id(tokens)] = engine
+            mask = np.array(engine.mask(tuple(n + b for b in raw))[:n], dtype=bool)
+        index = self._index(tokens)
+        for name, text in self._encoded.items():
+            if name in taken or not text.startswith(raw):
+                continue
+            rest = text[len(raw) :]
+            for k in range(1, len(rest) + 1):
+                for i in index.get(rest[:k], ()):
+                    mask[i] = True
+        return mask
 
-    def may_start(self, raw: bytes) -> bool:
-        if self._engine is None or b"\\" in raw:
-            return True
-        found = self._starts.get(raw)
+    def _index(self, tokens: list[bytes]) -> dict[bytes, list[int]]:
+        """Each token text's indices in `tokens` (kept for a few vocabularies)."""
+        found = self._token_index.get(id(tokens))
         if found is None:
-            found = self._starts[raw] = self._engine.alive(raw)
+            found = {}
+            for i, token in enumerate(tokens):
+                found.setdefault(token, []).append(i)
+            if len(self._token_index) >= 4:
+                self._token_index.pop(next(iter(self._token_index)))
+            self._token_index[id(tokens)] = found
+        return found
+
+    def may_start(self, key: bytes, taken: frozenset[str] = frozenset()) -> bool:
+        """Whether a key this filter takes, not in `taken`, starts with the UTF-8 `key`."""
+        if self.unknown:
+            return True
+        if any(n not in taken and n.encode("utf-8", "surrogatepass").startswith(key)
+               for n in self.names):  # fmt: skip
+            return True
+        if self._engine is None:
+            return False
+        found = self._starts.get(key)
+        if found is None:
+            found = self._starts[key] = self._engine.alive(key)
             if len(self._starts) > 1 << 16:
                 self._starts.clear()
         return found

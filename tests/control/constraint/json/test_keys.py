@@ -309,3 +309,59 @@ def test_filtered_keys_over_tokens_agree_with_the_bytes():
             assert bool(mask[i]) == expected, (prefix, token)
             compared += 1
     assert compared == len(contexts) * len(vocab)
+
+
+PIECES = ["i", "d", "x", "-", "a", "é", "\\u0069", "\\u0078", "\\u002D", "\\\\", "\\n", "\\ud83d\\ude00"]  # fmt: skip
+
+
+def test_unescaped_prefix_decodes_every_start_of_a_key_as_json_does():
+    """Against json.loads: a whole key text decodes to its UTF-8 bytes, and every start of
+    it to a prefix of those (a partial escape or UTF-8 character is left out)."""
+    from genlm_lab.control.constraint.json.keys import unescaped_prefix
+
+    checked = 0
+    for n in range(1, 4):
+        for pieces in itertools.product(PIECES, repeat=n):
+            raw = "".join(pieces).encode()
+            full = json.loads(b'"' + raw + b'"').encode()
+            assert unescaped_prefix(raw) == full, raw
+            for k in range(len(raw)):
+                assert full.startswith(unescaped_prefix(raw[:k])), (raw, k)
+            checked += 1
+    assert checked == 12 + 144 + 1728
+    assert unescaped_prefix(b"a\\ud83d") == b"a"  # the high half waits for its low half
+    assert unescaped_prefix(b"a\\ude00") is None  # a lone low surrogate
+
+
+def test_a_second_key_lives_exactly_while_an_unused_key_extends_what_it_decodes_to():
+    """After "id" is written, brute force over keys of up to 3 pieces (escapes included):
+    each byte of the key is allowed iff what the key decodes to so far starts an unused
+    name ("ab") or a key "^x-" takes; "id" again is refused at its first byte."""
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "ab": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    js = JsonSchema(schema)
+    head = b'{"id":1,"'
+
+    def live(raw: bytes) -> bool:  # decoded by json.loads, a partial escape cut off
+        for cut in range(len(raw), -1, -1):
+            try:
+                decoded = json.loads(b'"' + raw[:cut] + b'"')
+                break
+            except ValueError:
+                continue
+        return "ab".startswith(decoded) or "x-".startswith(decoded) or decoded.startswith("x-")
+
+    checked = refused = 0
+    for n in range(1, 4):
+        for pieces in itertools.product(PIECES, repeat=n):
+            text = head + "".join(pieces).encode()
+            expected = all(live(text[len(head) : i + 1]) for i in range(len(head), len(text)))
+            kept = all(js.allowed(list(text[:i]))[text[i]] for i in range(len(head), len(text)))
+            assert kept == expected, text
+            checked += 1
+            refused += not kept
+    assert checked == 12 + 144 + 1728 and refused > 1000
