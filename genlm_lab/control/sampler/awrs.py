@@ -22,6 +22,8 @@ for the target, and E[w] is its next-token mass.
 
 Adaptivity makes the i.i.d. draws cheap (`awrs_order`): a rejected token is
 never asked about again, and runs of draws into the rejected set are skipped.
+A step that has made `mask_after` checks asks the condition for its mask and
+ends in closed form, with the same law (`awrs_proper`).
 
 Termination: if every token with q > 0 is rejected, the target's mass is
 exactly zero and the weight is -inf (also when q itself is all zero). With a
@@ -44,12 +46,8 @@ import numpy as np
 
 from genlm_lab.control.core.tokens import token_label
 from genlm_lab.control.potential.base import Potential
-from genlm_lab.control.sampler.awrs_order import (
-    UnseenTokens,
-    draw_from_cdf,
-    pick_weighted,
-    skipped_draws,
-)
+from genlm_lab.control.sampler.awrs_order import UnseenTokens
+from genlm_lab.control.sampler.awrs_proper import ProperStep
 from genlm_lab.control.sampler.token import FactorRows, TokenSampler
 
 __all__ = ["AWRS"]
@@ -57,6 +55,10 @@ __all__ = ["AWRS"]
 
 class AWRS(TokenSampler):
     """Properly weighted samples from `potential * condition`, checking `condition` only on draws.
+
+    `mask_after` (default 512): checks after which a proper step asks the
+    condition for its whole mask and finishes in closed form (`awrs_proper`);
+    `math.inf` never does.
 
     Args:
         potential: the proposal's weights (e.g. a `PromptedLLM`); its
@@ -85,6 +87,8 @@ class AWRS(TokenSampler):
         ValueError: for vocabularies that differ, max_accepts < 2 with proper
             weights, or max_rejects < 1.
     """
+
+    mask_after: float = 512
 
     def __init__(
         self,
@@ -168,10 +172,13 @@ class AWRS(TokenSampler):
         return key
 
     async def _accepts(self, context: list[Any], token: Any, limit: int | None = None) -> bool:
-        """Whether the condition and the budget allow `token` after `context` (the budget's
-        overrun within a guided draw's `limit`)."""
+        """Whether the condition and the budget allow `token` after `context`."""
         if not await self._condition_allows(context, token):
             return False
+        return await self._budget_allows(context, token, limit)
+
+    async def _budget_allows(self, context: list[Any], token: Any, limit: int | None) -> bool:
+        """Whether the budget allows `token` (its overrun within a guided draw's `limit`)."""
         if self.budget is None or self.target.ends([token]):
             return True
         # the guide's limit first: it is one greedy finish, where `fits` may read a mask
@@ -286,67 +293,11 @@ class AWRS(TokenSampler):
     async def _proper(
         self, context: list[Any], q: np.ndarray, trace: dict, limit: int | None = None
     ) -> tuple[Any, float, int, int]:
-        """I.i.d. draws from q (unnormalised) until max_accepts accepts.
-
-        Until the first rejection, draws come straight from q's CDF (a repeat
-        of an accepted token needs no check). From then on a draw is, after
-        the skipped run of rejected draws, a repeat of an accepted token (with
-        probability proportional to their mass) or the next token of a
-        without-replacement order of the unseen tokens: O(1) per draw, not
-        O(|V|).
+        """I.i.d. draws from q (unnormalised) until max_accepts accepts (`awrs_proper`).
 
         Returns (first accepted token, log((r-1)/(N-1)) or -inf, N, checks).
         """
-        rng = self.rng
-        vocab = self.target.vocab_eos
-        total = float(q.sum())
-        cdf = np.cumsum(q)
-        accepted: dict[int, float] = {}  # index -> q
-        rejected: set[int] = set()
-        unseen: UnseenTokens | None = None  # built at the first rejection
-        draws, rejects, accepts = 0, 0, 0
-        first = last_rejected = None
-        while True:
-            if unseen is None:
-                index = draw_from_cdf(cdf, q, rng)
-            else:
-                m_accepted = sum(accepted.values())
-                live = m_accepted + unseen.mass()
-                if live <= 0:  # every token with mass is rejected: the target's mass is 0
-                    return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
-                skipped = skipped_draws(live / total, self.rng)
-                if rejects + skipped >= self.max_rejects:
-                    draws += int(self.max_rejects - rejects)
-                    return last_rejected, -math.inf, draws, len(accepted) + len(rejected)
-                draws += skipped
-                rejects += skipped
-                new = None if rng.random() * live < m_accepted else unseen.pop()
-                if new is None and not accepted:  # rounding left no unseen token
-                    return last_rejected, -math.inf, draws, len(rejected)
-                index = new if new is not None else pick_weighted(accepted, rng)
-            draws += 1
-            token = vocab[index]
-            label = self._label(index)
-            trace["drawn"].append(label)
-            if index not in accepted:
-                if not await self._accepts(context, token, limit):
-                    trace["rejected"].append(label)
-                    rejected.add(index)
-                    rejects += 1
-                    last_rejected = token
-                    if rejects >= self.max_rejects:
-                        return token, -math.inf, draws, len(accepted) + len(rejected)
-                    if unseen is None:
-                        unseen = UnseenTokens(q, [*accepted, *rejected], rng)
-                    continue
-                trace["accepted"].append(label)
-                accepted[index] = float(q[index])
-            accepts += 1
-            if first is None:
-                first = token
-            if accepts == self.max_accepts:
-                ratio = math.log(self.max_accepts - 1) - math.log(draws - 1)
-                return first, ratio, draws, len(accepted) + len(rejected)
+        return await ProperStep(self, context, q, trace, limit).run()
 
     async def _improper(
         self, context: list[Any], q: np.ndarray, trace: dict, limit: int | None = None
