@@ -62,6 +62,31 @@ _EXAMPLES = {
 _TAILS = ("", "Z", "0Z", ":00Z", "00Z", "0", "00")  # after a fraction or an offset started
 
 
+class _Allowed:
+    """The bytes the engine allows after `text`, asked one at a time.
+
+    A finish step reads one to three bytes (`_first`), so it asks those alone (a native
+    check each) and reads the whole 257-entry mask only where a step needs every byte.
+    """
+
+    __slots__ = ("engine", "text", "_mask")
+
+    def __init__(self, engine: Any, text: bytes) -> None:
+        self.engine = engine
+        self.text = text
+        self._mask: np.ndarray | None = None
+
+    def __getitem__(self, byte: int) -> bool:
+        if self._mask is not None:
+            return bool(self._mask[byte])
+        return bool(self.engine.allows(self.text, byte))
+
+    def mask(self) -> np.ndarray:
+        if self._mask is None:
+            self._mask = self.engine.mask(self.text)
+        return self._mask
+
+
 def formats(state: Any) -> list[str]:
     """The `format`s the string value being written in key-rule `state` must have."""
     if state[0] != STR:
@@ -118,21 +143,21 @@ def _format_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
 
 def _walks(engine: Any, text: bytes, plan: bytes) -> bool:
     for b in plan:
-        if not engine.mask(text)[b]:
+        if not engine.allows(text, b):
             return False
         text += bytes([b])
     return True
 
 
-def _first(allowed: np.ndarray, order: bytes) -> int | None:
+def _first(allowed: _Allowed, order: bytes) -> int | None:
     for b in order:
         if allowed[b]:
             return b
     return None
 
 
-def _any_but_whitespace(allowed: np.ndarray) -> int | None:
-    options = np.flatnonzero(allowed[:_EOS]).tolist()
+def _any_but_whitespace(allowed: _Allowed) -> int | None:
+    options = np.flatnonzero(allowed.mask()[:_EOS]).tolist()
     return next((b for b in options if b not in _WS), options[0] if options else None)
 
 
@@ -169,7 +194,7 @@ def _wants_key(state: Any) -> bool:
     return bool(stack) and stack[-1][0] == 0 and bool(_conditional(stack[-1][1], stack[-1][2]))
 
 
-def _key_byte(state: Any, allowed: np.ndarray, hints: bool = False) -> int | None:
+def _key_byte(state: Any, allowed: _Allowed, hints: bool = False) -> int | None:
     """The next byte of a key: towards a missing required name (with `hints`, then one a
     conditional requires), else a listed name, else close."""
     _, stack, _, raw, esc = state
@@ -186,7 +211,7 @@ def _key_byte(state: Any, allowed: np.ndarray, hints: bool = False) -> int | Non
     return _first(allowed, b'"' + _CONTENT)
 
 
-def _string_byte(engine: Any, text: bytes, allowed: np.ndarray) -> int | None:
+def _string_byte(engine: Any, text: bytes, allowed: _Allowed) -> int | None:
     """The next byte inside a string value: its closing quote, else one or two closers that
     lead to it (a `${{ ... }}` pattern), else content."""
     if allowed[34]:
@@ -194,16 +219,16 @@ def _string_byte(engine: Any, text: bytes, allowed: np.ndarray) -> int | None:
     for first in _CLOSERS:
         if not allowed[first]:
             continue
-        after = engine.mask(text + bytes([first]))
+        after = _Allowed(engine, text + bytes([first]))
         if after[34] or any(
-            after[c] and engine.mask(text + bytes([first, c]))[34] for c in _CLOSERS
+            after[c] and engine.allows(text + bytes([first, c]), 34) for c in _CLOSERS
         ):
             return first
     return _first(allowed, _CONTENT)
 
 
 def _choose(
-    engine: Any, text: bytes, state: Any, allowed: np.ndarray, hints: bool = False
+    engine: Any, text: bytes, state: Any, allowed: _Allowed, hints: bool = False
 ) -> int | None:
     """The next byte of the finish after `text`, in key-rule `state` (None: stuck); with
     `hints`, an object misses no key a conditional may require before it closes."""
@@ -256,7 +281,7 @@ def _finish(
     out = bytearray()
     planned = False  # the string being written already got its format's rest
     for _ in range(limit + 1):
-        allowed = engine.mask(text)
+        allowed = _Allowed(engine, text)
         if allowed[_EOS]:
             return bytes(out)
         state = engine.key_state(text)

@@ -144,3 +144,31 @@ def test_a_finish_adds_the_keys_a_conditional_requires(prefix):
     assert tail is not None
     assert schema.validate(prefix + tail), (prefix, tail, schema.explain(prefix + tail))
     assert schema.unfinishable == []
+
+
+def test_the_finish_asks_single_bytes_and_they_agree_with_the_whole_mask():
+    """The walk asks the engine one byte at a time (`allows`), a whole mask only where a
+    step needs every byte, and every such answer is the mask's, on walked prefixes of the
+    panel's schemas."""
+    compared = steps = whole = 0
+    for k, name in enumerate(panel_names()[:12]):
+        schema = JsonSchema(panel(name).schema)
+        engine = schema.engine
+        for prefix in walks(schema, k, n=2):
+            engine.clear()
+            masks = []
+            read = engine.mask
+            engine.mask = lambda text, read=read, masks=masks: masks.append(text) or read(text)
+            try:
+                tail = schema.finish(prefix)
+            finally:
+                del engine.mask
+            steps += len(tail or b"") + 1
+            whole += len(masks)
+            for text in {prefix, prefix + b'"', prefix + b"}", prefix + b"0"}:
+                engine.clear()
+                singles = [engine.allows(text, b) for b in range(257)]
+                assert singles == engine.mask(text).tolist(), (name, text)
+                compared += 1
+    assert compared >= 12 * 3 * 2
+    assert whole < steps / 4, (whole, steps)  # whole masks only where a step needs every byte
