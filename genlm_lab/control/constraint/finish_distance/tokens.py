@@ -9,6 +9,7 @@ keeps the usable tokens (`usable_mask`: not special, not empty) in a byte trie
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -45,16 +46,32 @@ class Finisher(Protocol):
     ) -> bool: ...
 
 
+# the last few vocabularies read (the list itself, its length, its bytes): building a
+# finisher reads its vocabulary four times, and a run's potentials share one
+_READ: OrderedDict[int, tuple[Sequence[Any], int, list[bytes] | None]] = OrderedDict()
+
+
 def token_bytes(potential: Potential) -> list[bytes] | None:
-    """The byte string of each token of `potential` (ints 0..255 are bytes), or None."""
-    out = []
-    for t in potential.vocab:
+    """The byte string of each token of `potential` (ints 0..255 are bytes), or None.
+
+    The list is shared by the callers that read the same vocabulary: read it, never change it.
+    """
+    vocab = potential.vocab
+    found = _READ.get(id(vocab))
+    if found is not None and found[0] is vocab and found[1] == len(vocab):
+        return found[2]
+    out: list[bytes] | None = []
+    for t in vocab:
         if isinstance(t, (bytes, bytearray)):
             out.append(bytes(t))
         elif isinstance(t, (int, np.integer)) and not isinstance(t, bool) and 0 <= t < 256:
             out.append(bytes([int(t)]))
         else:
-            return None
+            out = None
+            break
+    _READ[id(vocab)] = (vocab, len(vocab), out)
+    if len(_READ) > 4:
+        _READ.popitem(last=False)
     return out
 
 
