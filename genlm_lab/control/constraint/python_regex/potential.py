@@ -42,6 +42,7 @@ from genlm_lab.control.constraint.python_regex.utf8 import (
     char_range,
     representatives,
     spelled_chars,
+    split_step,
     split_utf8,
 )
 from genlm_lab.control.core.weights import LazyWeights
@@ -139,6 +140,8 @@ class PythonRegex(Potential):
     def _partial(self, text: str) -> bool:
         self.calls += 1
         if self.timeout is None or len(text) <= _UNTIMED_CHARS:
+            if _POSITIONAL:
+                return self.compiled.fullmatch(text, None, None, None, True) is not None
             return self.compiled.fullmatch(text, partial=True) is not None  # a timeout= costs
         return self.compiled.fullmatch(text, partial=True, timeout=self.timeout) is not None
 
@@ -158,9 +161,12 @@ class PythonRegex(Potential):
         if not tail:
             live = self._partial(text)
         else:
-            live = self._alive(text, b"") and any(
-                self._partial(text + c) for c in self._candidates(tail)
-            )
+            live = False
+            if self._alive(text, b""):
+                for c in self._candidates(tail):  # the first live one decides
+                    if self._partial(text + c):
+                        live = True
+                        break
         self._live[key] = live
         self._live_chars += len(text) + 1
         while self._live_chars > _LIVE_CACHE_CHARS:
@@ -206,7 +212,7 @@ class PythonRegex(Potential):
             if not tail and byte < 0x80:
                 out[byte] = self._alive(text + chr(byte), b"")
             else:
-                step = split_utf8(tail + bytes([byte]))
+                step = split_step(tail + _BYTES[byte])
                 out[byte] = step is not None and self._alive(text + step[0], step[1])
         out[256] = not tail and self.accepts(data)
         return out
@@ -316,7 +322,7 @@ class PythonRegex(Potential):
         char_state, tail = self._byte_keys[state]
         if not tail and byte < 0x80:
             return self._byte_state(auto, b"", auto.step(char_state, _ASCII[byte]))
-        step = split_utf8(tail + _BYTES[byte])
+        step = split_step(tail + _BYTES[byte])
         if step is None:
             return 0
         return self._byte_state(auto, step[1], auto.run(step[0], char_state))
@@ -349,7 +355,7 @@ class PythonRegex(Potential):
                     if found is None:
                         continue
                 else:
-                    step = split_utf8(tail + _BYTES[byte])
+                    step = split_step(tail + _BYTES[byte])
                     if step is None or not alive(text + step[0], step[1]):
                         continue
                     longer, rest = text + step[0], step[1]

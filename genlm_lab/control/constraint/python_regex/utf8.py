@@ -18,7 +18,17 @@ from typing import Any
 
 import regex
 
-__all__ = ["ascii_only", "char_range", "representatives", "spelled_chars", "split_utf8"]
+__all__ = [
+    "ascii_only",
+    "char_range",
+    "representatives",
+    "spelled_chars",
+    "split_step",
+    "split_utf8",
+]
+
+
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
 
 
 def split_utf8(data: bytes) -> tuple[str, bytes] | None:
@@ -26,12 +36,21 @@ def split_utf8(data: bytes) -> tuple[str, bytes] | None:
 
     None if `data` is not a prefix of any valid UTF-8 string.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    decoder = _UTF8_DECODER()
     try:
         text = decoder.decode(data, final=False)
     except UnicodeDecodeError:
         return None
     return text, decoder.getstate()[0]
+
+
+@lru_cache(maxsize=1 << 16)
+def split_step(data: bytes) -> tuple[str, bytes] | None:
+    """`split_utf8` of an unfinished character's bytes and one more byte (cached: at most 4 bytes).
+
+    What each byte mask asks 128-256 times; there are only so many such strings.
+    """
+    return split_utf8(data)
 
 
 def char_range(tail: bytes) -> range:
