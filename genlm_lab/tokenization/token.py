@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 
 
 class Token(bytes):
@@ -92,3 +93,18 @@ class Token(bytes):
 
     def __reduce__(self):
         return (Token, (self.token_id, bytes(self)))
+
+
+def numbered_tokens(byte_strings: Sequence[bytes]) -> list[Token]:
+    """`[Token(i, b) for i, b in enumerate(byte_strings)]` for plain `bytes` known good.
+
+    Skips `Token`'s checks of each id and byte string (a third of the cost over a
+    262k vocabulary): the ids are `enumerate`'s ints, and `decode_vocab` makes only bytes.
+    """
+    new = bytes.__new__
+    out = []
+    for i, b in enumerate(byte_strings):
+        token = new(Token, b)
+        token.token_id = i
+        out.append(token)
+    return out

@@ -40,7 +40,7 @@ from genlm_lab.tokenization._source import (
     vocab_length,
 )
 from genlm_lab.tokenization.bytes import ByteVocabError, decoder_kinds
-from genlm_lab.tokenization.token import Token
+from genlm_lab.tokenization.token import Token, numbered_tokens
 from genlm_lab.util.gc_pause import gc_paused
 
 __all__ = ["SAMPLES", "VocabDecoding", "decode_vocab", "get_byte_vocab", "inspect_vocab"]
@@ -356,7 +356,7 @@ def decode_vocab(
             stacklevel=2,
         )
     with gc_paused():
-        byte_vocab = [Token(i, b) for i, b in enumerate(found.byte_vocab)]
+        byte_vocab = numbered_tokens(found.byte_vocab)
         return byte_vocab, _to_str(found.pieces, found.byte_vocab, byte2str_fallback)
 
 
