@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 from functools import lru_cache
 
 import llguidance
 
+from genlm_lab.control.constraint.cfg_earley import LarkChart
+from genlm_lab.control.constraint.cfg_finish import finish
 from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.constraint.llg.engine import check_grammar
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential
@@ -44,6 +47,26 @@ class BoolCFG(GrammarPotential):
         if not out.allowed([]).any():
             raise InvalidGrammar("the Lark grammar derives no text: no terminal can start it")
         return out
+
+    def finish(self, prefix: str | bytes, limit: int = 1024) -> bytes | None:
+        """A short completion that makes `prefix` a complete text (None: dead, or none found).
+
+        The shortest one an Earley chart of the prefix names (`cfg_finish`), checked on
+        the mask; where the check fails, a short search over the mask. What it returns
+        is always accepted; budgets steer runs with it (`FinishGuide`). Cached per prefix.
+        """
+        if isinstance(prefix, str):
+            prefix = prefix.encode("utf-8")
+        prefix = bytes(prefix)
+        cache = self.__dict__.setdefault("_finishes", OrderedDict())
+        key = (prefix, limit)
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        found = cache[key] = finish(self.engine, LarkChart.of(self.source), prefix, limit)
+        if len(cache) > 4096:
+            cache.popitem(last=False)
+        return found
 
 
 @lru_cache(maxsize=64)
