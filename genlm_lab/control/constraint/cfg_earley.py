@@ -62,9 +62,12 @@ def _chars_of(pattern: str) -> str:
 
 
 def complete_terminal(
-    pattern: regex.Pattern, chars: str, start: str, max_nodes: int = _MAX_NODES
+    pattern: regex.Pattern, chars: str, start: str, beam: int = 16, max_nodes: int = _MAX_NODES
 ) -> str | None:
-    """The shortest `s` (over `chars`) with `start + s` a full match of `pattern` (None: none)."""
+    """A shortest `s` (over `chars`) with `start + s` a full match of `pattern` (None: none
+    found). Breadth first, keeping the first `beam` live tails of each length: the shortest
+    wherever fewer than `beam` tails of a length are live (`"[^"]*"`'s rest is one quote),
+    else a short one (a fixed-width `[0-9a-f]{8}` is written with the first few digits)."""
     frontier = [""]
     nodes = 0
     while frontier and nodes < max_nodes:
@@ -77,7 +80,8 @@ def complete_terminal(
                     continue
                 if not m.partial:
                     return tail + c
-                grown.append(tail + c)
+                if len(grown) < beam:
+                    grown.append(tail + c)
         frontier = grown
     return None
 

@@ -180,6 +180,29 @@ def test_a_coerced_lark_grammar_gets_a_guide():
         assert guide.need(ids) == 3  # "))" then EOS
 
 
+def test_the_spider_domain_constraint_is_finished_and_guided():
+    """The eval path: `domain.constraint(instance).coerce(llm, f=b"".join)`, as `methods` builds it."""
+    from genlm_lab.eval.domains.spider import SpiderDomain
+
+    domain = SpiderDomain()
+    instance = next(iter(domain.dataset))
+    cfg = domain.constraint(instance)
+    for prefix in (b"", b"SELECT count(*", b"select Name from singer where Age > 3", b"SELECT 'ab"):
+        found = cfg.finish(prefix)
+        assert complete(cfg, prefix + found), (prefix, found)
+    assert cfg.finish(b"SELECT count(*) FROM singer") == b""
+    vocab = [b"SELECT", b" ", b"*", b" FROM", b" singer", b"\n"]
+    constraint = cfg.coerce(toy_llm(vocab=vocab), f=b"".join)
+    assert finisher_for(constraint).guide.need(constraint.encode([b"SELECT", b" "])) == 2  # "*"
+
+
+def test_an_smc_run_under_a_lark_grammar_counts_its_guided_draws():
+    llm = toy_llm(vocab=VOCAB, logprobs_fn=_prefers_long)
+    smc = SMC(AWRS(llm, BoolCFG.from_lark(GRAMMAR).coerce(llm, f=b"".join)))
+    run(smc(4, 0.5, MAX_TOKENS, seed=0))  # budget=True by default
+    assert smc.budget_stats["guide"]["guided"] > 0
+
+
 GRAMMAR = 'start: e\ne: "1" | "(" e ")" | e "+" e'
 VOCAB = [b"1", b"(", b")", b"+", b"<eos>"]
 MAX_TOKENS = 8
