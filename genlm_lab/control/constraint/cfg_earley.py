@@ -127,6 +127,7 @@ class LarkChart:
         self.cache_size = cache_size
         self._charts: OrderedDict[str, Chart] = OrderedDict()
         self._rests: dict[tuple[str, str], str | None] = {}
+        self._after: dict[tuple[int, int], tuple[int, tuple[str, ...]] | None] = {}
 
     @classmethod
     def of(cls, grammar: str) -> LarkChart | None:
@@ -155,11 +156,21 @@ class LarkChart:
         self.length = length
         self.pieces = pieces
 
-    def rest(self, rhs: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
-        """`(length, pieces)` of the shortest string of the symbols `rhs` (None: none)."""
-        if any(s not in self.length for s in rhs):
-            return None
-        return sum(self.length[s] for s in rhs), tuple(p for s in rhs for p in self.pieces[s])
+    def rest(self, rule: int, dot: int) -> tuple[int, tuple[str, ...]] | None:
+        """`(length, pieces)` of the shortest string of what follows `dot` in `rule` (kept;
+        None: none)."""
+        key = (rule, dot)
+        found = self._after.get(key, False)
+        if found is False:
+            rhs = self.rules[rule][1][dot:]
+            found = None
+            if all(s in self.length for s in rhs):
+                found = (
+                    sum(self.length[s] for s in rhs),
+                    tuple(p for s in rhs for p in self.pieces[s]),
+                )
+            self._after[key] = found
+        return found
 
     def rest_of(self, name: str, start: str) -> str | None:
         """The shortest rest that makes `start` a full match of terminal `name` (kept)."""

@@ -48,10 +48,9 @@ def _sources(reader: LarkChart, text: str) -> list[tuple[int, Any, tuple[str, ..
 
     def close(items: Any, skip: int, cost: int, glued: Any) -> None:
         for r, dot, origin in items:
-            lhs, rhs = reader.rules[r]
-            rest = reader.rest(rhs[dot + skip :])
+            rest = reader.rest(r, dot + skip)
             if rest is not None:
-                out.append((cost + rest[0], glued, rest[1], (lhs, origin)))
+                out.append((cost + rest[0], glued, rest[1], (reader.rules[r][0], origin)))
 
     close(chart.sets[n], 0, 0, "")
     for origin, name in chart.scans:
@@ -100,8 +99,8 @@ def shortest_completion(reader: LarkChart, text: str) -> tuple[str, list[str]] |
             return glued, [p for part in reversed(parts) for p in part]
         symbol, origin = node
         for r, dot, parent_origin in chart.waiting[origin].get(symbol, ()):
-            lhs, rhs = reader.rules[r]
-            rest = reader.rest(rhs[dot + 1 :])
+            lhs = reader.rules[r][0]
+            rest = reader.rest(r, dot + 1)
             if rest is None or (lhs, parent_origin) in done:
                 continue
             count += 1
