@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 from functools import lru_cache
 
 import llguidance
 
-from genlm_lab.control.constraint.cfg_earley import LarkChart
+from genlm_lab.control.constraint.cfg_earley import LarkChart, parse_lark
 from genlm_lab.control.constraint.cfg_finish import finish
 from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.constraint.llg.engine import check_grammar
@@ -78,14 +77,10 @@ def _never_ending(grammar: str) -> tuple[str, ...]:
     lets `start: a` / `a: "x" a` write "xxx..." forever. Read with the `lark`
     package; a grammar it cannot read (llguidance's extensions) is not checked.
     """
-    try:
-        import lark
-
-        with warnings.catch_warnings():  # Python's re on Rust syntax ("&&"): not ours to report
-            warnings.simplefilter("ignore")
-            rules = lark.Lark(grammar, parser="earley", lexer="dynamic").rules
-    except Exception:  # noqa: BLE001 - llguidance's own syntax, or lark missing: no verdict
+    parsed = parse_lark(grammar)
+    if parsed is None:  # llguidance's own syntax, or lark missing: no verdict
         return ()
+    rules = parsed.rules
     productive: set[str] = set()
     changed = True
     while changed:

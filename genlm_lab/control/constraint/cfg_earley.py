@@ -26,7 +26,7 @@ from typing import Any
 
 import regex
 
-__all__ = ["Chart", "LarkChart", "complete_terminal"]
+__all__ = ["Chart", "LarkChart", "complete_terminal", "parse_lark"]
 
 _DEFAULT_CHARS = "a0 A_-.1\n\t\"'"
 _MAX_NODES = 4096  # regex checks a terminal's completion may take
@@ -258,14 +258,21 @@ class LarkChart:
                     agenda.append((r, dot + 1, origin))
 
 
-@lru_cache(maxsize=64)
-def _reader(grammar: str) -> LarkChart | None:
+@lru_cache(maxsize=16)
+def parse_lark(grammar: str) -> Any | None:
+    """`lark.Lark` of a grammar (Earley, dynamic lexer; cached), or None where lark cannot
+    read it (llguidance's own syntax) or is missing."""
     try:
         import lark
 
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # Python's re on Rust syntax ("&&"): not ours to report
             warnings.simplefilter("ignore")
-            parsed = lark.Lark(grammar, parser="earley", lexer="dynamic")
-        return LarkChart(parsed)
+            return lark.Lark(grammar, parser="earley", lexer="dynamic")
     except Exception:  # noqa: BLE001 - llguidance's own syntax, or lark missing: no reader
         return None
+
+
+@lru_cache(maxsize=64)
+def _reader(grammar: str) -> LarkChart | None:
+    parsed = parse_lark(grammar)
+    return None if parsed is None else LarkChart(parsed)
