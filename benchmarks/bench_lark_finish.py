@@ -16,7 +16,8 @@ runs whose 4 particles all died); max_tokens 40: 11/12 in 11.1 s against 2/12
 in 22.9 s. `arithmetic`, max_tokens 10 and 16: 12/12 in both arms (the proof
 near the end is enough where a finish is a few closing brackets).
 
-Run: `python benchmarks/bench_lark_finish.py [--task records] [--max-tokens N] [--seeds K]`.
+Run: `python benchmarks/bench_lark_finish.py [--write]` (the panel: records at 30 and 40
+tokens, arithmetic at 10 and 16; `--task T --max-tokens N` for one; `--seeds K`).
 """
 
 from __future__ import annotations
@@ -89,33 +90,90 @@ class NoFinish(BoolCFG):
     finish = None
 
 
+PANEL = (("records", 30), ("records", 40), ("arithmetic", 10), ("arithmetic", 16))
+
+
+def section(rows: list[tuple[str, int, str, list[dict]]], elapsed: float) -> str:
+    """The RESULTS.md section: one row per task, budget and arm."""
+    import datetime as dt
+    import os
+
+    stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    lines = [
+        f"## bench_lark_finish ({stamp}, {elapsed:.0f} s)",
+        "",
+        'SmolLM2-135M ("default"), CPU, AWRS-SMC 4 particles, budgets on in both arms; '
+        "`guided`: `BoolCFG` as shipped (its `finish` gives the budget a guide), `plain`: "
+        f"the same grammar without `finish`. {os.cpu_count()} cores; walls side by side.",
+        "",
+        "| task | max_tokens | arm | particles ending complete | mass on them (mean) "
+        "| died | wall (s, all seeds) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for task, max_tokens, arm, runs in rows:
+        ended = sum(r["ended"] for r in runs)
+        mass = statistics.mean(r["mass"] for r in runs)
+        died = sum(r["died"] for r in runs)
+        wall = sum(r["wall"] for r in runs)
+        lines.append(
+            f"| {task} | {max_tokens} | {arm} | {ended}/{4 * len(runs)} | {mass:.2f} "
+            f"| {died} | {wall:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_section(text: str) -> None:
+    """Replace (or add, in name order) the bench_lark_finish section of RESULTS.md."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "RESULTS.md"
+    old = path.read_text()
+    if "## bench_lark_finish" in old:
+        start = old.index("## bench_lark_finish")
+        end = old.find("\n## ", start + 1)
+        new = old[:start] + text + ("\n" + old[end + 1 :] if end >= 0 else "")
+    else:
+        start = old.index("## bench_profile")
+        new = old[:start] + text + "\n" + old[start:]
+    path.write_text(new)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument(
+        "--max-tokens", type=int, help="one budget (with --task) instead of the panel"
+    )
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--task", choices=sorted(TASKS), default="arithmetic")
+    parser.add_argument("--task", choices=sorted(TASKS), help="one task instead of the panel")
+    parser.add_argument("--write", action="store_true", help="write RESULTS.md's section")
     args = parser.parse_args()
     from genlm_lab.backend import load_model_by_name
     from genlm_lab.control import PromptedLLM
 
-    grammar, prompt = TASKS[args.task]
-    llm = PromptedLLM(load_model_by_name("default"), prompt=prompt)
-    for guided in (True, False):
-        rows = [
-            asyncio.run(run_one(llm, grammar, guided, args.max_tokens, seed))
-            for seed in range(args.seeds)
-        ]
-        name = "guided" if guided else "plain"
-        for seed, row in enumerate(rows):
-            print(
-                f"{name:6s} seed {seed}: ended {row['ended']}/4, mass {row['mass']:.2f}, "
-                f"died {row['died']}, tokens {row['tokens']:.1f}, wall {row['wall']:.1f} s, "
-                f"guide {row['guide']}",
-                flush=True,
-            )
-        total = sum(r["ended"] for r in rows)
-        wall = sum(r["wall"] for r in rows)
-        print(f"{name}: {total}/{4 * len(rows)} particles ended complete, {wall:.1f} s in all")
+    panel = PANEL
+    if args.task or args.max_tokens:
+        panel = ((args.task or "arithmetic", args.max_tokens or 16),)
+    began = time.perf_counter()
+    model = load_model_by_name("default")
+    rows = []
+    for task, max_tokens in panel:
+        grammar, prompt = TASKS[task]
+        llm = PromptedLLM(model, prompt=prompt)
+        for guided in (True, False):
+            runs = [
+                asyncio.run(run_one(llm, grammar, guided, max_tokens, seed))
+                for seed in range(args.seeds)
+            ]
+            arm = "guided" if guided else "plain"
+            rows.append((task, max_tokens, arm, runs))
+            ended = sum(r["ended"] for r in runs)
+            wall = sum(r["wall"] for r in runs)
+            print(f"{task} max_tokens {max_tokens} {arm}: {ended}/{4 * len(runs)} particles "
+                  f"ended complete, {wall:.1f} s in all", flush=True)  # fmt: skip
+    text = section(rows, time.perf_counter() - began)
+    print(text)
+    if args.write:
+        write_section(text)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ efficiency, and depends on what is known of the constraint:
   not (exact); with two left, a JSON text is decided exactly too (it ends in
   the byte that closes its first value, so only the tokens ending in that
   byte, however many a string allows, are checked); otherwise a short completion, where the constraint can name one
-  (`JsonSchema.finish`, counted in the fewest tokens that spell it), proves it
+  (`JsonSchema.finish`, `BoolCFG.finish` for a Lark grammar, counted in the fewest
+  tokens that spell it), proves it
   fits, and a depth-first search over the tokens the constraint allows, with a
   node budget, proves that nothing fits. Where neither proves anything (too
   many tokens allowed, too many nodes) the prefix is kept and counted as

@@ -3,9 +3,10 @@
 A sound finisher keeps every prefix it cannot prove hopeless, and far from
 the end it can prove little: a JSON particle may write a long string while
 its required keys wait, and die at `max_tokens`. A constraint that can name a
-short completion (`JsonSchema.finish`) gives a better guess: its length in
-the fewest tokens that spell it, plus EOS. The guess is not a bound (the
-finish is greedy, not the shortest), so it must not refuse anything; SMC uses
+short completion (`JsonSchema.finish`; a Lark grammar's `BoolCFG.finish`) gives
+a better guess: its length in the fewest tokens that spell it, plus EOS. The
+guess is not a bound (a JSON finish is greedy; a grammar's shortest finish in
+bytes need not be the fewest tokens), so it must not refuse anything; SMC uses
 it as a twist (`Budget.over` and `Budget.twist` in `inference.budgets`): a
 prefix whose finish overruns the tokens left is down-weighted and the
 proposal avoids such tokens, and both are divided out again, so the target
