@@ -51,6 +51,9 @@ _VALUE_STARTS = b'0"[{ntf-123456789'
 _CONTENT = b"a1A_-. 0"  # "1" before "0": a date pattern then writes 1111-11-11, a real date
 _CLOSERS = b"}])>'"
 _WS = frozenset(b" \t\r\n")
+# Content bytes, past the string's minLength, after which a walk that still cannot close the
+# string gives up: a pattern `re.search` reads anywhere lets the mask take "aaa..." forever.
+_STRING_WALK = 64
 # A value of each format the mask enforces: the rest of one is written from where the
 # string stands (the formats are fixed-width up to their fractions and offsets).
 _EXAMPLES = {
@@ -147,6 +150,12 @@ def _walks(engine: Any, text: bytes, plan: bytes) -> bool:
             return False
         text += bytes([b])
     return True
+
+
+def _min_length(state: Any) -> int:
+    """The largest `minLength` among the schemas of the string value being written."""
+    lengths = [d.get("minLength") for conj in state[2] for d in conj]
+    return max((n for n in lengths if isinstance(n, int)), default=0)
 
 
 def _first(allowed: _Allowed, order: bytes) -> int | None:
@@ -280,6 +289,7 @@ def _finish(
     text = bytes(prefix)
     out = bytearray()
     planned = False  # the string being written already got its format's rest
+    content = 0  # bytes the walk wrote into the string value it is in
     for _ in range(limit + 1):
         allowed = _Allowed(engine, text)
         if allowed[_EOS]:
@@ -297,7 +307,11 @@ def _finish(
                 text += plan
                 continue
         elif state[0] != STR:
-            planned = False
+            planned, content = False, 0
+        if state[0] == STR:
+            content += 1
+            if content > _STRING_WALK + _min_length(state):
+                return None  # content the mask never lets close (an unanchored pattern): no verdict
         pick = _choose(engine, text, state, allowed, hints)
         if pick is None:
             stuck.append((text, state))

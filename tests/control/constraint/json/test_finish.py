@@ -172,3 +172,21 @@ def test_the_finish_asks_single_bytes_and_they_agree_with_the_whole_mask():
                 compared += 1
     assert compared >= 12 * 3 * 2
     assert whole < steps / 4, (whole, steps)  # whole masks only where a step needs every byte
+
+
+def test_a_string_the_mask_never_lets_close_is_given_up_on_early_but_min_length_is_written():
+    """An unanchored pattern lets the mask take "aaa..." forever: the walk stops after a
+    few dozen content bytes (no finish, as at the byte limit) instead of walking to the
+    limit; a long minLength is still written out."""
+    hopeless = JsonSchema({"type": "string", "pattern": "x[0-9]{3}y"})
+    asked = []
+    allows = hopeless.engine.allows
+    hopeless.engine.allows = lambda text, b: asked.append(text) or allows(text, b)
+    try:
+        assert hopeless.finish(b'"') is None
+    finally:
+        del hopeless.engine.allows
+    assert 64 < len({len(t) for t in asked}) < 100  # texts of ~66 lengths, not 1,024
+    long = JsonSchema({"type": "string", "minLength": 150})
+    tail = long.finish(b'"')
+    assert tail is not None and long.validate(b'"' + tail) and len(tail) == 151
