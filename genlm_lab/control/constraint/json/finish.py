@@ -43,6 +43,7 @@ from genlm_lab.control.constraint.json.keys import (
     VAL,
     VAL_OR_END,
 )
+from genlm_lab.control.constraint.json.pattern_example import pattern_example
 
 __all__ = ["finish", "formats"]
 
@@ -51,6 +52,7 @@ _VALUE_STARTS = b'0"[{ntf-123456789'
 _CONTENT = b"a1A_-. 0"  # "1" before "0": a date pattern then writes 1111-11-11, a real date
 _CLOSERS = b"}])>'"
 _WS = frozenset(b" \t\r\n")
+_NOT_PLAIN = frozenset(b'"\\') | frozenset(range(0x20))  # bytes a plan would have to escape
 # Content bytes, past the string's minLength, after which a walk that still cannot close the
 # string gives up: a pattern `re.search` reads anywhere lets the mask take "aaa..." forever.
 _STRING_WALK = 64
@@ -141,6 +143,22 @@ def _format_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
             plan = rest.encode("utf-8")
             if _walks(engine, text, plan + b'"'):
                 return plan
+    return None
+
+
+def _pattern_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
+    """Bytes that close the string value being written with a match of its `pattern`
+    (`pattern_example`), where the mask walks them (None: none found)."""
+    patterns = sorted({d["pattern"] for conj in state[2] for d in conj
+                       if isinstance(d.get("pattern"), str)})  # fmt: skip
+    has_content = len(text) > _string_start(text)
+    for pattern in patterns:
+        found = pattern_example(pattern)
+        if found is None or (found[1] and has_content):
+            continue  # a match anchored at the start cannot follow what is written
+        plan = found[0].encode("utf-8")
+        if _NOT_PLAIN.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
+            return plan
     return None
 
 
@@ -301,7 +319,7 @@ def _finish(
             return None
         if state[0] == STR and not planned:
             planned = True
-            plan = _format_plan(engine, text, state)
+            plan = _format_plan(engine, text, state) or _pattern_plan(engine, text, state)
             if plan:
                 out += plan
                 text += plan
