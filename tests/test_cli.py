@@ -273,6 +273,11 @@ def _pids_serving(port: int) -> list[int]:
     return pids
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT's default action (a background job inherits it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to list processes")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])
@@ -287,9 +292,12 @@ def test_lab_stops_on_kill_and_ctrl_c_with_no_server_left(tmp_path, sig):
     log = tmp_path / "lab.log"
     with open(log, "w") as out:
         # Its own session, as a terminal gives it; stdin is no tty, so SIGINT stops at
-        # once (at a terminal Lab asks "Shutdown this Jupyter server?" first).
+        # once (at a terminal Lab asks "Shutdown this Jupyter server?" first). SIGINT's
+        # default action too, as at a terminal: a test run started as a background job of
+        # a script (`make test &`) inherits SIGINT ignored, and exec keeps it ignored.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_default_sigint)  # fmt: skip
         try:
             deadline = time.monotonic() + 120  # Lab's first start is slow on a loaded machine
             while True:
