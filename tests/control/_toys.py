@@ -166,3 +166,33 @@ def assert_step_properly_weighted(
     for token, value in exact.items():
         se = math.sqrt(max(squares.get(token, 0.0) - seen.get(token, 0.0) ** 2, 0) / n)
         assert abs(seen.get(token, 0.0) - value) <= 4 * se + 1e-9, (label, token)
+
+
+def normalise(weights: dict) -> dict:
+    total = sum(weights.values())
+    return {k: v / total for k, v in weights.items()}
+
+
+def tv_distance(p: dict, q: dict) -> float:
+    """Total variation distance between two distributions given as dicts."""
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
+
+
+def pooled_runs(
+    make: Callable[[], tuple[Any, Any]], runs: int, max_tokens: int, counted: str
+) -> tuple[np.ndarray, dict, int]:
+    """`runs` SMC runs (10 particles, seeds 0..runs-1) of `make() -> (sampler, budget)`:
+    each run's Z, the posterior pooled by Z, and the budget's `guide_stats[counted]` summed."""
+    import asyncio
+
+    from genlm_lab.control import SMC
+
+    z, pooled, twisted = [], {}, 0
+    for seed in range(runs):
+        sampler, budget = make()
+        sequences = asyncio.run(SMC(sampler)(10, 0.5, max_tokens, seed=seed, budget=False))
+        z.append(math.exp(sequences.log_ml))
+        for key, p in dict(sequences.posterior).items():  # runs pooled by their Z
+            pooled[key] = pooled.get(key, 0.0) + z[-1] * p
+        twisted += budget.guide_stats[counted]
+    return np.array(z), pooled, twisted

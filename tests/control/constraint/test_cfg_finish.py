@@ -15,7 +15,7 @@ from collections import deque
 
 import numpy as np
 import pytest
-from _toys import exact_completions, toy_llm, within
+from _toys import exact_completions, normalise, pooled_runs, toy_llm, tv_distance, within
 
 from genlm_lab.control import AWRS, SMC, BoolCFG, direct_token_sampler
 from genlm_lab.control.constraint import cfg_finish
@@ -214,38 +214,28 @@ def _prefers_long(ids: tuple) -> list[float]:
     return [math.log(p) for p in ps]
 
 
-def _normalise(weights: dict) -> dict:
-    total = sum(weights.values())
-    return {k: v / total for k, v in weights.items()}
-
-
-def _tv(p: dict, q: dict) -> float:
-    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
-
-
 @pytest.mark.parametrize(("kind", "runs"), [("direct", 150), ("awrs", 80)])
 def test_a_guided_lark_run_is_unbiased_and_its_posterior_is_the_exact_conditional(kind, runs):
     llm = toy_llm(vocab=VOCAB, logprobs_fn=_prefers_long)  # ((1)) 0.29, 1 0.25, ...
     constraint = BoolCFG.from_lark(GRAMMAR).coerce(llm, f=b"".join)
     exact = run(exact_completions(llm * constraint, MAX_TOKENS))
-    z, pooled, twisted = [], {}, 0
-    for seed in range(runs):
+
+    def make():
         inner = (
             direct_token_sampler(llm * constraint)
             if kind == "direct"
             else AWRS(llm, constraint, max_accepts=10)
         )
-        sampler, budget = with_budget(inner, MAX_TOKENS)
-        assert len(budget.guides) == 1
-        # four open: "1))))" and EOS take 6 tokens, 2 more than are left; not refused (no
-        # proof so far from the end), twisted
-        assert budget.over([b"("] * 4) == 2 and run(budget.fits([b"("] * 4))
-        sequences = run(SMC(sampler)(10, 0.5, MAX_TOKENS, seed=seed, budget=False))
-        z.append(math.exp(sequences.log_ml))
-        for key, p in dict(sequences.posterior).items():  # runs pooled by their Z
-            pooled[key] = pooled.get(key, 0.0) + z[-1] * p
-        twisted += budget.guide_stats["weighted" if kind == "direct" else "guided"]
+        return with_budget(inner, MAX_TOKENS)
+
+    _, budget = make()
+    assert len(budget.guides) == 1
+    # four open: "1))))" and EOS take 6 tokens, 2 more than are left; not refused (no
+    # proof so far from the end), twisted
+    assert budget.over([b"("] * 4) == 2 and run(budget.fits([b"("] * 4))
+    counted = "weighted" if kind == "direct" else "guided"
+    z, pooled, twisted = pooled_runs(make, runs, MAX_TOKENS, counted)
     assert twisted > 0 and set(pooled) <= set(exact)
-    assert within(np.array(z), sum(exact.values()))
+    assert within(z, sum(exact.values()))
     # measured on seeds 0, 1000, 2000 (+ runs): 0.11, 0.12, 0.08 direct; 0.08, 0.08, 0.09 AWRS
-    assert _tv(_normalise(pooled), _normalise(exact)) < 0.18
+    assert tv_distance(normalise(pooled), normalise(exact)) < 0.18

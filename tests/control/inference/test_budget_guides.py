@@ -17,7 +17,15 @@ import re
 
 import numpy as np
 import pytest
-from _toys import assert_step_properly_weighted, exact_completions, toy_llm, within
+from _toys import (
+    assert_step_properly_weighted,
+    exact_completions,
+    normalise,
+    pooled_runs,
+    toy_llm,
+    tv_distance,
+    within,
+)
 
 from genlm_lab.control import AWRS, SMC, BoolFSA, direct_token_sampler
 from genlm_lab.control.constraint.finish_distance import FinishGuide
@@ -62,15 +70,6 @@ def _guided(llm, constraint, kind: str = "direct", max_tokens: int = MAX_TOKENS)
     if kind == "direct":
         return BudgetedSampler(inner, budget), budget
     return inner.budgeted(budget), budget
-
-
-def _normalise(weights: dict) -> dict:
-    total = sum(weights.values())
-    return {k: v / total for k, v in weights.items()}
-
-
-def _tv(p: dict, q: dict) -> float:
-    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
 
 
 async def _draws(sampler, context: list, n: int) -> list[tuple]:
@@ -121,21 +120,17 @@ def test_an_ended_text_carries_no_twist():
 def test_a_guided_run_is_unbiased_and_its_posterior_is_the_exact_conditional(kind, runs):
     llm, constraint = _setup()
     exact = run(exact_completions(llm * constraint, MAX_TOKENS))
-    z, pooled, twisted = [], {}, 0
-    for seed in range(runs):
-        sampler, budget = _guided(llm, constraint, kind)
-        sequences = run(SMC(sampler)(10, 0.5, MAX_TOKENS, seed=seed, budget=False))
-        z.append(math.exp(sequences.log_ml))
-        for key, p in dict(sequences.posterior).items():  # runs pooled by their Z
-            pooled[key] = pooled.get(key, 0.0) + z[-1] * p
-        twisted += budget.guide_stats["weighted" if kind == "direct" else "guided"]
+    counted = "weighted" if kind == "direct" else "guided"
+    z, pooled, twisted = pooled_runs(
+        lambda: _guided(llm, constraint, kind), runs, MAX_TOKENS, counted
+    )
     assert twisted > 0 and set(pooled) <= set(exact)
     # unbiased though every particle starts overrunning by one token (psi([]) != 1);
     # measured: 3.4x the exact Z where a finished text counted as over 0
-    assert within(np.array(z), sum(exact.values()))
+    assert within(z, sum(exact.values()))
     if kind == "direct":  # AWRS's pooled posterior varies too much at this size
         # measured 0.06 to 0.09 over 4 such sets of runs; 0.26 where a drawn EOS kept the twist
-        assert _tv(_normalise(pooled), _normalise(exact)) < 0.18
+        assert tv_distance(normalise(pooled), normalise(exact)) < 0.18
 
 
 def test_a_run_stopped_by_terminate_when_divides_the_twist_out():
