@@ -13,6 +13,13 @@ function safeHtml(markup, cls) {
   return box;
 }
 
+function accuracy(x) {
+  // As the static report writes it (results_html._accuracy): three decimals, so that an exact 1
+  // and float noise just below it read alike ("[1.000, 1.000]", not "[1.000, 1]").
+  x = num(x);
+  return x === null || x === undefined || Number.isNaN(x) ? "" : x.toFixed(3);
+}
+
 function drawResults(data, model) {
   const summary = data.summary || [];
   const picked = model.get("compare_rows") || [];
@@ -31,8 +38,8 @@ function drawResults(data, model) {
       style: picked.includes(i) ? "background: var(--jp-brand-color3, #bbdefb)" : null,
       title: "pick two rows to compare them", onclick: (ev) => pick(i, ev) },
     h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain),
-    h("td", {}, bar(r.weighted_accuracy, 80), " ", h("span", { class: "genlm-num" }, fmt(r.weighted_accuracy))),
-    h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${fmt(r.ci_low)}, ${fmt(r.ci_high)}]`),
+    h("td", {}, bar(r.weighted_accuracy, 80), " ", h("span", { class: "genlm-num" }, accuracy(r.weighted_accuracy))),
+    h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${accuracy(r.ci_low)}, ${accuracy(r.ci_high)}]`),
     h("td", { class: "genlm-num" }, r.n_instances), h("td", { class: "genlm-num" }, r.n_errors),
     h("td", { class: "genlm-num" }, r.n_unfinished ?? 0),
     h("td", { class: "genlm-num", title: r.wall_seconds === null || r.wall_seconds === undefined
@@ -46,7 +53,7 @@ function drawResults(data, model) {
                      title: open ? "open this run's particles" : null, onclick: open },
       h("td", {}, `#${r.run_id ?? ""}`), h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain),
       h("td", {}, r.instance_id), h("td", { class: "genlm-text" }, r.instance || ""),
-      h("td", { class: "genlm-num" }, r.replicate), h("td", { class: "genlm-num" }, fmt(r.weighted_accuracy)),
+      h("td", { class: "genlm-num" }, r.replicate), h("td", { class: "genlm-num" }, accuracy(r.weighted_accuracy)),
       h("td", { class: "genlm-num" }, fmt(r.runtime_seconds, 2)), h("td", { class: "genlm-num" }, fmt(r.lm_requests)),
       h("td", {}, r.status || "", " ", h("span", { class: "genlm-note" }, r.status === "error" ? (r.error || "") : "")));
   });

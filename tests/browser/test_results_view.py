@@ -7,6 +7,7 @@ then a click on a row asks the kernel for that run's stored particles.
 
 from __future__ import annotations
 
+import re
 import time
 
 import nbformat
@@ -82,6 +83,10 @@ def test_results_view_rows_arrive_live_and_a_click_opens_the_run(page, lab, scre
     assert all_cells_ran(page) == "done"
     n_runs, _ = printed(page, "RUNS")
     assert n_runs == 6
+    # accuracies as the static report writes them: "[1.000, 1.000]", never "[1.000, 1]"
+    cells = view.locator("table.genlm-table").first.locator("tbody tr").first.locator("td")
+    assert re.fullmatch(r"\d\.\d{3}", cells.nth(3).locator(".genlm-num").text_content())
+    assert re.fullmatch(r"\[\d\.\d{3}, \d\.\d{3}\]", cells.nth(4).text_content())
 
     # A click opens that run's stored particles under the table (the kernel answers).
     rows.first.click()
