@@ -28,6 +28,7 @@ mask leaves free as a string. Whatever it still cannot finish within
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -147,19 +148,37 @@ def _format_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
 
 
 def _pattern_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
-    """Bytes that close the string value being written with a match of its `pattern`
-    (`pattern_example`), where the mask walks them (None: none found)."""
+    """Bytes that close the string value being written so that its `pattern` finds a match
+    (None: none found): the shortest end of the pattern's example (`pattern_example`) after
+    which Python's `re` finds it in the whole value ("orig" + "@a.aa"), else, for a pattern
+    `re.search` may find anywhere, the whole example; kept where the mask walks it."""
     patterns = sorted({d["pattern"] for conj in state[2] for d in conj
                        if isinstance(d.get("pattern"), str)})  # fmt: skip
-    has_content = len(text) > _string_start(text)
+    try:
+        content = text[_string_start(text) :].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     for pattern in patterns:
         found = pattern_example(pattern)
-        if found is None or (found[1] and has_content):
-            continue  # a match anchored at the start cannot follow what is written
-        plan = found[0].encode("utf-8")
-        if _NOT_PLAIN.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
-            return plan
+        if found is None:
+            continue
+        example, anchored = found
+        rests = [example[k:] for k in range(len(example), -1, -1)]
+        rests = [r for r in rests if _finds(pattern, content + r)]
+        if not anchored:
+            rests.append(example)
+        for rest in rests[:2]:
+            plan = rest.encode("utf-8")
+            if _NOT_PLAIN.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
+                return plan
     return None
+
+
+def _finds(pattern: str, value: str) -> bool:
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:
+        return False
 
 
 def _walks(engine: Any, text: bytes, plan: bytes) -> bool:

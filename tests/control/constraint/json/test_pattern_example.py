@@ -49,3 +49,15 @@ def test_the_finish_closes_a_string_whose_unanchored_pattern_the_mask_cannot_clo
     for prefix in (b"{", b'{"orcid":"', b'{"orcid":"see '):
         tail = schema.finish(prefix)
         assert tail is not None and schema.validate(prefix + tail), (prefix, tail)
+
+
+def test_an_anchored_pattern_is_closed_by_the_end_of_its_example_after_what_is_written():
+    """citation-file-format's e-mail pattern: after "orig" the shortest end of the example
+    that `re` finds in the whole value ("@a.aa") closes it; the greedy walk wrote "aaa..."."""
+    schema = JsonSchema({
+        "type": "object",
+        "properties": {"email": {"type": "string", "pattern": r"^[\S]+@[\S]+\.[\S]{2,}$"}},
+        "required": ["email"],
+    })  # fmt: skip
+    assert schema.finish(b'{"email":"orig') == b'@a.aa"}'
+    assert schema.validate(b'{"email":"orig@a.aa"}')
