@@ -62,6 +62,7 @@ async def run_one(llm, grammar: str, guided: bool, max_tokens: int, seed: int) -
         cfg = NoFinish(cfg.grammar, cfg.source, cfg.kind)
     constraint = cfg.coerce(llm, f=b"".join)
     smc = SMC(AWRS(llm, constraint))
+    llm.model.clear_cache()  # every run pays its own forwards: walls compare across rows
     start = time.perf_counter()
     sequences = await smc(4, 0.5, max_tokens, seed=seed, progress=False)
     wall = time.perf_counter() - start
