@@ -69,13 +69,12 @@ class KeyFilter:
         self._grammar: str | None = None
         self._token_engines: dict[int, Any] = {}
         self._token_index: dict[int, dict[bytes, list[int]]] = {}
+        self._vague = False  # a pattern Rust's regex cannot read: no prefix verdict
         if not self.unknown and patterns:
             self._grammar = _key_grammar(frozenset(), patterns)
-            if self._grammar is None:
-                self.unknown = True
-            else:
+            if self._grammar is not None:
                 self._engine = _engine([bytes([i]) for i in range(256)], self._grammar)
-                self.unknown = self._engine is None
+            self._vague = self._engine is None
 
     def takes(self, name: str) -> bool:
         return self.unknown or name in self.names or any(p.search(name) for p in self.patterns)
@@ -86,7 +85,7 @@ class KeyFilter:
         """Bool array over `tokens`: which keep a key starting `raw` the start of a key
         this filter takes and `taken` lacks (None where it cannot tell). Meant for tokens
         without a quote or backslash: the others end or escape the key."""
-        if self.unknown or b"\\" in raw:
+        if self.unknown or self._vague or b"\\" in raw:
             return None
         n = len(tokens)
         if self._grammar is None:
@@ -126,7 +125,7 @@ class KeyFilter:
 
     def may_start(self, key: bytes, taken: frozenset[str] = frozenset()) -> bool:
         """Whether a key this filter takes, not in `taken`, starts with the UTF-8 `key`."""
-        if self.unknown:
+        if self.unknown or self._vague:
             return True
         if any(n not in taken and n.encode("utf-8", "surrogatepass").startswith(key)
                for n in self.names):  # fmt: skip

@@ -365,3 +365,16 @@ def test_a_second_key_lives_exactly_while_an_unused_key_extends_what_it_decodes_
             checked += 1
             refused += not kept
     assert checked == 12 + 144 + 1728 and refused > 1000
+
+
+def test_a_pattern_rusts_regex_cannot_read_still_decides_a_key_when_it_closes():
+    """A look-ahead gives no prefix verdict (every start is kept), but the key is still
+    checked with Python's `re` at its closing quote."""
+    js = JsonSchema({
+        "type": "object",
+        "patternProperties": {"^(?=x-)x": {"type": "integer"}},
+        "additionalProperties": False,
+    })  # fmt: skip
+    assert js.allowed(list(b'{"y'))[ord("y")]  # no prefix verdict: kept
+    assert not js.allowed(list(b'{"yy'))[ord('"')]  # "yy" is no key the pattern takes
+    assert js.allowed(list(b'{"x-a'))[ord('"')]
