@@ -15,9 +15,11 @@ is unchanged.
 A twist may be any deterministic function of the prefix. This one is
 `need_after(ids, token)`: the finish of `ids + [token]` counted in tokens,
 except that a token of plain string content (no quote, backslash or control
-byte) after a prefix whose finish starts by closing the string reuses the
-prefix's finish, which spares a finish per token that AWRS draws inside a
-string (thousands near the end of a budget). And far from the end no finish
+byte) after a prefix whose finish starts by closing the string, or that has
+no finish, reuses the prefix's answer. That spares a finish per token that
+AWRS draws inside a string (thousands near the end of a budget), and where
+the finish cannot complete the value (a `oneOf` of patterns) a failed walk
+per token (0.1 s each: 216 s for one bench_json_gen schema). And far from the end no finish
 is walked at all (`overrun`): the finish of the last prefix whose length is a
 multiple of `stride`, plus one token per token written since, is taken as
 the need, and where that leaves `margin` tokens to spare the overrun is 0
@@ -112,7 +114,8 @@ class FinishGuide:
         if token >= len(self.tokens):
             return None
         before = self.tail(ids)
-        if before is not None and before[:1] == b'"' and not _NOT_CONTENT & set(self.tokens[token]):
+        reusable = before is None or before[:1] == b'"'  # no finish, or one closing the string
+        if reusable and not _NOT_CONTENT & set(self.tokens[token]):
             self.stats["reused"] += 1
             return self.count(before)
         return self.count(self.tail((*ids, token)))

@@ -36,6 +36,9 @@ from genlm_lab.control.constraint.llg.engine import check_grammar
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 from genlm_lab.util.stack import outside_stacklevel
 
+#: Stuck finishes explained in a row without a new message before `finish` stops naming them.
+_EXPLAINS = 64
+
 __all__ = ["FinishWarning", "JsonSchema"]
 
 _BLANK = "[\\x20\\x09]"
@@ -182,6 +185,7 @@ class JsonSchema(GrammarPotential):
         self.key_rules = KeyRules(self.schema)
         self.engine = KeyedEngine(self.engine, self.key_rules, self._final_check)
         self._unfinishable: set[str] = set()
+        self._explains_left = _EXPLAINS  # stuck finishes to explain before the next new message
         if not self.engine.mask(b"").any():
             _refuse_empty("no byte can start a document the mask allows", source)
 
@@ -305,12 +309,14 @@ class JsonSchema(GrammarPotential):
         shortest. Where a live prefix cannot be finished, a `FinishWarning` names
         the JSON path and keyword, once per schema ("$.date: format 'date'
         cannot be finished by the mask"), so a budget never switches off silently.
+        Naming them takes a `jsonschema` check, so after 64 stuck finishes in a
+        row that named nothing new, no more are named.
         """
         if isinstance(prefix, str):
             prefix = prefix.encode("utf-8")
         stuck: list = []
         found = finish(self.engine, prefix, limit, stuck)
-        if found is None and stuck and self.engine.alive(prefix):
+        if found is None and stuck and self._explains_left > 0 and self.engine.alive(prefix):
             self._warn_unfinishable(*stuck[0])
         return found
 
@@ -335,7 +341,9 @@ class JsonSchema(GrammarPotential):
         else:
             keyword = "its schema"
         message = f"{path}: {keyword} cannot be finished by the mask"
+        self._explains_left -= 1
         if message not in self._unfinishable:
+            self._explains_left = _EXPLAINS
             self._unfinishable.add(message)
             warnings.warn(
                 f"{message} (JsonSchema.finish found no completion: a budget cannot "

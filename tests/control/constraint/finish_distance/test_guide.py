@@ -71,3 +71,21 @@ def test_far_from_the_end_no_finish_is_walked_and_near_it_the_overrun_is_counted
     assert guide.stats["finishes"] == finishes and guide.stats["far"] >= 1
     # near the end every prefix's own finish counts: 3 more content bytes, same finish
     assert guide.overrun(longer, need - 1) == 1
+
+
+def test_a_prefix_with_no_finish_lends_its_none_to_content_tokens_without_a_walk():
+    import warnings
+
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": "^(?=a)ab$"}},
+              "required": ["p"]}  # fmt: skip
+    guide = FinishGuide(JsonSchema(schema).finish, TOKENS, byte_trie(TOKENS, range(len(TOKENS))))
+    inside = _ids(b'{"p": "a')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the FinishWarning naming $.p
+        assert guide.tail(inside) is None
+        finishes = guide.stats["finishes"]
+        for token in (TOKENS.index(b"hello"), ord("b"), ord("x")):
+            assert guide.need_after(inside, token) is None
+        assert guide.stats["finishes"] == finishes  # no walk per content token
+        guide.need_after(inside, ord('"'))  # a quote is not content: its own walk
+    assert guide.stats["finishes"] == finishes + 1

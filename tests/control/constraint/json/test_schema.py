@@ -440,6 +440,22 @@ def test_a_prefix_finish_cannot_complete_warns_once_with_path_and_keyword():
         assert js.finish('{"p": "x', limit=3) is None  # dead already or cut by the limit: silent
 
 
+def test_stuck_finishes_stop_being_named_after_64_in_a_row_with_nothing_new(monkeypatch):
+    import warnings
+
+    js = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
+                     "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip
+    named = []
+    name = js._warn_unfinishable
+    monkeypatch.setattr(js, "_warn_unfinishable", lambda *stuck: named.append(1) or name(*stuck))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(100):
+            assert js.finish('{"p": "a') is None
+    assert len(named) == 1 + 64  # the first names "$.p", then 64 that name nothing new
+    assert js.unfinishable == ["$.p: pattern cannot be finished by the mask"]
+
+
 def test_pattern_properties_keys_are_refused_as_they_are_written():
     schema = {
         "type": "object",
