@@ -139,12 +139,12 @@ def notes(rows: list[dict], methods: list[str]) -> list[str]:
 
 
 def render(rows: list[dict], methods: list[str], options: dict, elapsed: float,
-           prompt_chars: int, particles: int) -> str:  # fmt: skip
+           prompt_chars: int, particles: int, seed: int = 0) -> str:  # fmt: skip
     """The RESULTS.md section: a summary table and one row per schema."""
     head = [
         f"## bench_json_gen ({time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s)",
         "",
-        f'SmolLM2-135M ("default"), CPU, {particles} particles, seed 0, budget 2 x the '
+        f'SmolLM2-135M ("default"), CPU, {particles} particles, seed {seed}, budget 2 x the '
         "shortest valid document's tokens + 40; prompt: the schema (compact, cut at "
         f"{prompt_chars} chars). Our options: {options or 'the defaults'}. Schemas: SchemaStore "
         "files vendored by check-jsonschema (licence per row). Mask: median per step along the "

@@ -363,7 +363,7 @@ async def main() -> None:
     for path in args.merge:
         methods += report.merge(rows, json.loads(Path(path).read_text()), methods)
     elapsed = time.perf_counter() - began
-    text = report.render(rows, methods, options, elapsed, PROMPT_CHARS, N_PARTICLES)
+    text = report.render(rows, methods, options, elapsed, PROMPT_CHARS, N_PARTICLES, args.seed)
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
