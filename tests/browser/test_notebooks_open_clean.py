@@ -11,14 +11,14 @@ import json
 import shutil
 
 import pytest
+from _lab_session import load_lab, opened
 from conftest import NOTEBOOKS
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 # The notebook's state once its kernel is up and idle (Lab writes the kernel's spec then).
 _STATE = """() => {
-  const app = window.jupyterapp;
-  const w = app && app.shell && app.shell.currentWidget;
+  const w = window.genlmTestDoc;
   if (!w || !w.context || !w.context.isReady || !w.sessionContext) return null;
   const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
   if (!kernel || kernel.status !== 'idle') return null;
@@ -29,7 +29,7 @@ _STATE = """() => {
 # promises resolve (NotebookPanel._onKernelChanged): await the same promises, let their
 # continuations run (a task later), let the outputs render (two frames), then a settle.
 _SETTLED = """async () => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const kernel = window.genlmTestDoc.sessionContext.session.kernel;
   await kernel.info;
   await kernel.spec;
   await new Promise((r) => setTimeout(r, 0));
@@ -38,19 +38,21 @@ _SETTLED = """async () => {
   return true;
 }"""
 
-_SHUTDOWN = "() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()"
+
+@pytest.fixture(scope="module")
+def lab_page(_module_context, lab):
+    """JupyterLab loaded once for the module: each test opens and closes its notebook in it."""
+    yield from load_lab(_module_context, lab, "clean-notebooks")
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_opens_without_being_marked_modified(name, page, lab):
-    base, token, root = lab
+def test_notebook_opens_without_being_marked_modified(name, lab_page, lab):
+    _, _, root = lab
     shutil.copy(NOTEBOOKS / name, root / name)
-    workspace = "clean-" + name.removesuffix(".ipynb").replace("_", "-")
-    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
-    page.wait_for_function(_STATE, timeout=60_000)
-    page.evaluate(_SETTLED)  # the kernel's info and spec arrive, outputs render: any could edit
-    state = page.wait_for_function(_STATE, timeout=30_000).json_value()
-    page.evaluate(_SHUTDOWN)  # one kernel at a time on a small machine
+    with opened(lab_page, name):  # then closed unsaved, its kernel shut down: one at a time
+        lab_page.wait_for_function(_STATE, timeout=60_000)
+        lab_page.evaluate(_SETTLED)  # the kernel's info and spec arrive, outputs render
+        state = lab_page.wait_for_function(_STATE, timeout=30_000).json_value()
     stored = json.loads((root / name).read_text())["metadata"]
     changed = {k: v for k, v in state["json"]["metadata"].items() if stored.get(k) != v}
     # Lab set kernelspec from the running kernel: stored "Python 3" vs "Python 3 (ipykernel)"

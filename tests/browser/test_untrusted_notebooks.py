@@ -19,19 +19,22 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
+from _lab_session import load_lab, opened
 from conftest import NOTEBOOKS
 
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 MAX_VIEW_PX = 800
 
+# The notebook is loaded and has drawn its first stored view.
 _READY = """() => {
-  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  return !!(w && w.context && w.context.isReady && w.content && w.content.widgets.length);
+  const w = window.genlmTestDoc;
+  return !!(w && w.context && w.context.isReady && w.content && w.content.widgets.length
+            && w.content.node.querySelector('.genlm-stored'));
 }"""
 
 # Per code cell with outputs: whether Lab trusts it, and per stored view what the page shows.
 _VIEWS = """async () => {
-  const nb = window.jupyterapp.shell.currentWidget.content;
+  const nb = window.genlmTestDoc.content;
   const out = [];
   for (const [index, cell] of nb.widgets.entries()) {
     if (cell.model.type !== 'code' || !cell.outputArea) continue;
@@ -91,37 +94,39 @@ def _stored_views(path) -> list[tuple[int, int, set[str]]]:
     return views
 
 
+@pytest.fixture(scope="module")
+def lab_page(_module_context, lab):
+    """JupyterLab loaded once for the module: each test opens and closes its notebook in it."""
+    yield from load_lab(_module_context, lab, "untrusted-notebooks")
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_stored_views_read_well_in_an_untrusted_notebook(name, page, lab, screenshot):
-    base, token, root = lab
+def test_stored_views_read_well_in_an_untrusted_notebook(name, lab_page, lab, screenshot):
+    _, _, root = lab
     shutil.copy(NOTEBOOKS / name, root / name)
     stored = _stored_views(NOTEBOOKS / name)
     if not stored:
         pytest.skip(f"{name} stores no view")
-    workspace = "untrusted-" + name.removesuffix(".ipynb").replace("_", "-")
-    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
-    page.wait_for_function(_READY, timeout=60_000)
-    page.wait_for_selector(".genlm-stored", state="attached", timeout=60_000)
-    shown = page.evaluate(_VIEWS)
-    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-
-    assert len(shown) == len(stored), f"{name}: {len(shown)} views drawn, {len(stored)} stored"
-    for view, (index, n_images, figure_texts) in zip(shown, stored, strict=True):
-        where = f"{name}, cell {index}"
-        assert view["index"] == index and view["trusted"] is False, (where, view["trusted"])
-        assert not view["widget"] and view["svg"] == 0, where  # the sanitised HTML, as stored
-        assert len(view["imgs"]) == n_images, f"{where}: the sanitiser dropped a figure"
-        for img in view["imgs"]:
-            assert img["ok"] and img["w"] > 20 and img["h"] > 20, (where, img)
-        assert 0 < view["height"] < MAX_VIEW_PX, (where, view["height"])
-        for bar in view["bars"]:  # drawn without the stylesheet: a colour and a width
-            assert bar["color"] not in ("rgba(0, 0, 0, 0)", "transparent") and bar["w"] >= 1, (
-                where,
-                bar,
-            )
-        spilled = sorted(t for t in figure_texts if t in view["text"])
-        assert not spilled, f"{where}: figure text spilled into the page: {spilled[:5]}"
-        assert view["longest"] < 400, f"{where}: a text run of {view['longest']} characters"
-    first = page.locator(".genlm-stored").first
-    first.scroll_into_view_if_needed()
-    screenshot(page, f"untrusted_{name.removesuffix('.ipynb')}")
+    with opened(lab_page, name):  # then closed unsaved, its kernel shut down
+        lab_page.wait_for_function(_READY, timeout=60_000)
+        shown = lab_page.evaluate(_VIEWS)
+        assert len(shown) == len(stored), f"{name}: {len(shown)} views drawn, {len(stored)} stored"
+        for view, (index, n_images, figure_texts) in zip(shown, stored, strict=True):
+            where = f"{name}, cell {index}"
+            assert view["index"] == index and view["trusted"] is False, (where, view["trusted"])
+            assert not view["widget"] and view["svg"] == 0, where  # the sanitised HTML, as stored
+            assert len(view["imgs"]) == n_images, f"{where}: the sanitiser dropped a figure"
+            for img in view["imgs"]:
+                assert img["ok"] and img["w"] > 20 and img["h"] > 20, (where, img)
+            assert 0 < view["height"] < MAX_VIEW_PX, (where, view["height"])
+            for bar in view["bars"]:  # drawn without the stylesheet: a colour and a width
+                assert bar["color"] not in ("rgba(0, 0, 0, 0)", "transparent") and bar["w"] >= 1, (
+                    where,
+                    bar,
+                )
+            spilled = sorted(t for t in figure_texts if t in view["text"])
+            assert not spilled, f"{where}: figure text spilled into the page: {spilled[:5]}"
+            assert view["longest"] < 400, f"{where}: a text run of {view['longest']} characters"
+        first = lab_page.locator(".genlm-stored").first
+        first.scroll_into_view_if_needed()
+        screenshot(lab_page, f"untrusted_{name.removesuffix('.ipynb')}")
