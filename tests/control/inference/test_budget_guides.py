@@ -63,7 +63,7 @@ def _guided(llm, constraint, kind: str = "direct", max_tokens: int = MAX_TOKENS)
     ((index, name, finisher),) = budget_for(inner, max_tokens).factors
     trie = byte_trie(token_bytes(constraint), np.flatnonzero(usable_mask(constraint)).tolist())
     finisher = copy.copy(finisher)
-    finisher.guide = FinishGuide(_misjudged, token_bytes(constraint), trie)
+    finisher.guide = FinishGuide(_misjudged, token_bytes(constraint), trie, slack=0)
     budget = Budget([(index, name, finisher)], max_tokens)
     budget.eps = budget.penalty = 0.3  # any are exact; a misjudging guide's weights vary less
     assert budget.guides

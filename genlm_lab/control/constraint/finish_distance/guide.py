@@ -23,7 +23,9 @@ per token (0.1 s each: 216 s for one bench_json_gen schema). And far from the en
 is walked at all (`overrun`): the finish of the last prefix whose length is a
 multiple of `stride`, plus one token per token written since, is taken as
 the need, and where that leaves `margin` tokens to spare the overrun is 0
-(a JSON string with a pattern can take a finish of ~0.2 s per prefix).
+(a JSON string with a pattern can take a finish of ~0.2 s per prefix). The
+overrun keeps `slack` tokens of headroom, so particles are steered to close
+while several tokens still do it in time, not one.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class FinishGuide:
         unfinishable: `() -> lines`, where the finish got stuck so far (`JsonSchema.unfinishable`).
         stride: how often (in tokens) a far-from-the-end prefix's finish is walked.
         margin: the spare tokens under which every prefix's finish is walked.
+        slack: tokens of headroom the overrun keeps: a finish that takes exactly the
+            tokens left often leaves one right token to draw (bench_json_gen
+            woodpecker-ci:commands_step: only `","` closed `$.name` in time, and no
+            particle drew it), so the guide steers `slack` tokens before that.
     """
 
     def __init__(
@@ -60,9 +66,11 @@ class FinishGuide:
         unfinishable: Callable[[], list[str]] | None = None,
         stride: int = 8,
         margin: int = 8,
+        slack: int = 2,
     ) -> None:
         self.stride = stride
         self.margin = margin
+        self.slack = slack
         self.finish = finish
         #: What the finish could not complete so far ("$.date: format 'date' ..."), for alarms.
         self.unfinishable = unfinishable or list
@@ -121,12 +129,13 @@ class FinishGuide:
         return self.count(self.tail((*ids, token)))
 
     def overrun(self, ids: Sequence[int], left: int) -> int:
-        """Tokens by which the finish of `ids` overruns `left` tokens (0 where it has none).
+        """Tokens by which the finish of `ids` overruns `left - slack` tokens (0 where it has none).
 
         Far from the end (the last `stride`-multiple prefix's finish, plus one token per
         token since, leaves `margin` to spare) it is 0 without walking a finish.
         """
         ids = tuple(ids)
+        left -= self.slack
         anchor = len(ids) - len(ids) % self.stride
         if anchor < len(ids):
             base = self.count(self.tail(ids[:anchor]))

@@ -61,8 +61,10 @@ def test_no_finish_is_no_guess(guide):
 def test_far_from_the_end_no_finish_is_walked_and_near_it_the_overrun_is_counted(guide):
     text = b'{"name": "Alice'
     ids = _ids(text)
-    need = guide.need(ids)
+    need = guide.need(ids) + guide.slack  # the overrun keeps `slack` tokens of headroom
+    assert guide.slack == 2  # the default
     assert guide.overrun(ids, need) == 0 and guide.overrun(ids, need - 3) == 3
+    assert guide.overrun(ids, need - 1) == 1  # one token short of the headroom counts
     # a long way from the end: the stride-multiple prefix's finish stands in, nothing walked
     longer = (*ids, *_ids(b"x" * 3))
     guide.tail(longer[: len(longer) - len(longer) % guide.stride])
