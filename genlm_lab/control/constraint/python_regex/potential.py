@@ -164,8 +164,7 @@ class PythonRegex(Potential):
             live = False
             if self._alive(text, b""):
                 for c in self._candidates(tail):  # the first live one decides
-                    if self._partial(text + c):
-                        live = True
+                    if live := self._partial(text + c):
                         break
         self._live[key] = live
         self._live_chars += len(text) + 1
