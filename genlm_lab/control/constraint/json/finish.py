@@ -29,6 +29,7 @@ mask leaves free as a string. Whatever it still cannot finish within
 from __future__ import annotations
 
 import re
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
@@ -163,11 +164,10 @@ def _pattern_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
         if found is None:
             continue
         example, anchored = found
-        rests = [example[k:] for k in range(len(example), -1, -1)]
-        rests = [r for r in rests if _finds(pattern, content + r)]
-        if not anchored:
-            rests.append(example)
-        for rest in rests[:2]:
+        ends = (example[k:] for k in range(len(example), -1, -1))  # shortest first
+        ends_found = (end for end in ends if _finds(pattern, content + end))
+        whole = () if anchored else (example,)
+        for rest in islice(chain(ends_found, whole), 2):  # searched only until two are found
             plan = rest.encode("utf-8")
             if _NOT_PLAIN.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
                 return plan
