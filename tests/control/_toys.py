@@ -196,3 +196,37 @@ def pooled_runs(
             pooled[key] = pooled.get(key, 0.0) + z[-1] * p
         twisted += budget.guide_stats[counted]
     return np.array(z), pooled, twisted
+
+
+async def live_contexts(potential, max_tokens: int) -> dict[tuple, bool]:
+    """Every live context of fewer than `max_tokens` tokens: can it end within the tokens left?"""
+    memo: dict[tuple, float] = {}
+
+    async def best(context: tuple, r: int) -> float:
+        """Fewest tokens (EOS included), at most r, that end `context` (math.inf if none)."""
+        key = (context, r)
+        if key in memo:
+            return memo[key]
+        out = math.inf
+        if r >= 1 and await potential.complete(list(context)) == 0:
+            out = 1
+        elif r >= 2:
+            for token in potential.vocab:
+                child = (*context, token)
+                if await potential.prefix(list(child)) == 0:
+                    out = min(out, 1 + await best(child, r - 1))
+        memo[key] = out
+        return out
+
+    live: dict[tuple, bool] = {}
+
+    async def visit(context: tuple) -> None:
+        live[context] = await best(context, max_tokens - len(context)) < math.inf
+        if len(context) + 1 < max_tokens:
+            for token in potential.vocab:
+                child = (*context, token)
+                if await potential.prefix(list(child)) == 0:
+                    await visit(child)
+
+    await visit(())
+    return live

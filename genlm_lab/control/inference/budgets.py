@@ -5,7 +5,8 @@ weight zero at once, not when it is cut at `max_tokens`. Each boolean factor
 of the sampler's target gets a finisher (`constraint.finish_distance`): exact
 for automata, sound for the rest, so nothing that could end in time is ever
 refused and the run's target is exactly p(x | constraints, len(x) <= max_tokens).
-A product fits only if every factor fits.
+A product fits only if every factor fits, and then only if one completion
+ends them all (`finish_distance.joint_finisher`: exact for automata).
 
 With AWRS the check joins the condition (`AWRS.budgeted`): a token that
 cannot end in time is rejected and another drawn. With any other token
@@ -53,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.finish_distance import Finisher, finisher_for
+from genlm_lab.control.constraint.finish_distance import Finisher, finisher_for, joint_finisher
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.potential.base import factor_names
 
@@ -66,6 +67,9 @@ class Budget:
     Args:
         factors: `(index in target.factors(), name, finisher)` per factor that can finish.
         max_tokens: the run's `max_tokens` (EOS included).
+        joint: where two or more factors can finish, the finisher of their product
+            (`finish_distance.joint_finisher`), asked after every factor fits; it reads
+            the first factor's token ids.
     """
 
     #: The proposal's share of the guided twist: a guided AWRS draw ignores the guide with
@@ -77,9 +81,17 @@ class Budget:
     #: could no longer end (bench_json_gen cloudbuild:GoModules).
     penalty = 0.001
 
-    def __init__(self, factors: list[tuple[int, str, Finisher]], max_tokens: int) -> None:
+    def __init__(
+        self,
+        factors: list[tuple[int, str, Finisher]],
+        max_tokens: int,
+        joint: Finisher | None = None,
+    ) -> None:
         self.factors = factors
         self.max_tokens = int(max_tokens)
+        self.joint = joint
+        #: The name a refusal by `joint` gives: the factors', joined with " & "
+        self.joint_name = " & ".join(name for _, name, _ in factors)
         #: (position in `factors`, guide) for each factor that names a short finish
         self.guides = [
             (k, f.guide) for k, (_, _, f) in enumerate(factors) if getattr(f, "guide", None)
@@ -122,6 +134,12 @@ class Budget:
                 full = context
             if not await finisher.fits(full, left, ids):
                 return index, name
+        if self.joint is not None:
+            ids, full = prefixes[0], (None if token is not None else context)
+            if token is not None:
+                ids = [*ids, self.factors[0][2].lookup[token]]
+            if not await self.joint.fits(full, left, ids):
+                return self.factors[0][0], self.joint_name
         return None
 
     def over(self, context: Sequence[Any], token: Any = None) -> int:
@@ -205,6 +223,8 @@ class Budget:
         only ("weighted"), and draws after which the finish overran more.
         """
         out = {name: dict(f.stats) for _, name, f in self.factors}
+        if self.joint is not None:
+            out[self.joint_name] = dict(self.joint.stats)
         if self.guides:
             out["guide"] = dict(self.guide_stats)
         return out
@@ -226,7 +246,9 @@ def budget_for(sampler: Any, max_tokens: int) -> Budget | None:
         finisher = finisher_for(factor)
         if finisher is not None:
             factors.append((i, name, finisher))
-    return Budget(factors, max_tokens) if factors else None
+    if not factors:
+        return None
+    return Budget(factors, max_tokens, joint_finisher([f for _, _, f in factors]))
 
 
 class BudgetedSampler:

@@ -175,6 +175,8 @@ class SMC:
         sampler, guard = (
             with_budget(self.unit_sampler, int(max_tokens)) if budget else (self.unit_sampler, None)
         )
+        # what was stuck before this run (its own start check below may meet a new one)
+        stuck_before = set(guard.unfinishable()) if guard is not None else set()
         refused = await guard.refuser([]) if guard is not None else None
         if refused is not None:  # no text at all fits: say so before every particle dies
             warnings.warn(
@@ -184,7 +186,6 @@ class SMC:
                 BudgetTooSmall,
                 stacklevel=2,
             )
-        stuck_before = set(guard.unfinishable()) if guard is not None else set()
         model = SequenceModel(
             sampler,
             self.critic,

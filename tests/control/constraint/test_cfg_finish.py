@@ -230,10 +230,12 @@ def test_a_guided_lark_run_is_unbiased_and_its_posterior_is_the_exact_conditiona
 
     _, budget = make()
     assert len(budget.guides) == 1
-    # four open: "1))))" and EOS take 6 tokens, 2 more than are left (and the guide's
-    # slack); not refused (no proof so far from the end), twisted
+    # three open: "1)))" and EOS take the 5 tokens left, within the guide's slack: kept,
+    # twisted; four open: 6 tokens, 2 more than are left: refused (a 4-token vocabulary
+    # is searched to any depth)
     slack = budget.guides[0][1].slack
-    assert budget.over([b"("] * 4) == 2 + slack and run(budget.fits([b"("] * 4))
+    assert budget.over([b"("] * 3) == slack and run(budget.fits([b"("] * 3))
+    assert budget.over([b"("] * 4) == 2 + slack and not run(budget.fits([b"("] * 4))
     counted = "weighted" if kind == "direct" else "guided"
     z, pooled, twisted = pooled_runs(make, runs, MAX_TOKENS, counted)
     assert twisted > 0 and set(pooled) <= set(exact)

@@ -29,6 +29,14 @@ efficiency, and depends on what is known of the constraint:
   node budget, proves that nothing fits. Where neither proves anything (too
   many tokens allowed, too many nodes) the prefix is kept and counted as
   "unproven" in `stats`.
+- `joint_finisher`: a product needs one completion that ends every factor,
+  which each factor's own answer does not prove. Automata join into one
+  `AutomatonDistance` of their intersection (exact); other factors get a
+  `JointSearch` over the tokens all of them allow (exact two tokens from the
+  end, and on small vocabularies).
+- On a vocabulary of at most `SearchDistance.max_branch_default` usable
+  tokens, `finisher_for` searches at any depth: exact wherever `max_nodes`
+  suffices (the brute-force tests' vocabularies).
 - `FinishGuide`: a guess, not a bound. Where the constraint names a short
   finish, its token count steers SMC (a twist and a proposal that are both
   divided out: `Budget.over` and `Budget.twist` in `inference.budgets`), so
@@ -39,6 +47,7 @@ from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDist
 from genlm_lab.control.constraint.finish_distance.dfa import ByteDfa, plain_ascii_regex
 from genlm_lab.control.constraint.finish_distance.finisher import finisher_for
 from genlm_lab.control.constraint.finish_distance.guide import FinishGuide
+from genlm_lab.control.constraint.finish_distance.joint import JointSearch, joint_finisher
 from genlm_lab.control.constraint.finish_distance.search import SearchDistance
 from genlm_lab.control.constraint.finish_distance.tokens import Finisher, token_bytes
 
@@ -47,8 +56,10 @@ __all__ = [
     "ByteDfa",
     "FinishGuide",
     "Finisher",
+    "JointSearch",
     "SearchDistance",
     "finisher_for",
+    "joint_finisher",
     "plain_ascii_regex",
     "token_bytes",
 ]

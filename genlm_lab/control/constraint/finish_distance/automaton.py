@@ -48,7 +48,8 @@ class AutomatonDistance:
         self.dfa = dfa
         self.lookup = lookup
         self.tokens = list(tokens)
-        self.trie = byte_trie(self.tokens, usable)
+        self.usable = list(usable)
+        self.trie = byte_trie(self.tokens, self.usable)
         self.encode = encode
         self.max_states = max_states
         self._dist: dict[int, int] | None = None
@@ -110,6 +111,26 @@ class AutomatonDistance:
         if len(self._states) > 8192:
             self._states.popitem(last=False)
         return found
+
+    def _after(self, ids: Sequence[int]) -> np.ndarray:
+        """The automaton's state after `ids` then each usable token (`trie.token_ids` order)."""
+        return self.successors(self.state([i for i in ids if i < len(self.tokens)]))
+
+    async def accepts(self, ids: Sequence[int]) -> bool:
+        """Whether the text of `ids` is in the language."""
+        return bool(self.dfa.final[self.state([i for i in ids if i < len(self.tokens)])])
+
+    async def allowed(self, ids: Sequence[int]) -> np.ndarray:
+        """The tokens after which the text of `ids` can still end (some accepting state is ahead)."""
+        dist = self.distances()
+        after = self._after(ids)
+        if dist is None:  # too many states to know which are live: every one that is not dead
+            return self.trie.token_ids[after != 0]
+        return self.trie.token_ids[np.array([s in dist for s in after.tolist()], dtype=bool)]
+
+    async def enders(self, ids: Sequence[int]) -> np.ndarray:
+        """The tokens that make the text of `ids` complete: exactly those."""
+        return self.trie.token_ids[self.dfa.final[self._after(ids)]]
 
     def needed(self, context: Sequence[Any], ids: Sequence[int] | None = None) -> int | None:
         """The fewest tokens (EOS included) that end `context`; None if unknown, `FAR` if none.

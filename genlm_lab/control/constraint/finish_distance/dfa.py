@@ -67,6 +67,35 @@ class ByteDfa:
                 row[b] = state(frozenset(dsts))
         return cls(np.array(rows), np.array(final), first)
 
+    def intersect(self, other: ByteDfa, max_states: int = 20000) -> ByteDfa | None:
+        """The automaton of both languages at once (pairs of states; None past `max_states`)."""
+        ids = {(0, 0): 0}
+        pairs = [(0, 0)]
+        rows = [np.zeros(256, dtype=np.int64)]
+        first = ids[(self.start, other.start)] = 1
+        pairs.append((self.start, other.start))
+        rows.append(np.zeros(256, dtype=np.int64))
+        todo = deque([first])
+        while todo:
+            if len(rows) > max_states:
+                return None
+            at = todo.popleft()
+            left, right = pairs[at]
+            row = rows[at]
+            a, b = self.table[left], other.table[right]
+            for byte in np.flatnonzero((a != 0) & (b != 0)).tolist():
+                pair = (int(a[byte]), int(b[byte]))
+                found = ids.get(pair)
+                if found is None:
+                    found = ids[pair] = len(rows)
+                    pairs.append(pair)
+                    rows.append(np.zeros(256, dtype=np.int64))
+                    todo.append(found)
+                row[byte] = found
+        final = np.array([bool(self.final[p]) and bool(other.final[q]) for p, q in pairs])
+        final[0] = False
+        return ByteDfa(np.array(rows), final, first)
+
     def run(self, state: int, data: bytes) -> int:
         for b in data:
             state = int(self.table[state, b])

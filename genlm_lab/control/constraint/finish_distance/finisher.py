@@ -133,7 +133,12 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
                 def upper(context: Sequence[Any], guide: FinishGuide = guide) -> int | None:
                     return guide.count(guide.tail(tuple(potential.encode(context))))
 
-            depth = {"max_depth": GUIDED_SEARCH_DEPTH} if guide is not None else {}
+            if len(usable) <= SearchDistance.max_branch_default:
+                depth = {"max_depth": None}  # a small vocabulary: search as far as it takes
+            elif guide is not None:
+                depth = {"max_depth": GUIDED_SEARCH_DEPTH}
+            else:
+                depth = {}
             out = SearchDistance(
                 potential, upper=upper, necessary=necessary, closer=closer, **{**depth, **search}
             )

@@ -33,11 +33,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from genlm_lab.control.constraint.finish_distance.tokens import ByteTrie, fewest_tokens
+from genlm_lab.control.constraint.finish_distance.tokens import (
+    NOT_STRING_CONTENT,
+    ByteTrie,
+    fewest_tokens,
+)
 
 __all__ = ["FinishGuide"]
-
-_NOT_CONTENT = frozenset(b'"\\') | frozenset(range(0x20))
 
 
 class FinishGuide:
@@ -123,7 +125,7 @@ class FinishGuide:
             return None
         before = self.tail(ids)
         reusable = before is None or before[:1] == b'"'  # no finish, or one closing the string
-        if reusable and not _NOT_CONTENT & set(self.tokens[token]):
+        if reusable and not NOT_STRING_CONTENT & set(self.tokens[token]):
             self.stats["reused"] += 1
             return self.count(before)
         return self.count(self.tail((*ids, token)))

@@ -62,12 +62,15 @@ class SearchDistance:
     exact = False
     #: A `FinishGuide` where the constraint names a short finish (JSON), else None.
     guide = None
+    #: `max_branch`'s default: a vocabulary with at most this many usable tokens is
+    #: searched at any depth (`finisher_for`), so small ones are decided exactly
+    max_branch_default = 64
 
     def __init__(
         self,
         potential: Potential,
         upper: Callable[[Sequence[Any]], int | None] | None = None,
-        max_branch: int = 64,
+        max_branch: int = max_branch_default,
         max_nodes: int = 256,
         max_depth: int | None = 8,
         cache_size: int = 65536,
@@ -78,7 +81,8 @@ class SearchDistance:
         self.potential = potential
         self.necessary = necessary
         self.closer = closer
-        tokens = token_bytes(potential) if necessary or closer else None
+        self.tokens = token_bytes(potential)
+        tokens = self.tokens if necessary or closer else None
         self._bytes = tokens if necessary is not None else None
         self._text = tokens
         # each usable token's last non-whitespace byte (-1: none) and its CLOSING bytes,
@@ -131,6 +135,35 @@ class SearchDistance:
         if self._usable is not None:
             mask = mask & self._usable
         return np.flatnonzero(mask)
+
+    async def accepts(self, ids: Sequence[int]) -> bool:
+        """Whether the constraint accepts the text of `ids` as complete."""
+        return await self._accepts(tuple(ids))
+
+    async def allowed(self, ids: Sequence[int]) -> np.ndarray:
+        """The usable tokens the constraint allows after `ids` (one mask read)."""
+        return await self._allowed(tuple(ids))
+
+    async def enders(self, ids: Sequence[int]) -> list[int] | None:
+        """Tokens among which every one that completes the text of `ids` is (None: unknown).
+
+        Known for a JSON text (`closer`): the tokens ending in the byte that closes it.
+        """
+        if self.closer is None or self._text is None or self._last is None:
+            return None
+        found = self.closer(b"".join([self._text[i] for i in ids]))
+        return None if found is None else self._candidates(found)
+
+    def _candidates(self, found: tuple[int, int]) -> list[int]:
+        """The usable tokens that end in `found`'s byte and hold its closing bytes (cached)."""
+        candidates = self._enders.get(found)
+        if candidates is None:
+            byte, n = found
+            keep = ((self._last == byte) | ((self._last == -1) & (n == 0))) & (self._closing >= n)
+            if self._usable is not None:
+                keep &= self._usable
+            candidates = self._enders[found] = np.flatnonzero(keep).tolist()
+        return candidates
 
     def _bound(self, key: tuple) -> tuple[int, int]:
         found = self._bounds.get(key)
@@ -243,18 +276,9 @@ class SearchDistance:
         Only the tokens `closer` leaves are checked (see the class docstring); the
         completion check also tells whether the constraint allows the token.
         """
-        if self.closer is None or self._text is None or self._last is None:
-            return None
-        found = self.closer(b"".join([self._text[i] for i in ids]))
-        if found is None:
-            return None
-        candidates = self._enders.get(found)
+        candidates = await self.enders(ids)
         if candidates is None:
-            byte, n = found
-            keep = ((self._last == byte) | ((self._last == -1) & (n == 0))) & (self._closing >= n)
-            if self._usable is not None:
-                keep &= self._usable
-            candidates = self._enders[found] = np.flatnonzero(keep).tolist()
+            return None
         for i in candidates:
             if await self._accepts((*ids, i)):
                 return True

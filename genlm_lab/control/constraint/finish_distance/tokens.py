@@ -19,6 +19,7 @@ from genlm_lab.control.potential.base import Potential
 
 __all__ = [
     "FAR",
+    "NOT_STRING_CONTENT",
     "ByteTrie",
     "Finisher",
     "byte_trie",
@@ -29,6 +30,10 @@ __all__ = [
 
 
 FAR = np.iinfo(np.int64).max // 4  # "no path": farther than any budget
+
+#: The bytes a JSON string cannot hold raw (a quote, a backslash, control bytes): a
+#: token without them is plain string content.
+NOT_STRING_CONTENT = frozenset(b'"\\') | frozenset(range(0x20))
 
 
 class Finisher(Protocol):

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.control.constraint.finish_distance.tokens import NOT_STRING_CONTENT
 from genlm_lab.control.constraint.json.keys import (
     AFTER,
     COLON,
@@ -54,7 +55,6 @@ _VALUE_STARTS = b'0"[{ntf-123456789'
 _CONTENT = b"a1A_-. 0"  # "1" before "0": a date pattern then writes 1111-11-11, a real date
 _CLOSERS = b"}])>'"
 _WS = frozenset(b" \t\r\n")
-_NOT_PLAIN = frozenset(b'"\\') | frozenset(range(0x20))  # bytes a plan would have to escape
 # Content bytes, past the string's minLength, after which a walk that still cannot close the
 # string gives up: a pattern `re.search` reads anywhere lets the mask take "aaa..." forever.
 _STRING_WALK = 64
@@ -169,7 +169,7 @@ def _pattern_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
         whole = () if anchored else (example,)
         for rest in islice(chain(ends_found, whole), 2):  # searched only until two are found
             plan = rest.encode("utf-8")
-            if _NOT_PLAIN.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
+            if NOT_STRING_CONTENT.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
                 return plan
     return None
 

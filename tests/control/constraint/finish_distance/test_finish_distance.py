@@ -10,7 +10,6 @@ everywhere (exact); `SearchDistance` must keep every context that can end
 from __future__ import annotations
 
 import asyncio
-import math
 
 import pytest
 
@@ -22,50 +21,15 @@ from genlm_lab.control.constraint.finish_distance import (
     finisher_for,
     plain_ascii_regex,
 )
-from tests.control._toys import toy_llm
+from tests.control._toys import live_contexts, toy_llm
 
 MAIL = [b"a", b"b", b"ab", b"@", b".", b"c", b"<eos>"]
 JSON_VOCAB = [b"{", b"}", b'"', b"a", b":", b'{"a":"', b'"}', b"ab", b"<eos>"]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
-FAR = math.inf
 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-async def _truth(potential, max_tokens: int) -> dict[tuple, bool]:
-    """Every live context of fewer than `max_tokens` tokens: can it end within the tokens left?"""
-    memo: dict[tuple, float] = {}
-
-    async def best(context: tuple, r: int) -> float:
-        """Fewest tokens (EOS included), at most r, that end `context` (FAR if none)."""
-        key = (context, r)
-        if key in memo:
-            return memo[key]
-        out = FAR
-        if r >= 1 and await potential.complete(list(context)) == 0:
-            out = 1
-        elif r >= 2:
-            for token in potential.vocab:
-                child = (*context, token)
-                if await potential.prefix(list(child)) == 0:
-                    out = min(out, 1 + await best(child, r - 1))
-        memo[key] = out
-        return out
-
-    live: dict[tuple, bool] = {}
-
-    async def visit(context: tuple) -> None:
-        live[context] = await best(context, max_tokens - len(context)) < FAR
-        if len(context) + 1 < max_tokens:
-            for token in potential.vocab:
-                child = (*context, token)
-                if await potential.prefix(list(child)) == 0:
-                    await visit(child)
-
-    await visit(())
-    return live
 
 
 async def _answers(finisher, live: dict[tuple, bool], max_tokens: int) -> dict[tuple, bool]:
@@ -99,7 +63,7 @@ def test_automaton_distance_keeps_exactly_the_contexts_that_can_end_in_time(kind
     constraint = make().coerce(llm, f=b"".join)
     finisher = finisher_for(constraint)
     assert isinstance(finisher, AutomatonDistance)
-    live = run(_truth(constraint, max_tokens))
+    live = run(live_contexts(constraint, max_tokens))
     answers = run(_answers(finisher, live, max_tokens))
     assert answers == live
     assert any(live.values()) and not all(live.values())  # both kinds of context occur
@@ -137,12 +101,16 @@ def test_search_distance_is_sound_and_exact_when_the_search_finishes(kind):
     constraint = make().coerce(llm, f=b"".join)
     assert isinstance(finisher_for(constraint), SearchDistance)
     for max_tokens in sizes:
-        live = run(_truth(constraint, max_tokens))
+        live = run(live_contexts(constraint, max_tokens))
         assert any(live.values()) and not all(live.values())
         full = finisher_for(
             constraint, max_branch=1000, max_nodes=10**6, max_depth=None, masks=True
         )
         assert run(_answers(full, live, max_tokens)) == live  # nothing set aside, nothing left
+        if kind != "predicate":  # a small vocabulary: the defaults search it all, exactly
+            default = finisher_for(constraint)
+            assert run(_answers(default, live, max_tokens)) == live
+            assert default.stats["unproven"] == 0
         small = finisher_for(constraint, max_branch=2, max_nodes=3, max_depth=None, masks=True)
         cut = run(_answers(small, live, max_tokens))
         assert all(cut[c] for c, ends in live.items() if ends)  # sound: never refuses what ends
