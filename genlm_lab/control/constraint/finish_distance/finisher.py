@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDistance
-from genlm_lab.control.constraint.finish_distance.dfa import (
-    dfa_of,
-)
+from genlm_lab.control.constraint.finish_distance.dfa import dfa_of, relaxed_dfa
 from genlm_lab.control.constraint.finish_distance.guide import FinishGuide
 from genlm_lab.control.constraint.finish_distance.search import SearchDistance
 from genlm_lab.control.constraint.finish_distance.tokens import (
@@ -139,8 +137,22 @@ def finisher_for(potential: Potential, **search: Any) -> Finisher | None:
                 depth = {"max_depth": GUIDED_SEARCH_DEPTH}
             else:
                 depth = {}
+            relaxed = relaxed_dfa(language) if language is not None else None
+            lower = None
+            if relaxed is not None:
+                bound = AutomatonDistance(
+                    relaxed, tokens, usable, potential.encode, potential.lookup
+                )
+
+                def lower(ids: tuple[int, ...], bound: AutomatonDistance = bound) -> int | None:
+                    return bound.needed(None, ids)
+
             out = SearchDistance(
-                potential, upper=upper, necessary=necessary, closer=closer, **{**depth, **search}
+                potential,
+                upper=upper,
+                necessary=necessary,
+                closer=closer,
+                **{"lower": lower, **depth, **search},
             )
             out.guide = guide
     else:

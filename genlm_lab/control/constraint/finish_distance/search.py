@@ -57,6 +57,9 @@ class SearchDistance:
             where nothing is known. With it, one token before EOS is decided exactly
             however many tokens the constraint allows: only the tokens that end in that
             byte (or are whitespace) and hold n such bytes are checked, no mask is read.
+        lower: `ids -> tokens to end them (EOS included) | None`, a lower bound (a regular
+            relaxation's exact count, `dfa.relaxed_dfa`): more than the tokens left is
+            refused at any depth, without a mask.
     """
 
     exact = False
@@ -77,6 +80,7 @@ class SearchDistance:
         masks: bool | None = None,
         necessary: Callable[[bytes], bool] | None = None,
         closer: Callable[[bytes], tuple[int, int] | None] | None = None,
+        lower: Callable[[tuple[int, ...]], int | None] | None = None,
     ) -> None:
         self.potential = potential
         self.necessary = necessary
@@ -97,6 +101,7 @@ class SearchDistance:
         self.lookup = potential.lookup
         self.masks = callable(getattr(potential, "allowed", None)) if masks is None else masks
         self.upper = upper
+        self.lower = lower
         self.max_branch = max_branch
         self.max_nodes = max_nodes
         self.max_depth = max_depth
@@ -165,6 +170,16 @@ class SearchDistance:
             candidates = self._enders[found] = np.flatnonzero(keep).tolist()
         return candidates
 
+    def _too_far(self, ids: tuple[int, ...], left: int) -> bool:
+        """Whether `lower` proves that `ids` need more than `left` tokens (learnt as a bound)."""
+        if self.lower is None:
+            return False
+        need = self.lower(ids)
+        if need is None:
+            return False
+        self._learn(ids, low=min(need, FAR) - 1)
+        return need > left
+
     def _bound(self, key: tuple) -> tuple[int, int]:
         found = self._bounds.get(key)
         if found is None:
@@ -185,7 +200,7 @@ class SearchDistance:
         low, high = self._bound(ids)
         if high <= r:
             return True
-        if low >= r:
+        if low >= r or self._too_far(ids, r):
             return False
         if await self._accepts(ids):
             self._learn(ids, high=1)
@@ -230,6 +245,8 @@ class SearchDistance:
             return self._count(False)
         if left == 1:  # only EOS is left: exactly whether the text is complete
             return self._count(await self._accepts(ids))
+        if self._too_far(ids, left):
+            return self._count(False)
         if not self.masks or (self.max_depth is not None and left > self.max_depth):
             # nothing to prove it with, or too far from the end to prove: keep it, ask nothing
             self.stats["unproven"] += 1

@@ -117,6 +117,25 @@ def test_search_distance_is_sound_and_exact_when_the_search_finishes(kind):
         assert small.stats["unproven"] > 0  # and here it could not decide everything
 
 
+def test_a_regular_lark_grammar_is_refused_far_from_the_end_on_its_relaxation():
+    # more tokens than max_branch: the search alone decides nothing three or more tokens out
+    junk = [b"x" * n for n in range(1, 70)]
+    vocab = [b"[", b"]", b",", b"a", b"bb", b"[a", *junk, b"<eos>"]
+    llm = toy_llm(vocab=vocab)
+    grammar = 'start: "[" item "," item "," item ("," item)* "]"\nitem: "a" | "bb"'
+    constraint = BoolCFG.from_lark(grammar).coerce(llm, f=b"".join)
+    finisher = finisher_for(constraint)
+    assert finisher.lower is not None
+    plain = finisher_for(constraint, lower=None)
+    for max_tokens in (7, 9):
+        live = run(live_contexts(constraint, max_tokens))
+        assert any(live.values()) and not all(live.values())
+        assert run(_answers(finisher, live, max_tokens)) == live  # exact here
+        kept = run(_answers(plain, live, max_tokens))
+        assert all(kept[c] for c, ends in live.items() if ends)
+    assert plain.stats["unproven"] > 0 and finisher.stats["refused"] > plain.stats["refused"]
+
+
 def test_a_constraint_without_masks_is_only_asked_to_complete_with_one_token_left():
     llm = toy_llm(vocab=MAIL)
     predicate = BoolPredicate(lambda t: b"@" not in t, lambda t: t.endswith(b"c"))
