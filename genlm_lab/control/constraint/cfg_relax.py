@@ -1,4 +1,4 @@
-"""`regular_relaxation`: a plain regex whose language holds every text of a Lark grammar.
+"""`regular_relaxation`: a regex whose language is every text of a regular Lark grammar.
 
 A grammar without recursion through other rules is regular: a rule that
 calls itself only at its start (`a: a x | y`, what Lark makes of `y x*`)
@@ -6,12 +6,12 @@ reads as `y x*`, and one that calls itself only at its end (`a: x a | y`)
 as `x* y`. Each terminal is its own regex, and `%ignore` terminals may come
 before and after each of them. The result holds every text the grammar
 derives, and more where llguidance's lexer reads two terminals as one (it
-takes the longest match), so the fewest tokens it needs to end a prefix is
-a lower bound on the grammar's: a budget refuses on it soundly
-(`finish_distance.finisher_for`). None where the grammar is not regular
-this way (an expression inside parentheses), a terminal is not a plain
-ASCII regex (`finish_distance.plain_ascii_regex`: every dialect reads it
-alike), or `lark` cannot read the grammar.
+takes the longest match) or where it refuses `%ignore` text at the very end,
+so the fewest tokens it needs to end a prefix is a lower bound on the
+grammar's: `finish_distance.dfa.relaxed_dfa` compiles it (reading each class
+as every dialect's), and a budget refuses on it soundly. None where the
+grammar is not regular this way (an expression inside parentheses), a
+terminal has flags, or `lark` cannot read the grammar.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ class _NotRegular(Exception):
 
 @lru_cache(maxsize=64)
 def regular_relaxation(grammar: str) -> str | None:
-    """A plain ASCII regex holding every text of the Lark `grammar` (see the module), or None."""
-    from genlm_lab.control.constraint.finish_distance.dfa import plain_ascii_regex
-
+    """A regex (Python's syntax) holding every text of the Lark `grammar` (see the module),
+    or None."""
     parsed = parse_lark(grammar)
     if parsed is None:
         return None
@@ -49,14 +48,13 @@ def regular_relaxation(grammar: str) -> str | None:
         text = _Reader(rules, {n: gap + p for n, p in pieces.items()}).read("start") + gap
     except (_NotRegular, RecursionError):
         return None
-    return text if plain_ascii_regex(text) else None
+    return text
 
 
 def _terminal(pattern: Any) -> str:
     if pattern.flags:
         raise _NotRegular(f"flags {sorted(pattern.flags)}")
-    text = pattern.to_regexp().replace("(?:", "(")  # the same language, read by every dialect
-    return f"({text})"
+    return f"({pattern.to_regexp()})"
 
 
 class _Reader:

@@ -18,6 +18,7 @@ import regex
 
 from genlm_lab.control import BoolCFG
 from genlm_lab.control.constraint.cfg_relax import regular_relaxation
+from genlm_lab.control.constraint.finish_distance.dfa import relaxed_dfa
 
 REGULAR = {
     "list": (
@@ -78,9 +79,20 @@ def test_texts_the_lexer_reads_as_one_terminal_are_held_too():
         'start: a\na: "x" b | "y"\nb: "z" a',  # through another rule
         'start: a\na: a "x" | "x" a | "y"',  # at both ends
         'start: "a"i',  # a flag
-        "start: /\\d+/",  # not plain: a class every dialect reads its own way
-        "start: /a(?=b)b/",
     ],
 )
 def test_grammars_that_are_not_regular_this_way_get_none(grammar):
     assert regular_relaxation(grammar) is None
+
+
+def test_a_class_in_a_terminal_is_read_as_every_dialect_reads_it():
+    grammar = 'start: NUM ("," NUM)*\nNUM: /\\d+/'
+    cfg = BoolCFG.from_lark(grammar)
+    dfa = relaxed_dfa(cfg)
+    for text in ["1", "12,3", "1,,2", ",", "", "1,a", "١٢"]:
+        ours = bool(dfa.final[dfa.run(dfa.start, text.encode())])
+        if _accepts(cfg, text.encode()):
+            assert ours, text
+        elif text.isascii():
+            assert not ours, text
+    assert relaxed_dfa(BoolCFG.from_lark("start: /(?i:ab)c/")) is None  # a flag inside

@@ -29,9 +29,11 @@ efficiency, and depends on what is known of the constraint:
   node budget, proves that nothing fits. Where neither proves anything (too
   many tokens allowed, too many nodes) the prefix is kept and counted as
   "unproven" in `stats`.
-- A regular Lark grammar (`cfg_relax.regular_relaxation`) also gives its
-  `SearchDistance` a lower bound: the exact count of an automaton that holds
-  every text of the grammar (`dfa.relaxed_dfa`), refused on at any depth.
+- A regex or Python regex that is not plain, and a regular Lark grammar
+  (`cfg_relax.regular_relaxation`), also give their `SearchDistance` a lower
+  bound: the exact count of an automaton that holds every text of the
+  constraint (`dfa.relaxed_dfa`, `regex_relax`: each class read as every
+  dialect's), refused on at any depth.
 - `joint_finisher`: a product needs one completion that ends every factor,
   which each factor's own answer does not prove. Automata join into one
   `AutomatonDistance` of their intersection (exact); other factors get a

@@ -197,14 +197,21 @@ MAX_RELAXED_STATES = 512
 
 
 def relaxed_dfa(language: Potential) -> ByteDfa | None:
-    """An automaton holding every text of a Lark grammar, where it is regular
-    (`cfg_relax.regular_relaxation`); None for anything else. A lower bound, not exact."""
+    """An automaton holding every text of a constraint whose exact one is not known: a
+    regex or Python regex that is not plain (`regex_relax`), a regular Lark grammar
+    (`cfg_relax`); None for anything else. A lower bound on the tokens to end, not exact."""
     from genlm_lab.control.constraint.cfg_relax import regular_relaxation
+    from genlm_lab.control.constraint.finish_distance.regex_relax import relaxed_regex_dfa
     from genlm_lab.control.constraint.llg.grammar import GrammarPotential
+    from genlm_lab.control.constraint.python_regex import PythonRegex
 
-    if not isinstance(language, GrammarPotential) or language.kind != "Lark grammar":
-        return None
-    pattern = regular_relaxation(language.source)
+    pattern = None
+    if isinstance(language, GrammarPotential) and language.kind == "Lark grammar":
+        pattern = regular_relaxation(language.source)
+    elif isinstance(language, GrammarPotential) and language.kind == "regex":
+        pattern = language.source
+    elif isinstance(language, PythonRegex) and not language.flags:
+        pattern = language.pattern
     if pattern is None or len(pattern) > MAX_RELAXED:
         return None
-    return regex_dfa(pattern, max_states=MAX_RELAXED_STATES)
+    return relaxed_regex_dfa(pattern, max_states=MAX_RELAXED_STATES)
