@@ -38,6 +38,8 @@ def regular_relaxation(grammar: str) -> str | None:
     terminals = {t.name: t.pattern for t in parsed.terminals}
     try:
         pieces = {name: _terminal(pattern) for name, pattern in terminals.items()}
+        if any(name not in pieces for name in parsed.ignore_tokens):
+            return None
         ignore = "|".join(pieces[name] for name in parsed.ignore_tokens)
         gap = f"({ignore})*" if ignore else ""
         rules: dict[str, list[list[Any]]] = {}
@@ -70,6 +72,8 @@ class _Reader:
         found = self.done.get(name)
         if found is not None:
             return found
+        if name not in self.rules:
+            raise _NotRegular(f"{name} has no rule")
         if name in self.open:
             raise _NotRegular(f"{name} is reached through another rule")
         self.open.add(name)
@@ -103,4 +107,10 @@ class _Reader:
         return "(" + "|".join(self._sequence(e) for e in expansions) + ")"
 
     def _sequence(self, symbols: list[Any]) -> str:
-        return "".join(self.terminals[s.name] if s.is_term else self.read(s.name) for s in symbols)
+        return "".join(self._terminal(s.name) if s.is_term else self.read(s.name) for s in symbols)
+
+    def _terminal(self, name: str) -> str:
+        found = self.terminals.get(name)
+        if found is None:  # `%declare`d: written by something else, its text unknown
+            raise _NotRegular(f"{name} has no pattern")
+        return found

@@ -79,6 +79,7 @@ def test_texts_the_lexer_reads_as_one_terminal_are_held_too():
         'start: a\na: "x" b | "y"\nb: "z" a',  # through another rule
         'start: a\na: a "x" | "x" a | "y"',  # at both ends
         'start: "a"i',  # a flag
+        'start: A "b"\n%declare A',  # a terminal without a pattern
     ],
 )
 def test_grammars_that_are_not_regular_this_way_get_none(grammar):

@@ -60,7 +60,7 @@ def relaxed_regex_dfa(pattern: str, max_states: int = 512) -> ByteDfa | None:
         if parsed.state.flags & ~re.UNICODE:
             raise _Unread("flags")
         tree = _Builder(sre).sequence(parsed)
-    except (_Unread, re.error, RecursionError, FutureWarning, DeprecationWarning):
+    except (_Unread, re.error, RecursionError, UnicodeError, FutureWarning, DeprecationWarning):
         return None
     return _glushkov(tree, max_states)
 
