@@ -56,6 +56,9 @@ def regular_relaxation(grammar: str) -> str | None:
 def _terminal(pattern: Any) -> str:
     if pattern.flags:
         raise _NotRegular(f"flags {sorted(pattern.flags)}")
+    if pattern.type == "str" and "\\" in pattern.value:
+        # lark keeps `"\/"` and `"\b"` as written; llguidance reads them as `/` and a backspace
+        raise _NotRegular("a backslash lark and llguidance read apart")
     return f"({pattern.to_regexp()})"
 
 

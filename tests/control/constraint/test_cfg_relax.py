@@ -96,4 +96,4 @@ def test_a_class_in_a_terminal_is_read_as_every_dialect_reads_it():
             assert ours, text
         elif text.isascii():
             assert not ours, text
-    assert relaxed_dfa(BoolCFG.from_lark("start: /(?i:ab)c/")) is None  # a flag inside
+    assert relaxed_dfa(BoolCFG.from_lark('start: "\\/"')) is None  # llguidance reads "/"

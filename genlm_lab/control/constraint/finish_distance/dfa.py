@@ -118,8 +118,14 @@ def plain_ascii_regex(pattern: str) -> bool:
     """
     import re._parser as sre
 
+    from genlm_lab.control.constraint.finish_distance.regex_relax import (
+        quantifiers_read_alike,
+    )
+
     if not pattern.isascii() or "(?" in pattern or "[:" in pattern:
         return False
+    if not quantifiers_read_alike(pattern) or re.search(r"[?*+}]\+", pattern):
+        return False  # Rust reads `a{1, 2}` as a repeat, `a?+` as `(a?)+`
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")

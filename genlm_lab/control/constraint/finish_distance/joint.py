@@ -170,6 +170,7 @@ def joint_finisher(finishers: Sequence[Finisher]) -> Finisher | None:
             return found
     found = _joint(finishers)
     joints.append((tuple(finishers[1:]), found))
+    del joints[:-8]  # the last few products this factor was in
     return found
 
 

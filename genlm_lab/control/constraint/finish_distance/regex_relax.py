@@ -7,11 +7,17 @@ Rust's does not, and both hold Unicode characters. Here each class becomes a
 byte set that holds every dialect's reading: its ASCII members in any of
 them, and then any run of non-ASCII bytes (where every UTF-8 character
 other than ASCII lives). Literals, groups, alternation and repeats are
-exact. The automaton (a Glushkov automaton over byte sets, then the subset
-construction) holds every text the pattern matches, so the fewest tokens it
-needs to end a prefix is a lower bound on the pattern's: a budget refuses
-on it soundly (`finisher_for`). Anchors, word boundaries, lookarounds,
-backreferences and flags are not read (None).
+exact. What only narrows a match is widened: anchors, word boundaries and
+lookarounds match the empty text, a backreference any text of its group, a
+conditional either branch, a possessive or lazy repeat a greedy one, and
+under IGNORECASE a letter is both its cases or any non-ASCII character (the
+Kelvin sign is a `k`). The automaton (a Glushkov automaton over byte sets,
+then the subset construction) holds every text the pattern matches, so the
+fewest tokens it needs to end a prefix is a lower bound on the pattern's:
+a budget refuses on it soundly (`finisher_for`). Flags other than
+IGNORECASE, MULTILINE, DOTALL, VERBOSE, ASCII and UNICODE, and what
+Python's parser cannot read (the `regex` module's `\\p{L}`, set operations),
+give None.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ _DIGITS = frozenset(b"0123456789")
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _SPACE = frozenset(b" \t\n\r\f\v\x1c\x1d\x1e\x1f")  # Python's and Rust's, together
 _ASCII = frozenset(range(0x80))
+_COMMON_SPACE = frozenset(b" \t\n\r\f\v")  # in every dialect's `\s`
 #: each class's ASCII members in some dialect (its non-ASCII ones are added to all)
 _CATEGORIES = {
     "CATEGORY_DIGIT": _DIGITS,
@@ -37,10 +44,38 @@ _CATEGORIES = {
     "CATEGORY_WORD": _WORD,
     "CATEGORY_NOT_WORD": _ASCII - _WORD,
     "CATEGORY_SPACE": _SPACE,
-    "CATEGORY_NOT_SPACE": _ASCII - frozenset(b" \t\n\r\f\v"),
+    "CATEGORY_NOT_SPACE": _ASCII - _COMMON_SPACE,
 }
+#: ... and in every dialect: what a negated class may leave out (`[^\s]` takes `\x1c` in Rust)
+_NARROW = {
+    **_CATEGORIES,
+    "CATEGORY_SPACE": _COMMON_SPACE,
+    "CATEGORY_NOT_SPACE": _ASCII - _SPACE,
+}
+#: a category and its complement: a negated class holding both matches any character in
+#: the `regex` module (`[^\s\S]`), so it is read as `.`
+_PAIRS = [
+    {"CATEGORY_DIGIT", "CATEGORY_NOT_DIGIT"},
+    {"CATEGORY_WORD", "CATEGORY_NOT_WORD"},
+    {"CATEGORY_SPACE", "CATEGORY_NOT_SPACE"},
+]
 #: the most byte positions an automaton is built from (a repeat is written out)
 MAX_POSITIONS = 4000
+#: the flags read: IGNORECASE widens letters; the others change only anchors and `.`
+#: (read as wide as they go) or how the pattern is parsed
+_READ_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
+_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_EMPTY = ("cat", [])
+
+
+_BRACE = re.compile(r"(\\*)\{(?!\d+(?:,\d*)?\}|,\d+\})")
+
+
+def quantifiers_read_alike(pattern: str) -> bool:
+    """Whether every unescaped `{` in `pattern` opens a repeat Python reads (`{2}`, `{2,}`,
+    `{2,5}`, `{,5}`). Rust also reads `{1, 3}` as a repeat and the `regex` module `{e<=1}`
+    as fuzzy matching, where Python's parser sees text: such patterns are not read."""
+    return all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern))
 
 
 class _Unread(Exception):
@@ -51,15 +86,16 @@ def relaxed_regex_dfa(pattern: str, max_states: int = 512) -> ByteDfa | None:
     """An automaton holding every text `pattern` fully matches (see the module), or None."""
     import re._parser as sre
 
-    if "[:" in pattern:  # a POSIX class in Rust, three characters and more to Python
-        return None
+    if "[:" in pattern or not quantifiers_read_alike(pattern):
+        return None  # a POSIX class in Rust, text to Python; see `quantifiers_read_alike`
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             parsed = sre.parse(pattern)
-        if parsed.state.flags & ~re.UNICODE:
+        flags = parsed.state.flags
+        if flags & ~_READ_FLAGS:
             raise _Unread("flags")
-        tree = _Builder(sre).sequence(parsed)
+        tree = _Builder(sre, fold=bool(flags & re.IGNORECASE)).sequence(parsed)
     except (_Unread, re.error, RecursionError, UnicodeError, FutureWarning, DeprecationWarning):
         return None
     return _glushkov(tree, max_states)
@@ -69,9 +105,12 @@ class _Builder:
     """The `re` parser's tree as nodes: ("set", bytes), ("cat", nodes), ("alt", nodes),
     ("star", node), ("opt", node); every set is a fresh position."""
 
-    def __init__(self, sre: Any) -> None:
+    def __init__(self, sre: Any, fold: bool = False) -> None:
         self.sre = sre
         self.positions = 0
+        self.fold = fold  # IGNORECASE where the builder stands
+        self.groups: dict[int, Any] = {}  # group number -> its items, once read
+        self.inside: set[int] = set()  # groups being read (a reference to one is circular)
 
     def leaf(self, members: frozenset[int]) -> tuple:
         self.positions += 1
@@ -83,6 +122,10 @@ class _Builder:
         return ("cat", [self.item(op, arg) for op, arg in items])
 
     def char(self, code: int) -> tuple:
+        if self.fold and code >= 0x80:  # may be the other case of an ASCII letter
+            return self._any_char(_LETTERS)
+        if self.fold and code in _LETTERS:
+            return self._any_char(frozenset(bytes([code]).swapcase() + bytes([code])))
         data = chr(code).encode("utf-8")
         return ("cat", [self.leaf(frozenset([b])) for b in data])
 
@@ -90,6 +133,13 @@ class _Builder:
         name = op.name
         if name == "LITERAL":
             return self.char(arg)
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            return _EMPTY  # only narrows where a match may be
+        if name == "GROUPREF":
+            return self._reference(arg)
+        if name == "GROUPREF_EXISTS":
+            group, yes, no = arg
+            return ("alt", [self.sequence(yes), self.sequence(no) if no else _EMPTY])
         if name == "ANY":
             return self._any_char(_ASCII)
         if name == "IN":
@@ -97,23 +147,50 @@ class _Builder:
         if name == "NOT_LITERAL":
             return self._any_char(frozenset(_ASCII - {arg}))
         if name == "SUBPATTERN":
-            if arg[1] or arg[2]:
-                raise _Unread("flags in a group")
-            return self.sequence(arg[3])
+            return self._group(*arg)
         if name == "BRANCH":
             return ("alt", [self.sequence(b) for b in arg[1]])
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, high, body = arg
-            parts = [self.sequence(body) for _ in range(low)]
-            if high == self.sre.MAXREPEAT:
-                parts.append(("star", self.sequence(body)))
-            else:
-                for _ in range(high - low):
-                    parts.append(("opt", self.sequence(body)))
-            return ("cat", parts)
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            return self._repeat(*arg)
+        if name == "POSSESSIVE_REPEAT":  # Rust reads `x?+` as `(x?)+`: both, then
+            return ("cat", [self._repeat(*arg), ("star", self._repeat(*arg))])
         if name == "ATOMIC_GROUP":
             return self.sequence(arg)
         raise _Unread(name)
+
+    def _repeat(self, low: int, high: int, body: Any) -> tuple:
+        parts = [self.sequence(body) for _ in range(low)]
+        if high == self.sre.MAXREPEAT:
+            parts.append(("star", self.sequence(body)))
+        else:
+            for _ in range(high - low):
+                parts.append(("opt", self.sequence(body)))
+        return ("cat", parts)
+
+    def _group(self, number: int | None, add: int, remove: int, items: Any) -> tuple:
+        if (add | remove) & ~_READ_FLAGS:
+            raise _Unread("flags in a group")
+        fold = self.fold
+        self.fold = bool(add & re.IGNORECASE) or (fold and not remove & re.IGNORECASE)
+        if number is not None:
+            self.groups[number] = (items, self.fold)
+            self.inside.add(number)
+        try:
+            return self.sequence(items)
+        finally:
+            self.fold = fold
+            self.inside.discard(number)
+
+    def _reference(self, number: int) -> tuple:
+        """Any text of group `number` (what it matched is one of them)."""
+        if number not in self.groups or number in self.inside:
+            raise _Unread("a reference to a group not read yet")
+        items, fold = self.groups[number]
+        outer, self.fold = self.fold, fold or self.fold
+        try:
+            return self.sequence(items)
+        finally:
+            self.fold = outer
 
     def _any_char(self, ascii_members: frozenset[int]) -> tuple:
         """One character: one of `ascii_members`, or a run of non-ASCII bytes."""
@@ -122,7 +199,9 @@ class _Builder:
         return ("alt", [self.leaf(ascii_members), run])
 
     def _class(self, items: Any) -> tuple:
-        members: set[int] = set()  # ASCII members
+        members: set[int] = set()  # ASCII members in some dialect
+        narrow: set[int] = set()  # ... and in every dialect
+        categories: set[str] = set()
         wide: list[int] = []  # non-ASCII literals, written exactly
         negate = any_wide = False  # any_wide: some non-ASCII character is in it
         for op, arg in items:
@@ -132,18 +211,30 @@ class _Builder:
             elif name == "LITERAL":
                 if arg < 0x80:
                     members.add(arg)
+                    narrow.add(arg)
                 else:
                     wide.append(arg)
+                    any_wide = any_wide or self.fold
             elif name == "RANGE":
                 members.update(range(arg[0], min(arg[1], 0x7F) + 1))
+                narrow.update(range(arg[0], min(arg[1], 0x7F) + 1))
                 any_wide = any_wide or arg[1] >= 0x80
             elif name == "CATEGORY" and arg.name in _CATEGORIES:
                 members.update(_CATEGORIES[arg.name])
+                narrow.update(_NARROW[arg.name])
+                categories.add(arg.name)
                 any_wide = True
             else:
                 raise _Unread(name)
-        if negate:  # anything but the listed ASCII, or any non-ASCII character
-            return self._any_char(frozenset(_ASCII - members))
+        if negate and any(pair <= categories for pair in _PAIRS):
+            return self._any_char(_ASCII)
+        if negate:  # anything but what every dialect lists, or any non-ASCII character
+            return self._any_char(frozenset(_ASCII - narrow))
+        if self.fold and members & _LETTERS:  # both cases, or a non-ASCII one
+            members |= set(bytes(sorted(members & _LETTERS)).swapcase())
+            any_wide = True
+        if self.fold and wide:  # a non-ASCII letter may be an ASCII one's other case
+            members |= _LETTERS
         if any_wide:
             return self._any_char(frozenset(members))
         options = [self.char(code) for code in wide]

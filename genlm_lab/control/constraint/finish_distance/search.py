@@ -171,14 +171,13 @@ class SearchDistance:
         return candidates
 
     def _too_far(self, ids: tuple[int, ...], left: int) -> bool:
-        """Whether `lower` proves that `ids` need more than `left` tokens (learnt as a bound)."""
+        """Whether `lower` says that `ids` need more than `left` tokens (a refusal is then
+        checked against the constraint's own completion, so a complete text is never refused
+        on a bound)."""
         if self.lower is None:
             return False
         need = self.lower(ids)
-        if need is None:
-            return False
-        self._learn(ids, low=min(need, FAR) - 1)
-        return need > left
+        return need is not None and need > left
 
     def _bound(self, key: tuple) -> tuple[int, int]:
         found = self._bounds.get(key)
@@ -200,7 +199,9 @@ class SearchDistance:
         low, high = self._bound(ids)
         if high <= r:
             return True
-        if low >= r or self._too_far(ids, r):
+        if low >= r:
+            return False
+        if self._too_far(ids, r) and not await self._accepts(ids):
             return False
         if await self._accepts(ids):
             self._learn(ids, high=1)
@@ -245,7 +246,7 @@ class SearchDistance:
             return self._count(False)
         if left == 1:  # only EOS is left: exactly whether the text is complete
             return self._count(await self._accepts(ids))
-        if self._too_far(ids, left):
+        if self._too_far(ids, left) and not await self._accepts(ids):
             return self._count(False)
         if not self.masks or (self.max_depth is not None and left > self.max_depth):
             # nothing to prove it with, or too far from the end to prove: keep it, ask nothing

@@ -18,8 +18,9 @@ import re
 import pytest
 import regex
 
-from genlm_lab.control import BoolFSA, PythonRegex
+from genlm_lab.control import BoolCFG, BoolFSA, PythonRegex
 from genlm_lab.control.constraint.finish_distance import finisher_for
+from genlm_lab.control.constraint.finish_distance.dfa import relaxed_dfa
 from genlm_lab.control.constraint.finish_distance.regex_relax import relaxed_regex_dfa
 from tests.control._toys import live_contexts, toy_llm
 
@@ -68,13 +69,38 @@ def test_the_automaton_accepts_whatever_any_engine_matches(pattern):
 
 @pytest.mark.parametrize(
     "pattern",
-    [
-        *[r"^a", r"a$", r"a\b", r"(a)\1", r"(?i)a", r"(?i:a)b", r"a(?=b)", r"[[:alpha:]]"],
-        *[r"\p{L}", r"a\ud800"],  # Rust's and `regex`'s syntax; a surrogate has no UTF-8
-    ],
+    [r"[[:alpha:]]", r"\p{L}", r"a\ud800", r"a{1, 3}", r"(?:foo){e<=1}", r"[\w--\d]"],
 )
 def test_what_the_dialects_may_read_apart_is_not_read(pattern):
+    # a POSIX class, `regex`'s syntax, a surrogate (no UTF-8), Rust's spaced repeat,
+    # fuzzy matching, a set operation
     assert relaxed_regex_dfa(pattern) is None
+
+
+WIDENED = {
+    r"^a+$": "ab",  # anchors match the empty text
+    r"\ba\Bb-\bb\b": "ab-",
+    r"(?<!x)a(?=b)b?": "abx",  # lookarounds too
+    r"(a|bc)-\1": "abc-",  # a backreference: any text of its group
+    r"(a)?(?(1)b|c)": "abc",  # a conditional: either branch
+    r"(?i)k[a-c]\w": "kKaBC_\u212a",  # both cases, and the Kelvin sign
+    r"(?i:é)x": "éÉx",
+    r"a*+a|b?+": "ab",  # possessive
+}
+
+
+@pytest.mark.parametrize("pattern", list(WIDENED))
+def test_what_only_narrows_a_match_is_widened(pattern):
+    dfa = relaxed_regex_dfa(pattern)
+    assert dfa is not None
+    matched = 0
+    for n in range(5):
+        for chars in itertools.product(WIDENED[pattern], repeat=n):
+            text = "".join(chars)
+            if re.fullmatch(pattern, text) or regex.fullmatch(pattern, text):
+                assert _ours(dfa, text), text
+                matched += 1
+    assert matched > 0
 
 
 def test_a_long_repeat_is_given_up_not_written_out():
@@ -101,3 +127,35 @@ def test_a_regex_with_classes_is_refused_far_from_the_end_on_its_relaxation(make
         assert all(kept[c] for c, ends in live.items() if ends)
     assert seen == {True, False}
     assert plain.stats["unproven"] > 0 and finisher.stats["refused"] > plain.stats["refused"]
+
+
+# What dialects read apart (found by fuzzing against the three engines): the automaton
+# must hold each text, or the relaxation must give up
+TRAPS = [
+    (BoolFSA.from_regex, r"\d{1, 3}", b"12"),  # Rust: a repeat; Python: text
+    (BoolFSA.from_regex, r"a{ 2}", b"aa"),
+    (BoolFSA.from_regex, r"x?+", b"xx"),  # Rust: (x?)+; Python: possessive
+    (BoolFSA.from_regex, r"\d{2}+", b"1234"),
+    (BoolFSA.from_regex, r'[^\s"]+', b"\x1c"),  # Rust's \s has no \x1c
+    (PythonRegex, r'[^\s"]+', b"\x1c"),
+    (PythonRegex, r"[^\d\s]", b"\x1d"),
+    (PythonRegex, r"(?:foo){e<=1}", b"fob"),  # fuzzy matching
+    (PythonRegex, r"[^\s\S]", b"a"),  # `regex` reads it as any character
+    (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"a{1, 2}", b"aa"),
+    (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"[^\s]", b"\x1c"),
+    (lambda p: BoolCFG.from_lark(f'start: A\nA: "{p}"'), r"\/", b"/"),  # JSON-style escapes
+    (lambda p: BoolCFG.from_lark(f'start: A\nA: "{p}"'), r"\b", b"\x08"),
+]
+
+
+@pytest.mark.parametrize(("make", "pattern", "text"), TRAPS)
+def test_what_dialects_read_apart_is_held_or_given_up(make, pattern, text):
+    engine = make(pattern)
+    assert run(engine.complete(list(text))) == 0  # the engine takes it
+    dfa = relaxed_dfa(engine)
+    if dfa is not None:
+        state = dfa.start
+        for byte in text:
+            state = int(dfa.table[state, byte])
+            assert state != 0, text
+        assert dfa.final[state]
