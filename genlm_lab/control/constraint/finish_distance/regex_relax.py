@@ -61,9 +61,9 @@ _PAIRS = [
 ]
 #: the most byte positions an automaton is built from (a repeat is written out)
 MAX_POSITIONS = 4000
-#: the flags read: IGNORECASE widens letters; the others change only anchors and `.`
-#: (read as wide as they go) or how the pattern is parsed
-_READ_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
+#: the flags read: IGNORECASE widens letters; the others change only anchors and `.`,
+#: read as wide as they go (not VERBOSE: Rust also drops the spaces inside a class)
+_READ_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.ASCII | re.UNICODE
 _LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _EMPTY = ("cat", [])
 
@@ -72,10 +72,26 @@ _BRACE = re.compile(r"(\\*)\{(?!\d+(?:,\d*)?\}|,\d+\})")
 
 
 def quantifiers_read_alike(pattern: str) -> bool:
-    """Whether every unescaped `{` in `pattern` opens a repeat Python reads (`{2}`, `{2,}`,
-    `{2,5}`, `{,5}`). Rust also reads `{1, 3}` as a repeat and the `regex` module `{e<=1}`
-    as fuzzy matching, where Python's parser sees text: such patterns are not read."""
-    return all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern))
+    """Whether Python's parser reads `pattern`'s braces and brackets as Rust and the `regex`
+    module do: every unescaped `{` opens a repeat Python reads (`{2}`, `{2,}`, `{2,5}`,
+    `{,5}`; Rust also reads `{1, 3}`, `regex` `{e<=1}` as fuzzy matching), and no class
+    holds an unescaped `[` (Rust nests `[a[bc]]`, Python reads `[a[bc]` then `]`)."""
+    if not all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern)):
+        return False
+    inside = escaped = False
+    start = -1  # where the open class began (its first member may be `]`)
+    for i, c in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif not inside and c == "[":
+            inside, start = True, i
+        elif inside and c == "[":
+            return False
+        elif inside and c == "]" and i > start + 1 and pattern[start + 1 : i] != "^":
+            inside = False
+    return True
 
 
 class _Unread(Exception):
@@ -204,6 +220,7 @@ class _Builder:
         categories: set[str] = set()
         wide: list[int] = []  # non-ASCII literals, written exactly
         negate = any_wide = False  # any_wide: some non-ASCII character is in it
+        ranges_wide = False  # a range reaches past ASCII
         for op, arg in items:
             name = op.name
             if name == "NEGATE":
@@ -219,6 +236,7 @@ class _Builder:
                 members.update(range(arg[0], min(arg[1], 0x7F) + 1))
                 narrow.update(range(arg[0], min(arg[1], 0x7F) + 1))
                 any_wide = any_wide or arg[1] >= 0x80
+                ranges_wide = ranges_wide or arg[1] >= 0x80
             elif name == "CATEGORY" and arg.name in _CATEGORIES:
                 members.update(_CATEGORIES[arg.name])
                 narrow.update(_NARROW[arg.name])
@@ -230,11 +248,11 @@ class _Builder:
             return self._any_char(_ASCII)
         if negate:  # anything but what every dialect lists, or any non-ASCII character
             return self._any_char(frozenset(_ASCII - narrow))
+        if self.fold and (wide or ranges_wide):  # a non-ASCII letter may fold to an ASCII one
+            members |= _LETTERS
         if self.fold and members & _LETTERS:  # both cases, or a non-ASCII one
             members |= set(bytes(sorted(members & _LETTERS)).swapcase())
             any_wide = True
-        if self.fold and wide:  # a non-ASCII letter may be an ASCII one's other case
-            members |= _LETTERS
         if any_wide:
             return self._any_char(frozenset(members))
         options = [self.char(code) for code in wide]

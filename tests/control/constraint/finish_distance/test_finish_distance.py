@@ -200,6 +200,9 @@ def test_one_token_before_eos_is_decided_however_many_tokens_a_json_string_allow
         (r"(?i)a", False),
         ("é", False),
         (r"a(?=b)", False),
+        (r"[a[bc]]", False),  # Rust nests the class; Python reads "[a[bc]" then "]"
+        (r"a{1, 2}", False),  # Rust reads a repeat, Python text
+        (r"x?+", False),  # Rust reads (x?)+, Python a possessive x?
     ],
 )
 def test_plain_ascii_regexes_are_those_every_engine_reads_alike(pattern, plain):

@@ -145,6 +145,11 @@ TRAPS = [
     (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"[^\s]", b"\x1c"),
     (lambda p: BoolCFG.from_lark(f'start: A\nA: "{p}"'), r"\/", b"/"),  # JSON-style escapes
     (lambda p: BoolCFG.from_lark(f'start: A\nA: "{p}"'), r"\b", b"\x08"),
+    (PythonRegex, r"(?i)[\u0100-\u017f]", b"s"),  # the long s folds to s
+    (BoolFSA.from_regex, r"(?i)[\u2100-\u212f]x", b"kx"),  # the Kelvin sign to k
+    (BoolFSA.from_regex, r"(?x)[a - z]", b"m"),  # Rust drops a class's spaces too
+    (BoolFSA.from_regex, r"[a[bc]]", b"b"),  # Rust nests classes
+    (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"x[a[bc]]y", b"xby"),
 ]
 
 
