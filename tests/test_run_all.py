@@ -49,3 +49,15 @@ def test_an_unknown_benchmark_is_refused(run_all, tmp_path, capsys):
     (tmp_path / "bench_fake.py").write_text(FAKE_BENCH)
     assert run_all.main(["nope"]) == 2
     assert "unknown benchmark" in capsys.readouterr().err
+
+
+def test_a_benchmark_without_run_is_left_to_run_on_its_own(run_all, tmp_path, capsys):
+    (tmp_path / "bench_fake.py").write_text(FAKE_BENCH)
+    (tmp_path / "bench_alone.py").write_text("def main():\n    raise SystemExit('not here')\n")
+    (tmp_path / "RESULTS.md").write_text(
+        "# Benchmark results\n\n## bench_alone (then)\n\n| kept |\n"
+    )
+    assert run_all.main([]) == 0
+    assert "standalone, run on their own: bench_alone" in capsys.readouterr().out
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "| kept |" in text and "FAILED" not in text
