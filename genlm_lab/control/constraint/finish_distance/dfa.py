@@ -119,6 +119,7 @@ def plain_ascii_regex(pattern: str) -> bool:
     import re._parser as sre
 
     from genlm_lab.control.constraint.finish_distance.regex_relax import (
+        class_troubles,
         quantifiers_read_alike,
     )
 
@@ -126,6 +127,8 @@ def plain_ascii_regex(pattern: str) -> bool:
         return False
     if not quantifiers_read_alike(pattern) or re.search(r"[?*+}]\+", pattern):
         return False  # Rust reads `a{1, 2}` as a repeat, `a?+` as `(a?)+`
+    if "leading ]" in class_troubles(pattern):
+        return False  # interegular reads `[]a]` as an empty class
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")

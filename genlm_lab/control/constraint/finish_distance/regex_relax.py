@@ -74,24 +74,40 @@ _BRACE = re.compile(r"(\\*)\{(?!\d+(?:,\d*)?\}|,\d+\})")
 def quantifiers_read_alike(pattern: str) -> bool:
     """Whether Python's parser reads `pattern`'s braces and brackets as Rust and the `regex`
     module do: every unescaped `{` opens a repeat Python reads (`{2}`, `{2,}`, `{2,5}`,
-    `{,5}`; Rust also reads `{1, 3}`, `regex` `{e<=1}` as fuzzy matching), and no class
-    holds an unescaped `[` (Rust nests `[a[bc]]`, Python reads `[a[bc]` then `]`)."""
+    `{,5}`; Rust also reads `{1, 3}`, `regex` `{e<=1}` as fuzzy matching), no class holds
+    an unescaped `[` (Rust nests `[a[bc]]`, Python reads `[a[bc]` then `]`) or a doubled
+    `-`, `&`, `~` or `|` (Rust's set operations: `[^&&a]` is any character to Rust)."""
     if not all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern)):
         return False
+    return not {"nested", "set operation"} & class_troubles(pattern)
+
+
+def class_troubles(pattern: str) -> set[str]:
+    """What in `pattern`'s classes dialects may read apart: "nested" (an unescaped `[`),
+    "set operation" (a doubled `-&~|`), "leading ]" (`[]a]`, `[^]a]`: a member to
+    Python and Rust, an empty class to interegular)."""
+    found: set[str] = set()
     inside = escaped = False
-    start = -1  # where the open class began (its first member may be `]`)
+    start = -1  # where the open class's members begin
+    previous = ""  # the class's last unescaped character
     for i, c in enumerate(pattern):
         if escaped:
-            escaped = False
-        elif c == "\\":
+            escaped, previous = False, ""
+            continue
+        if c == "\\":
             escaped = True
         elif not inside and c == "[":
-            inside, start = True, i
+            inside, start, previous = True, i + 1 + (pattern[i + 1 : i + 2] == "^"), ""
         elif inside and c == "[":
-            return False
-        elif inside and c == "]" and i > start + 1 and pattern[start + 1 : i] != "^":
+            found.add("nested")
+        elif inside and c == "]" and i == start:
+            found.add("leading ]")
+        elif inside and c == "]":
             inside = False
-    return True
+        elif inside and c in "-&~|" and previous == c:
+            found.add("set operation")
+        previous = c if inside else ""
+    return found
 
 
 class _Unread(Exception):

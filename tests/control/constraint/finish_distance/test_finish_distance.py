@@ -203,6 +203,10 @@ def test_one_token_before_eos_is_decided_however_many_tokens_a_json_string_allow
         (r"[a[bc]]", False),  # Rust nests the class; Python reads "[a[bc]" then "]"
         (r"a{1, 2}", False),  # Rust reads a repeat, Python text
         (r"x?+", False),  # Rust reads (x?)+, Python a possessive x?
+        (r"[]b]", False),  # interegular reads an empty class, then "b]"
+        (r"[--a-c]", False),  # Rust: a set operation; Python: the range - to a
+        (r"[~~]", False),
+        (r"[\]a]", True),
     ],
 )
 def test_plain_ascii_regexes_are_those_every_engine_reads_alike(pattern, plain):

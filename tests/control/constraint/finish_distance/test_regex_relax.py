@@ -150,6 +150,10 @@ TRAPS = [
     (BoolFSA.from_regex, r"(?x)[a - z]", b"m"),  # Rust drops a class's spaces too
     (BoolFSA.from_regex, r"[a[bc]]", b"b"),  # Rust nests classes
     (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"x[a[bc]]y", b"xby"),
+    (BoolFSA.from_regex, r"\d[--a-c]", b"1b"),  # Rust's set operations: - then a-c
+    (BoolFSA.from_regex, r"[^&&a]", b"a"),  # any character to Rust
+    (BoolFSA.from_regex, r"[^~~a]", b"~"),
+    (lambda p: BoolCFG.from_lark(f"start: A\nA: /{p}/"), r"[^--a]", b"<"),
 ]
 
 
