@@ -27,6 +27,8 @@ import asyncio
 import statistics
 import time
 
+from _sections import write_section
+
 from genlm_lab.control import AWRS, SMC, BoolCFG
 
 ARITHMETIC = r"""
@@ -123,22 +125,6 @@ def section(rows: list[tuple[str, int, str, list[dict]]], elapsed: float) -> str
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    """Replace (or add, in name order) the bench_lark_finish section of RESULTS.md."""
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "RESULTS.md"
-    old = path.read_text()
-    if "## bench_lark_finish" in old:
-        start = old.index("## bench_lark_finish")
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + ("\n" + old[end + 1 :] if end >= 0 else "")
-    else:
-        start = old.index("## bench_profile")
-        new = old[:start] + text + "\n" + old[start:]
-    path.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -174,7 +160,7 @@ def main() -> None:
     text = section(rows, time.perf_counter() - began)
     print(text)
     if args.write:
-        write_section(text)
+        write_section("bench_lark_finish", text, before="bench_profile")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import asyncio
 import time
 
 import regex
+from _sections import write_section
 
 from genlm_lab.control import AWRS, SMC, PythonRegex
 from genlm_lab.control.constraint.finish_distance.dfa import relaxed_dfa
@@ -89,22 +90,6 @@ def section(rows: list[dict], max_tokens: int, seeds: int, elapsed: float) -> st
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    """Replace (or add, in name order) the bench_regex_budget section of RESULTS.md."""
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent / "RESULTS.md"
-    old = path.read_text()
-    if "## bench_regex_budget" in old:
-        start = old.index("## bench_regex_budget")
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + ("\n" + old[end + 1 :] if end >= 0 else "")
-    else:
-        start = old.index("## bench_schemas")
-        new = old[:start] + text + "\n" + old[start:]
-    path.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-tokens", type=int, default=12)
@@ -137,7 +122,7 @@ def main() -> None:
     text = section(rows, args.max_tokens, args.seeds, time.perf_counter() - began)
     print(text)
     if args.write:
-        write_section(text)
+        write_section("bench_regex_budget", text, before="bench_schemas")
 
 
 if __name__ == "__main__":
