@@ -89,11 +89,23 @@ class RayCluster:
             options = {"logging_level": logging.ERROR, "log_to_driver": False}
             options.update(self.init_options)
             if self.address in _LOCAL:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, **options)
+                self._start_local(ray, options)
                 self._started_ray = True
             else:
                 ray.init(address=self.address, **options)
         return ray
+
+    def _start_local(self, ray: Any, options: dict, attempts: int = 3) -> None:
+        """`ray.init` a local node, again where it did not come up in Ray's fixed 30 s (a
+        loaded machine: two cores busy with tests, a notebook and a second Ray)."""
+        for attempt in range(attempts):
+            try:
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, **options)
+                return
+            except Exception as error:  # Ray raises a bare Exception for this one
+                if "timed out during startup" not in str(error) or attempt == attempts - 1:
+                    raise
+                ray.shutdown()
 
     def _placement(self, ray: Any) -> tuple[int, float, float]:
         resources = ray.cluster_resources()

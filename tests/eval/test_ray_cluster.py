@@ -23,3 +23,45 @@ def test_one_cluster_is_kept_per_address():
     assert cluster_for("ray://head:10001") is not cluster_for("local")
     with pytest.raises(TypeError, match="RayCluster or a Ray address"):
         cluster_for(3)
+
+
+class _SlowRay:
+    """A `ray` whose first `init` times out as a loaded machine's does."""
+
+    def __init__(self, failures: int, message: str) -> None:
+        self.failures, self.message = failures, message
+        self.inits = self.shutdowns = 0
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **options) -> None:
+        self.inits += 1
+        if self.inits <= self.failures:
+            raise Exception(self.message)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+TIMEOUT = "The current node timed out during startup. This could happen because ..."
+
+
+def test_a_local_start_that_times_out_is_tried_again(monkeypatch):
+    slow = _SlowRay(failures=1, message=TIMEOUT)
+    monkeypatch.setattr("genlm_lab.eval.ray_cluster.require_ray", lambda: slow)
+    assert RayCluster("local").connect() is slow
+    assert (slow.inits, slow.shutdowns) == (2, 1)
+
+
+def test_other_start_errors_and_a_third_timeout_are_raised(monkeypatch):
+    slow = _SlowRay(failures=5, message=TIMEOUT)
+    monkeypatch.setattr("genlm_lab.eval.ray_cluster.require_ray", lambda: slow)
+    with pytest.raises(Exception, match="timed out during startup"):
+        RayCluster("local").connect()
+    assert slow.inits == 3
+    broken = _SlowRay(failures=1, message="no such option")
+    monkeypatch.setattr("genlm_lab.eval.ray_cluster.require_ray", lambda: broken)
+    with pytest.raises(Exception, match="no such option"):
+        RayCluster("local").connect()
+    assert broken.inits == 1
