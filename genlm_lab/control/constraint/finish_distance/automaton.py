@@ -112,13 +112,17 @@ class AutomatonDistance:
             self._states.popitem(last=False)
         return found
 
+    def _text_state(self, ids: Sequence[int]) -> int:
+        """The automaton's state after the text of `ids` (an EOS id is not text)."""
+        return self.state([i for i in ids if i < len(self.tokens)])
+
     def _after(self, ids: Sequence[int]) -> np.ndarray:
         """The automaton's state after `ids` then each usable token (`trie.token_ids` order)."""
-        return self.successors(self.state([i for i in ids if i < len(self.tokens)]))
+        return self.successors(self._text_state(ids))
 
     async def accepts(self, ids: Sequence[int]) -> bool:
         """Whether the text of `ids` is in the language."""
-        return bool(self.dfa.final[self.state([i for i in ids if i < len(self.tokens)])])
+        return bool(self.dfa.final[self._text_state(ids)])
 
     async def allowed(self, ids: Sequence[int]) -> np.ndarray:
         """The tokens after which the text of `ids` can still end (some accepting state is ahead)."""
@@ -141,7 +145,7 @@ class AutomatonDistance:
         if dist is None:
             return None
         ids = self.encode(context) if ids is None else ids
-        state = self.state([i for i in ids if i < len(self.tokens)])
+        state = self._text_state(ids)
         return FAR if state == 0 else dist.get(state, FAR - 1) + 1
 
     async def fits(

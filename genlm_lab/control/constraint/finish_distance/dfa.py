@@ -120,12 +120,12 @@ def plain_ascii_regex(pattern: str) -> bool:
 
     from genlm_lab.control.constraint.finish_distance.regex_relax import (
         class_troubles,
-        quantifiers_read_alike,
+        parsed_alike,
     )
 
-    if not pattern.isascii() or "(?" in pattern or "[:" in pattern:
+    if not pattern.isascii() or "(?" in pattern:
         return False
-    if not quantifiers_read_alike(pattern) or re.search(r"[?*+}]\+", pattern):
+    if not parsed_alike(pattern) or re.search(r"[?*+}]\+", pattern):
         return False  # Rust reads `a{1, 2}` as a repeat, `a?+` as `(a?)+`
     if "leading ]" in class_troubles(pattern):
         return False  # interegular reads `[]a]` as an empty class

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.control.constraint.finish_distance.automaton import AutomatonDistance
+from genlm_lab.control.constraint.finish_distance.search import SearchDistance
 from genlm_lab.control.constraint.finish_distance.tokens import Finisher
 
 __all__ = ["JointSearch", "joint_finisher"]
@@ -45,7 +46,7 @@ class JointSearch:
     def __init__(
         self,
         finishers: Sequence[Any],
-        max_branch: int = 64,
+        max_branch: int = SearchDistance.max_branch_default,
         max_nodes: int = 4096,
         max_enders: int = 256,
     ) -> None:

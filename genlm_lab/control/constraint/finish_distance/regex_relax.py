@@ -71,13 +71,14 @@ _EMPTY = ("cat", [])
 _BRACE = re.compile(r"(\\*)\{(?!\d+(?:,\d*)?\}|,\d+\})")
 
 
-def quantifiers_read_alike(pattern: str) -> bool:
+def parsed_alike(pattern: str) -> bool:
     """Whether Python's parser reads `pattern`'s braces and brackets as Rust and the `regex`
-    module do: every unescaped `{` opens a repeat Python reads (`{2}`, `{2,}`, `{2,5}`,
-    `{,5}`; Rust also reads `{1, 3}`, `regex` `{e<=1}` as fuzzy matching), no class holds
-    an unescaped `[` (Rust nests `[a[bc]]`, Python reads `[a[bc]` then `]`) or a doubled
-    `-`, `&`, `~` or `|` (Rust's set operations: `[^&&a]` is any character to Rust)."""
-    if not all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern)):
+    module do: no POSIX class (`[[:alpha:]]`, text to Python), every unescaped `{` opens a
+    repeat Python reads (`{2}`, `{2,}`, `{2,5}`, `{,5}`; Rust also reads `{1, 3}`, `regex`
+    `{e<=1}` as fuzzy matching), no class holds an unescaped `[` (Rust nests `[a[bc]]`,
+    Python reads `[a[bc]` then `]`) or a doubled `-`, `&`, `~` or `|` (Rust's set
+    operations: `[^&&a]` is any character to Rust)."""
+    if "[:" in pattern or not all(len(m.group(1)) % 2 for m in _BRACE.finditer(pattern)):
         return False
     return not {"nested", "set operation"} & class_troubles(pattern)
 
@@ -118,8 +119,8 @@ def relaxed_regex_dfa(pattern: str, max_states: int = 512) -> ByteDfa | None:
     """An automaton holding every text `pattern` fully matches (see the module), or None."""
     import re._parser as sre
 
-    if "[:" in pattern or not quantifiers_read_alike(pattern):
-        return None  # a POSIX class in Rust, text to Python; see `quantifiers_read_alike`
+    if not parsed_alike(pattern):
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")

@@ -201,13 +201,13 @@ class SearchDistance:
             return True
         if low >= r:
             return False
-        if self._too_far(ids, r) and not await self._accepts(ids):
-            return False
         if await self._accepts(ids):
             self._learn(ids, high=1)
             return True
         if r == 1:
             self._learn(ids, low=1)
+            return False
+        if self._too_far(ids, r):  # not complete: the bound may refuse it
             return False
         if spent[0] >= self.max_nodes:
             return None
