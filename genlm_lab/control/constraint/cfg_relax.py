@@ -25,7 +25,7 @@ __all__ = ["regular_relaxation"]
 
 
 class _NotRegular(Exception):
-    """The grammar is not regular in the way this module reads (or not plain)."""
+    """The grammar is not regular in the way this module reads (or a terminal is unreadable)."""
 
 
 @lru_cache(maxsize=64)
