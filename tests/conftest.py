@@ -1,6 +1,7 @@
 """Shared test set-up: offline hub, modest torch threads, model fixtures, GPU skips."""
 
 import gc
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -40,14 +41,20 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip tests marked `gpu` where CUDA is not available."""
-    if torch.cuda.is_available():
-        return
+    """Skip tests marked `gpu` where CUDA is not available, `vllm` where vLLM is not installed."""
     skip_gpu = pytest.mark.skip(reason="needs CUDA (marked gpu)")
+    skip_vllm = pytest.mark.skip(
+        reason="needs the vLLM engine: make test runs these in .venv-vllm (marked vllm)"
+    )
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(skip_gpu)
+        elif "vllm" in item.keywords and not HAS_VLLM:
+            item.add_marker(skip_vllm)
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +79,19 @@ def default_hf():
     from genlm_lab.backend.models import load_hf_model
 
     return load_hf_model("default", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def vllm_default():
+    """SmolLM2-135M on the real vLLM engine (CPU build in .venv-vllm, or CUDA)."""
+    from vllm_engines import vllm_test_engine
+
+    return vllm_test_engine("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def vllm_tiny():
+    """tiny-random on the real vLLM engine, LoRA enabled (the adapter tests build theirs)."""
+    from vllm_engines import vllm_test_engine
+
+    return vllm_test_engine("tiny-random", enable_lora=True, max_lora_rank=8)

