@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -64,6 +65,32 @@ def _import_vllm() -> Any:
     except ImportError as e:
         raise ImportError(_INSTALL_HINT) from e
     return vllm
+
+
+def _guard_llvmlite_against_dunder_lookups() -> None:
+    """Let vLLM's CPU start-up scan pass llvmlite's library object (numba's back end).
+
+    At start, vLLM's CPU platform rebinds Triton kernels by walking every
+    module's globals and reading `vars(value)` of each that has a `__dict__`.
+    llvmlite's `ffi.lib` answers every attribute, `__dict__` included, with a
+    function wrapper, so once anything has imported numba (the tries, the byte
+    beam) the engine failed to start with an AttributeError in
+    `vllm/triton_utils/dispatcher.py`. Dunder names are refused instead: no C
+    function of LLVM's is named like one.
+    """
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    wrapper = type(getattr(ffi, "lib", None))
+    if ffi is None or getattr(wrapper, "_genlm_lab_guarded", False):
+        return
+    lookup = wrapper.__getattr__
+
+    def __getattr__(self: Any, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return lookup(self, name)
+
+    wrapper.__getattr__ = __getattr__
+    wrapper._genlm_lab_guarded = True
 
 
 def _logprob_params() -> Any:
@@ -176,6 +203,7 @@ class AsyncVirtualLM(_BatchedLM):
             # The engine in this process, not a second one: ~10 s to start instead of ~60 s
             # (a second process imports vLLM again). An explicit setting is kept.
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+            _guard_llvmlite_against_dunder_lookups()
         vllm = _import_vllm()
         path = str(local_model_dir(model_name))
         engine = vllm.LLM(model=path, tokenizer=path, **engine_options(engine_opts, cuda))

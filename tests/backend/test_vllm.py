@@ -359,3 +359,17 @@ def test_threads_never_call_the_engine_at_once_nor_switch_adapter_during_a_call(
         for adapter, want in ((None, reference(ctx)), ("x", reference(ctx, x))):
             hit = lm.cache.get_logprobs(adapter, tuple(ctx))
             assert hit is None or torch.allclose(hit, want)
+
+
+def test_llvmlite_library_answers_no_dunder_after_the_guard():
+    # vLLM's CPU start-up reads vars() of every module global with a __dict__; llvmlite's
+    # library object answered __dict__ with a function wrapper, and the engine failed to start
+    import llvmlite.binding.ffi as ffi
+
+    from genlm_lab.backend.vllm import _guard_llvmlite_against_dunder_lookups
+
+    _guard_llvmlite_against_dunder_lookups()
+    _guard_llvmlite_against_dunder_lookups()  # once is enough; twice changes nothing
+    assert not hasattr(ffi.lib, "__dict__")
+    assert not hasattr(ffi.lib, "__wrapped__")
+    assert ffi.lib.LLVMPY_GetVersionInfo is ffi.lib.LLVMPY_GetVersionInfo  # C functions still resolve
