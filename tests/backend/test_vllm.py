@@ -372,4 +372,23 @@ def test_llvmlite_library_answers_no_dunder_after_the_guard():
     _guard_llvmlite_against_dunder_lookups()  # once is enough; twice changes nothing
     assert not hasattr(ffi.lib, "__dict__")
     assert not hasattr(ffi.lib, "__wrapped__")
-    assert ffi.lib.LLVMPY_GetVersionInfo is ffi.lib.LLVMPY_GetVersionInfo  # C functions still resolve
+    assert (
+        ffi.lib.LLVMPY_GetVersionInfo is ffi.lib.LLVMPY_GetVersionInfo
+    )  # C functions still resolve
+
+
+def test_engine_options_suit_the_platform_and_the_caller_wins():
+    from genlm_lab.backend.vllm import CPU_KV_CACHE_BYTES, engine_options
+
+    cpu = engine_options(cuda=False)
+    assert cpu["max_logprobs"] == -1 and cpu["enable_prefix_caching"]
+    assert cpu["dtype"] == "float32" and cpu["enforce_eager"]  # transformers' numbers, fast start
+    assert (
+        cpu["kv_cache_memory_bytes"] == CPU_KV_CACHE_BYTES and "gpu_memory_utilization" not in cpu
+    )
+    gpu = engine_options(cuda=True)
+    assert (
+        gpu["gpu_memory_utilization"] == 0.5 and "dtype" not in gpu and "enforce_eager" not in gpu
+    )
+    mine = engine_options({"dtype": "bfloat16", "kv_cache_memory_bytes": 1 << 20}, cuda=False)
+    assert mine["dtype"] == "bfloat16" and mine["kv_cache_memory_bytes"] == 1 << 20

@@ -265,3 +265,31 @@ def test_eval_run_ray_stores_the_runs_a_local_run_reuses(cluster, tmp_path, caps
     assert main(args) == 0  # locally: the same keys, nothing runs again
     with ResultsStore(db) as store:
         assert store.runs_frame()["run_id"].tolist() == first["run_id"].tolist()
+
+
+@pytest.mark.vllm  # in make test's vLLM lane: replicas each start a real vLLM engine (CPU build)
+def test_eval_run_ray_on_vllm_replicas_gives_the_transformers_replicas_results(
+    cluster, tmp_path, capsys
+):
+    cluster.release()  # the CPUs of the toy replicas go to the command's
+    args = ["eval", "run", "pattern_matching", "--method", "awrs_smc:n_particles=2", "--limit"]
+    args += ["2", "--max-tokens", "4", "--model", "tiny-random", "--ray"]
+    outputs = {}
+    for backend in ("hf", "vllm"):
+        db = tmp_path / f"{backend}.sqlite"
+        assert main([*args, "--db", str(db), "--backend", backend]) == 0
+        with ResultsStore(db) as store:
+            runs = store.to_pandas("runs").sort_values("instance_id").reset_index(drop=True)
+        assert len(runs) == 2 and (runs["status"] != "error").all(), runs["error"].tolist()
+        outputs[backend] = runs
+    assert "awrs_smc on pattern_matching with tiny-random" in capsys.readouterr().out
+    hf, vllm = outputs["hf"], outputs["vllm"]
+    assert set(hf["run_key"]).isdisjoint(vllm["run_key"])  # the engine is part of a run's identity
+    assert hf["status"].tolist() == vllm["status"].tolist()
+    for a, b in zip(hf["output"], vllm["output"], strict=True):
+        a, b = json.loads(a), json.loads(b)
+        texts = [[r["response"] for r in o["responses"]] for o in (a, b)]
+        assert texts[0] == texts[1]
+        for ra, rb in zip(a["responses"], b["responses"], strict=True):
+            assert rb["weight"] == pytest.approx(ra["weight"], abs=1e-3)
+    assert hf["weighted_accuracy"].tolist() == pytest.approx(vllm["weighted_accuracy"].tolist())
