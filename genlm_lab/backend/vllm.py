@@ -29,6 +29,11 @@ _INSTALL_HINT = (
     "vLLM is not installed: pip install genlm-lab[vllm] on a CUDA machine, or its CPU build "
     "(`make test` builds one in .venv-vllm/; docs/scaling-out.md says how)"
 )
+#: Engines started in this process by `from_name` on the CPU. vLLM's in-process engines
+#: share the process's distributed groups, and the first one garbage-collected tears them
+#: down for all the others ("pipeline model parallel group is not initialized" on their next
+#: call): so they live as long as the process does.
+_IN_PROCESS_ENGINES: list[Any] = []
 #: KV cache an engine on the CPU reserves unless told otherwise: a laptop's share (1 GiB holds
 #: ~23k tokens of SmolLM2-135M). vLLM's own default there is half the machine's RAM.
 CPU_KV_CACHE_BYTES = 1 << 30
@@ -213,6 +218,8 @@ class AsyncVirtualLM(_BatchedLM):
         vllm = _import_vllm()
         path = str(local_model_dir(model_name))
         engine = vllm.LLM(model=path, tokenizer=path, **engine_options(engine_opts, cuda))
+        if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
+            _IN_PROCESS_ENGINES.append(engine)
         return cls(engine, **kwargs)
 
     def model_identity(self) -> dict[str, Any]:

@@ -216,3 +216,21 @@ def test_load_model_by_name_starts_the_engine_on_this_machine():
     lm = load_model_by_name("tiny-random", backend="vllm", llm_opts=opts)
     assert isinstance(lm, AsyncVirtualLM)
     assert torch.isfinite(lm.next_token_logprobs_sync([lm.bos_token_id, 300])).any()
+
+
+async def test_an_engine_dropped_by_its_user_leaves_the_others_serving(vllm_default, hf_default):
+    # vLLM's in-process engines share the process's distributed groups: the first collected
+    # tore them down, and every other engine failed ("pipeline model parallel group is not
+    # initialized") on its next call
+    import gc
+
+    from vllm_engines import vllm_test_engine
+
+    dropped = vllm_test_engine("tiny-random", kv_cache_memory_bytes=16 << 20)
+    assert torch.isfinite(dropped.next_token_logprobs_sync([dropped.bos_token_id, 300])).any()
+    del dropped
+    gc.collect()
+    ids = _ids(vllm_default, "A dropped engine, and then")
+    vllm_default.clear_cache()
+    want = hf_default.next_token_logprobs_uncached(ids)
+    _assert_same_distribution(await vllm_default.next_token_logprobs(ids), want)
