@@ -108,7 +108,8 @@ def _logprob_params() -> Any:
     """One token, with every token's log-prob, as flat lists where vLLM has them.
 
     Without `flat_logprobs` vLLM builds one Python object per token of the
-    vocabulary per row (6.4 s for one SmolLM2 row on 2 CPU cores; 0.07 s flat).
+    vocabulary per row (49,152 for SmolLM2; what each form costs:
+    benchmarks/RESULTS.md, bench_backend_vllm).
     """
     vllm = _import_vllm()
     options = {"max_tokens": 1, "n": 1, "temperature": 1.0, "logprobs": -1, "ignore_eos": True}
