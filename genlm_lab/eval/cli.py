@@ -187,6 +187,13 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("inputs", nargs="+", help="shard stores")
     merge.set_defaults(func=_cmd_merge)
 
+    export = esub.add_parser(
+        "export", help="a single-file copy of a store, safe while another process writes it"
+    )
+    export.add_argument("db", help="the store")
+    export.add_argument("output", help="the copy to write (must not exist)")
+    export.set_defaults(func=_cmd_export)
+
     comp = esub.add_parser("compare", help="compare two methods or models, paired by instance")
     comp.add_argument("db")
     comp.add_argument("a", help="a method or model name")
@@ -368,4 +375,22 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         for path in args.inputs:
             n = store.merge(path)
             print(f"{path}: {n} new runs", file=sys.stdout)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from genlm_lab.eval.store import ResultsStore
+
+    if not Path(args.db).is_file():
+        raise ValueError(f"no results store at {args.db}")
+    import sqlite3
+
+    with ResultsStore(args.db) as store:
+        out = store.export(args.output)
+    copy = sqlite3.connect(f"file:{out}?mode=ro", uri=True)  # read as it is: not made a store
+    try:
+        n = copy.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    finally:
+        copy.close()
+    print(f"{out}: {n} runs in one file (copy it alone)")
     return 0

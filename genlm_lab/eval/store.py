@@ -32,6 +32,7 @@ from typing import Any
 
 from genlm_lab.eval.identity import UNKNOWN_MODEL, identity_hash
 from genlm_lab.eval.labels import instance_label
+from genlm_lab.eval.store_copy import checkpoint, export_store, merge_stores, watch_at_exit
 from genlm_lab.eval.store_format import (
     FORMAT,
     RUN_COLUMNS,
@@ -93,6 +94,7 @@ class ResultsStore:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             open_format(self._conn, self.path, migrate, self._write)
             self._conn.execute("PRAGMA foreign_keys = ON")
+            watch_at_exit(self)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(f"{self.path} is not a usable results store: {exc}") from exc
@@ -208,6 +210,7 @@ class ResultsStore:
                 "UPDATE runs SET store_seconds = ? WHERE run_id = ?",
                 (time.perf_counter() - started, run_id),
             )
+        checkpoint(self._conn)  # the main file alone holds the run: a bare copy keeps it
         return run_id
 
     @staticmethod
@@ -347,7 +350,7 @@ class ResultsStore:
         frame["model_identified"] = frame["model_identified"].astype(bool)
         return frame
 
-    # ------------------------------------------------------------ merging
+    # ------------------------------------------------------------ copying
     def merge(self, other: str | os.PathLike | ResultsStore) -> int:
         """Copy every method, model, instance and run of another store that this one lacks.
 
@@ -356,29 +359,23 @@ class ResultsStore:
         """
         src = other if isinstance(other, ResultsStore) else ResultsStore(other)
         try:
-            copied = 0
             with self._write() as db:
-                for table in ("methods", "models", "instances"):
-                    for r in src._conn.execute(f"SELECT * FROM {table}"):
-                        marks = ", ".join("?" for _ in r.keys())
-                        db.execute(
-                            f"INSERT OR IGNORE INTO {table} ({', '.join(r.keys())}) VALUES ({marks})",
-                            tuple(r),
-                        )
-                for r in src._conn.execute("SELECT * FROM runs ORDER BY run_id"):
-                    run = dict(r)
-                    cur = insert_run(db, run)
-                    if cur.rowcount == 0:
-                        continue
-                    copied += 1
-                    self._insert_responses(db, cur.lastrowid, src.responses(run["run_id"]))
-            return copied
+                return merge_stores(db, src, self._insert_responses)
         finally:
             if src is not other:
                 src.close()
 
+    def checkpoint(self) -> bool:
+        """Fold the write-ahead log into the main file (see `genlm_lab.eval.store_copy`)."""
+        return checkpoint(self._conn, "TRUNCATE")
+
+    def export(self, out: str | os.PathLike) -> Path:
+        """A single-file copy at `out`, safe while another process writes (`eval export`)."""
+        return export_store(self._conn, out)
+
     def close(self) -> None:
-        """Close the connection (the file stays)."""
+        """Fold the log into the file, then close the connection (the file stays)."""
+        checkpoint(self._conn, "TRUNCATE")
         self._conn.close()
 
     def __enter__(self) -> ResultsStore:
