@@ -20,6 +20,7 @@ from typing import Any
 import llguidance
 
 from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
+from genlm_lab.control.constraint.json.checks import check_schema
 from genlm_lab.control.constraint.json.empty import why_empty
 from genlm_lab.control.constraint.json.engine import KeyedEngine
 from genlm_lab.control.constraint.json.finish import finish, formats
@@ -138,7 +139,9 @@ class JsonSchema(GrammarPotential):
     Raises:
         InvalidGrammar (a ValueError): for invalid JSON, a schema the JSON-Schema
             metaschema rejects (naming the path and, for JSON text, the line and
-            column of the keyword), or a schema that admits no document
+            column of the keyword), a local `$ref` to nowhere, a `pattern` that
+            is not a regex, a schema nested past `json.checks.MAX_DEPTH`, or a
+            schema that admits no document
             ("properties/a: minLength 1 > maxLength 0"; see `json.empty`, and
             llguidance's "Unsatisfiable schema" verdict).
     """
@@ -156,6 +159,7 @@ class JsonSchema(GrammarPotential):
             raise ValueError(f"key_order must be 'any' or 'schema', got {key_order!r}")
         source = schema if isinstance(schema, str) else None
         self.schema = load_schema(schema)
+        check_schema(self.schema, source)  # first: the metaschema check recurses too
         self._validator = validator_for(self.schema, source)
         _refuse_empty(why_empty(self.schema, self._validator), source)
         options = _whitespace(max_whitespace, max_indent, line_breaks)
