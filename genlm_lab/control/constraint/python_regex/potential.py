@@ -87,9 +87,8 @@ class PythonRegex(Potential):
             prefix checks of texts of at most 16 characters run untimed.
 
     Raises:
-        InvalidGrammar (a ValueError): if the pattern does not compile, naming it
-            and the engine's message, or if it matches no text (`(?!)`, an empty
-            character set; a pattern the check cannot read is kept).
+        InvalidGrammar (a ValueError): if the pattern does not compile (or nests too deep
+            to), naming why, or matches no text (`(?!)`; a pattern the check cannot read is kept).
     """
 
     is_boolean = True
@@ -99,8 +98,9 @@ class PythonRegex(Potential):
             raise ValueError(f"a regex pattern must be a str, got {type(pattern).__name__}")
         try:
             self.compiled = regex.compile(pattern, flags)
-        except (regex.error, ValueError, TypeError, OverflowError) as error:
-            raise InvalidGrammar(f"invalid Python regex {pattern!r}: {error}") from None
+        except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as error:
+            why = "nested too deep to compile" if isinstance(error, RecursionError) else error
+            raise InvalidGrammar(f"invalid Python regex {pattern!r}: {why}") from None
         super().__init__(list(range(256)))
         self.pattern = pattern
         self.flags = flags

@@ -87,3 +87,9 @@ def test_a_python_regex_with_a_match_is_kept(pattern):
     # `regex` reads [^\s\S] as a set that holds "x" (unlike `re`): it is not empty
     p = PythonRegex(pattern)
     assert any(p.accepts(t) for t in (b"x", b"aa"))
+
+
+def test_a_pattern_nested_too_deep_is_one_invalid_grammar_not_a_recursion_error():
+    PythonRegex("(" * 100 + "a" + ")" * 100)  # deep, and still compiles
+    with pytest.raises(InvalidGrammar, match="nested too deep to compile"):
+        PythonRegex("(" * 400 + "a" + ")" * 400)
