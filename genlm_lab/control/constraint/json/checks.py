@@ -75,13 +75,8 @@ def check_schema(schema: Any, text: str | None = None) -> None:
     Raises:
         InvalidGrammar: naming the JSON path (and line and column) of the first problem.
     """
-    # A "#/..." pointer is read against the root, unless a subschema opens a resource of its
-    # own ($id; `id` before draft 6), against which its pointers resolve: then none is checked.
-    nested_ids = any(
-        path and isinstance(value, dict) and key not in _NAMED
-        and isinstance(value.get("$id", value.get("id")), str)
-        for path, value, key, _ in _walk(schema)
-    )  # fmt: skip
+    refs: list[tuple[list[Any], str]] = []
+    nested_ids = False  # a subschema opening a resource of its own ($id; `id` before draft 6)
     for path, value, key, depth in _walk(schema):
         if depth > MAX_DEPTH:
             shown = path if len(path) <= 6 else [*path[:2], "...", *path[-3:]]
@@ -91,16 +86,11 @@ def check_schema(schema: Any, text: str | None = None) -> None:
             )
         if not isinstance(value, dict) or key in _NAMED:
             continue
+        if path and isinstance(value.get("$id", value.get("id")), str):
+            nested_ids = True
         ref = value.get("$ref")
-        if (
-            isinstance(ref, str)
-            and ref.startswith("#/")
-            and not nested_ids
-            and resolve_pointer(schema, ref) is None
-        ):
-            raise InvalidGrammar(
-                f"$ref {ref!r} at {_where([*path, '$ref'], text)} resolves to nothing in the schema"
-            )
+        if isinstance(ref, str) and ref.startswith("#/"):
+            refs.append((path, ref))
         pattern = value.get("pattern")
         if isinstance(pattern, str) and (why := _compiles(pattern)) is not None:
             raise InvalidGrammar(
@@ -114,3 +104,12 @@ def check_schema(schema: Any, text: str | None = None) -> None:
                     f"{_where([*path, 'patternProperties', name], text)} is not a regular "
                     f"expression: {why}"
                 )
+    # "#/..." pointers resolve against the root, unless a subschema opened a resource of its
+    # own: they resolve against that one then, so none is checked.
+    if nested_ids:
+        return
+    for path, ref in refs:
+        if resolve_pointer(schema, ref) is None:
+            raise InvalidGrammar(
+                f"$ref {ref!r} at {_where([*path, '$ref'], text)} resolves to nothing in the schema"
+            )
