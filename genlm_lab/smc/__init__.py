@@ -25,6 +25,7 @@ from genlm_lab.smc.lm_context import LMContext, LMNextToken, LMTokenMask
 from genlm_lab.smc.masks import TokenMasks, as_mask, token_masks
 from genlm_lab.smc.model import Model, SubModel, submodel
 from genlm_lab.smc.observers import CollectingObserver, Observer, PrintingObserver
+from genlm_lab.smc.options import RunOptions
 from genlm_lab.smc.profile import Profiler
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
@@ -37,6 +38,7 @@ __all__ = [
     "AlarmThresholds",
     "AllParticlesDied",
     "Profiler",
+    "RunOptions",
     "get_rng",
     "make_rng",
     "using_rng",

@@ -29,6 +29,7 @@ from genlm_lab.smc._particles import (
     counting_backends,
     is_alive,
     resettable_backends,
+    seed_param,
     step_extras,
     untwist_finished,
     weights_of,
@@ -37,15 +38,16 @@ from genlm_lab.smc._tasks import call_all, gather_all
 from genlm_lab.smc.alarms import AlarmMonitor, AlarmThresholds
 from genlm_lab.smc.deaths import AllParticlesDied, death_rows, deaths_sentence, final_deaths
 from genlm_lab.smc.observers import ObserverSet
+from genlm_lab.smc.options import RunOptions
 from genlm_lab.smc.profile import Profiler
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.record_json import RecordWriter
 from genlm_lab.smc.result import SMCResult, effective_sample_size
-from genlm_lab.smc.rng import using_rng
+from genlm_lab.smc.rng import make_rng, using_rng
 from genlm_lab.util import logmeanexp
-from genlm_lab.util.progress import finish_early, progress_bar
+from genlm_lab.util.progress import finish_early, progress_bar, progress_enabled
 
-__all__ = ["Policy", "Run", "run_particles", "start_all"]
+__all__ = ["Policy", "Run", "open_run", "run_particles", "start_all"]
 
 
 async def start_all(particles: Sequence[Any]) -> bool:
@@ -275,6 +277,26 @@ _LM_COUNTERS = (
     ("rows", "lm.batch_rows"),
     ("cache_hits", "lm.cache_hits"),
 )
+
+
+def open_run(
+    algorithm: str, model: Any, n: int, params: dict, options: RunOptions
+) -> tuple[Run, np.random.Generator]:
+    """A `Run` of `algorithm` with `options`, and its random generator (the seed joins `params`)."""
+    params = {**params, "seed": seed_param(options.seed)}
+    rng = make_rng(options.seed)
+    run = Run(
+        algorithm,
+        model,
+        n,
+        params,
+        options.json_file,
+        options.observers,
+        progress_enabled(options.progress),
+        profile=options.profile,
+        alarms=options.alarms,
+    )
+    return run, rng
 
 
 class Policy(Protocol):

@@ -10,20 +10,17 @@ resampling gives every particle the average weight. Hence `log_ml` is
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._particles import check_n, clone_all, is_alive, seed_param
-from genlm_lab.smc._run import Run, run_particles
-from genlm_lab.smc.alarms import AlarmThresholds
+from genlm_lab.smc._particles import check_n, clone_all, is_alive
+from genlm_lab.smc._run import open_run, run_particles
+from genlm_lab.smc.options import RunOptions
 from genlm_lab.smc.resample import RESAMPLING_METHODS, resample
 from genlm_lab.smc.result import SMCResult, effective_sample_size
-from genlm_lab.smc.rng import make_rng
 from genlm_lab.util import logsumexp
-from genlm_lab.util.progress import progress_enabled
 
 __all__ = ["importance_sampling", "smc_standard"]
 
@@ -33,12 +30,7 @@ async def smc_standard(
     n_particles: int,
     ess_threshold: float = 0.5,
     resampling_method: str = "stratified",
-    json_file: str | os.PathLike | None = None,
-    observers: Any = (),
-    seed: int | np.random.Generator | None = None,
-    progress: bool | None = None,
-    profile: bool = False,
-    alarms: AlarmThresholds | None = None,
+    **options: Any,
 ) -> SMCResult:
     """Run sequential Monte Carlo with adaptive resampling.
 
@@ -53,15 +45,8 @@ async def smc_standard(
             (0 never resamples; 1 resamples after every step whose weights
             are not all equal, since resampling needs ESS strictly below it).
         resampling_method: "multinomial", "stratified", "systematic" or "residual".
-        json_file: if given, the `SMCRecord` is written there step by step (JSON lines).
-        observers: objects with `on_step(entry)` (and optionally `on_finish(record)`).
-        seed: an int or numpy Generator for every random choice of the run.
-        progress: a bar of steps, live particles and ESS; None shows it in a
-            notebook (IPython kernel) only, not in terminals, scripts or tests.
-        profile: record where the wall time goes, per step (`record.profile`);
-            off, the run pays nothing for it.
-        alarms: thresholds of the alarms (`record.alarms`); None: the defaults
-            of `AlarmThresholds`.
+        **options: the run's options, as keywords (`RunOptions`: json_file,
+            observers, seed, progress, profile, alarms).
 
     Returns:
         An `SMCResult` of the final particles; `result.record` holds the history.
@@ -69,7 +54,9 @@ async def smc_standard(
     Raises:
         ValueError: for invalid settings. Exceptions from the model propagate,
             after the record file is closed and queued LM requests are dropped.
+        TypeError: for a keyword that is no run option.
     """
+    run_options = RunOptions.of("smc_standard", options)
     n = check_n("n_particles", n_particles)
     ess_threshold = float(ess_threshold)
     if not 0.0 <= ess_threshold <= 1.0:
@@ -78,58 +65,21 @@ async def smc_standard(
         raise ValueError(
             f"unknown resampling method {resampling_method!r}; expected one of {list(RESAMPLING_METHODS)}"
         )
-    params = {
-        "ess_threshold": ess_threshold,
-        "resampling_method": resampling_method,
-        "seed": seed_param(seed),
-    }
+    params = {"ess_threshold": ess_threshold, "resampling_method": resampling_method}
     return await _smc(
-        "smc_standard",
-        model,
-        n,
-        ess_threshold,
-        resampling_method,
-        json_file,
-        observers,
-        seed,
-        params,
-        progress,
-        profile,
-        alarms,
+        "smc_standard", model, n, ess_threshold, resampling_method, params, run_options
     )
 
 
-async def importance_sampling(
-    model: Any,
-    n_particles: int,
-    json_file: str | os.PathLike | None = None,
-    observers: Any = (),
-    seed: int | np.random.Generator | None = None,
-    progress: bool | None = None,
-    profile: bool = False,
-    alarms: AlarmThresholds | None = None,
-) -> SMCResult:
+async def importance_sampling(model: Any, n_particles: int, **options: Any) -> SMCResult:
     """Run every particle to the end without resampling (SMC with ess_threshold = 0).
 
     `log_ml` is then the log of the plain importance-sampling estimate of Z.
     The arguments mean what they mean for `smc_standard`.
     """
+    run_options = RunOptions.of("importance_sampling", options)
     n = check_n("n_particles", n_particles)
-    params = {"seed": seed_param(seed)}
-    return await _smc(
-        "importance_sampling",
-        model,
-        n,
-        0.0,
-        "multinomial",
-        json_file,
-        observers,
-        seed,
-        params,
-        progress,
-        profile,
-        alarms,
-    )
+    return await _smc("importance_sampling", model, n, 0.0, "multinomial", {}, run_options)
 
 
 async def _smc(
@@ -138,26 +88,10 @@ async def _smc(
     n: int,
     ess_threshold: float,
     method: str,
-    json_file: Any,
-    observers: Any,
-    seed: Any,
     params: dict,
-    progress: bool | None,
-    profile: bool,
-    alarms: AlarmThresholds | None,
+    options: RunOptions,
 ) -> SMCResult:
-    rng = make_rng(seed)
-    run = Run(
-        algorithm,
-        model,
-        n,
-        params,
-        json_file,
-        observers,
-        progress_enabled(progress),
-        profile=profile,
-        alarms=alarms,
-    )
+    run, rng = open_run(algorithm, model, n, params, options)
     return await run_particles(run, model, n, _Adaptive(n, ess_threshold, method, rng), rng)
 
 

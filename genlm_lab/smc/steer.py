@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._particles import check_n, is_alive, seed_param
-from genlm_lab.smc._run import Run, run_particles
-from genlm_lab.smc.alarms import AlarmThresholds
+from genlm_lab.smc._particles import check_n, is_alive
+from genlm_lab.smc._run import open_run, run_particles
+from genlm_lab.smc.options import RunOptions
 from genlm_lab.smc.result import SMCResult
-from genlm_lab.smc.rng import make_rng
 from genlm_lab.util import logsumexp
-from genlm_lab.util.progress import progress_enabled
 
 __all__ = ["smc_steer"]
 
@@ -83,49 +80,23 @@ def resample_without_replacement(
     return np.concatenate([keep_all, picked]), new
 
 
-async def smc_steer(
-    model: Any,
-    n_particles: int,
-    n_beam: int,
-    json_file: str | os.PathLike | None = None,
-    observers: Any = (),
-    seed: int | np.random.Generator | None = None,
-    progress: bool | None = None,
-    profile: bool = False,
-    alarms: AlarmThresholds | None = None,
-) -> SMCResult:
+async def smc_steer(model: Any, n_particles: int, n_beam: int, **options: Any) -> SMCResult:
     """SMC steering: expand each particle into `n_beam` children, keep `n_particles`.
 
     Args:
         model: the `Model` to copy into particles.
         n_particles: particles kept after every round.
         n_beam: children per live particle each round.
-        json_file: optional record file (JSON lines, written as the run goes).
-        observers: step observers (see `genlm_lab.smc.observers`).
-        seed: an int or numpy Generator for every random choice.
-        progress: a bar of steps, live particles and ESS; None shows it in a
-            notebook (IPython kernel) only, not in terminals, scripts or tests.
-        profile: record where the wall time goes, per step (`record.profile`).
-        alarms: thresholds of the alarms (`record.alarms`); None: the defaults.
+        **options: the run's options, as keywords (`RunOptions`: json_file,
+            observers, seed, progress, profile, alarms).
 
     Returns:
         An `SMCResult` of the final particles.
     """
+    run_options = RunOptions.of("smc_steer", options)
     n = check_n("n_particles", n_particles)
     beam = check_n("n_beam", n_beam)
-    rng = make_rng(seed)
-    params = {"n_beam": beam, "seed": seed_param(seed)}
-    run = Run(
-        "smc_steer",
-        model,
-        n,
-        params,
-        json_file,
-        observers,
-        progress_enabled(progress),
-        profile=profile,
-        alarms=alarms,
-    )
+    run, rng = open_run("smc_steer", model, n, {"n_beam": beam}, run_options)
     return await run_particles(run, model, n, _Beam(n, beam, rng), rng)
 
 

@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ from genlm_lab.control.inference.budgets import with_budget
 from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.potential.base import Potential, factor_names
-from genlm_lab.smc import AlarmThresholds, PrintingObserver, smc_standard
+from genlm_lab.smc import PrintingObserver, RunOptions, smc_standard
 
 __all__ = ["SMC", "BudgetTooSmall", "SequenceModel", "UnitSampler", "factor_names"]
 
@@ -130,14 +131,10 @@ class SMC:
         max_tokens: int,
         verbosity: int = 0,
         json_path: str | os.PathLike | None = None,
-        observers: Sequence[Any] = (),
-        seed: int | np.random.Generator | None = None,
         resampling_method: str = "multinomial",
-        progress: bool | None = None,
         terminate_when: Callable[[list[Any]], bool] | None = None,
-        profile: bool = False,
-        alarms: AlarmThresholds | None = None,
         budget: bool = True,
+        **options: Any,
     ) -> Sequences:
         """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
 
@@ -146,28 +143,25 @@ class SMC:
             ess_threshold: resample when the ESS falls below this fraction of n_particles.
             max_tokens: maximum sequence length, EOS included (forced at the boundary).
             verbosity: 1 prints a line per step.
-            json_path: write the `SMCRecord` there as the run goes (JSON lines).
-            observers: objects with `on_step(entry)` / `on_finish(record)`.
-            seed: seeds every draw of the run (samplers without their own seed).
+            json_path: write the `SMCRecord` there as the run goes (JSON lines;
+                `RunOptions.json_file`).
             resampling_method: "multinomial", "stratified", "systematic" or "residual".
-            progress: a progress bar (None: in notebooks only).
             terminate_when: a `context -> bool` stop condition: EOS closes the
                 sequence in the step it holds, with no weight correction.
-            profile: record where the wall time goes (`record.profile`): LM
-                forwards, each potential's methods by name, the sampler, the
-                critic, resampling, observers.
-            alarms: thresholds of the alarms (`record.alarms`); None: the
-                defaults of `genlm_lab.smc.AlarmThresholds`.
             budget: hand `max_tokens` to every factor that can finish, so that a
                 token after which the text cannot end in time gets weight zero
                 at once (AWRS draws again); the target is unchanged. False:
                 particles are cut at `max_tokens` instead. `budget_stats`
                 holds the run's counts.
+            **options: the other options of `genlm_lab.smc.RunOptions`, as keywords
+                (observers, seed, progress, profile, alarms); a profile here also
+                times each potential's methods by name, the sampler and the critic.
 
         Warns:
             AllParticlesDied: once, when every particle died, with the commonest
                 reason (`Sequences.deaths` lists them all).
         """
+        run_options = RunOptions.of("SMC.__call__", options, json_file=json_path)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if max_tokens < 1:
@@ -194,6 +188,7 @@ class SMC:
             record_factors=self.record_factors,
             terminate_when=terminate_when,
         )
+        observers = run_options.observers
         observers = list(observers) if not hasattr(observers, "on_step") else [observers]
         if verbosity > 0:
             observers.append(PrintingObserver())
@@ -202,12 +197,7 @@ class SMC:
             n_particles,
             ess_threshold=ess_threshold,
             resampling_method=resampling_method,
-            json_file=json_path,
-            observers=observers,
-            seed=seed,
-            progress=progress,
-            profile=profile,
-            alarms=alarms,
+            **replace(run_options, observers=observers).as_kwargs(),
         )
         self.budget_stats = guard.stats() if guard is not None else {}
         record = result.record
