@@ -321,28 +321,6 @@ class AWRS(TokenSampler):
             trace["rejected"].append(label)
         return token, -math.inf, draws, draws
 
-    async def smc(
-        self,
-        n_particles: int,
-        ess_threshold: float,
-        max_tokens: int,
-        critic: Potential | None = None,
-        budget: bool = True,
-        **kwargs: Any,
-    ) -> Any:
-        """Run `SMC(self, critic)`; `budget=True` (the default) keeps texts within `max_tokens`.
-
-        With the budget on, a token after which the text could no longer end
-        within `max_tokens` (EOS included) is rejected like any other the
-        condition refuses (see `SMC.__call__`); `budget=False` turns it off.
-        Other keyword arguments go to the call.
-        """
-        from genlm_lab.control.inference.smc import SMC
-
-        return await SMC(self, critic)(
-            n_particles, ess_threshold, max_tokens, budget=budget, **kwargs
-        )
-
     def __repr__(self) -> str:
         budget = "" if self.budget is None else f", within {self.budget.max_tokens} tokens"
         return (

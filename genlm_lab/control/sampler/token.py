@@ -139,7 +139,13 @@ class TokenSampler:
         critic: Potential | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run `SMC(self, critic)` and return its `Sequences` (keyword arguments go to the call)."""
+        """Run `SMC(self, critic)` and return its `Sequences` (keyword arguments go to the call).
+
+        The budget is on unless `budget=False`: a token after which the text
+        could no longer end within `max_tokens` (EOS included) gets weight
+        zero, so AWRS rejects it like any other the condition refuses (see
+        `SMC.__call__`).
+        """
         # a convenience method; SMC checks its own UnitSampler protocol, so no circle
         from genlm_lab.control.inference.smc import SMC
 
