@@ -22,6 +22,7 @@ from genlm_lab.trie import _kernels
 from genlm_lab.trie._sparse import _SparseEngine
 from genlm_lab.trie._weights import NodeWeights, as_numpy_weights, node_weights, raise_bad_weights
 from genlm_lab.trie.structure import TrieStructure
+from genlm_lab.trie.visualize import visualize
 
 KERNELS = ("numba", "sparse")
 
@@ -280,21 +281,6 @@ class TrieBase:
                 return None
         return node
 
-    def visualize(
-        self,
-        ws: Any = None,
-        prefix: bytes | str = b"",
-        depth: int | None = None,
-        top_k: int | None = None,
-        mode: Any = None,
-    ) -> Any:
-        """A `graphviz.Digraph` of the subtrie under `prefix` (see `trie.visualize`).
-
-        Args:
-            ws: None, token weights (one per token id) or node masses (one per node).
-            prefix: the subtrie's root; depth: levels shown; top_k: heaviest
-                children kept per node; mode: `TrieMode` for a byte trie.
-        """
-        from genlm_lab.trie.visualize import visualize
-
-        return visualize(self, ws, prefix, depth, top_k, mode)
+    #: `trie.visualize(ws, prefix, depth, top_k, mode)`: a `graphviz.Digraph` of the
+    #: subtrie under `prefix` (`genlm_lab.trie.visualize`, with this trie first).
+    visualize = visualize

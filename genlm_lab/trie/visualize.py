@@ -283,19 +283,12 @@ def render_html(data: dict) -> str:
     )
 
 
-def visualize(
-    trie: Any,
-    ws: Any = None,
-    prefix: bytes | str = b"",
-    depth: int | None = None,
-    top_k: int | None = None,
-    mode: Any = None,
-) -> Any:
-    """Draw the subtrie under `prefix` as a `graphviz.Digraph` (see `subtrie_data`).
+def visualize(trie: Any, *args: Any, **kwargs: Any) -> Any:
+    """Draw the subtrie under `prefix` as a `graphviz.Digraph`; the arguments are `subtrie_data`'s.
 
     Nodes are labelled with their prefix (leaves with token text and id) and
     probability, shaded by their share of the subtrie root's mass; leaves have
     a double border, EOT edges are dashed, the EOS node and edges are red, and
     `+n more` counts the children cut by `depth` / `top_k`.
     """
-    return render_digraph(subtrie_data(trie, ws, prefix, depth, top_k, mode))
+    return render_digraph(subtrie_data(trie, *args, **kwargs))
