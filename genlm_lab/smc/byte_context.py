@@ -11,7 +11,6 @@ for a byte constraint.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -19,7 +18,8 @@ import numpy as np
 
 from genlm_lab.bytes import EOS, BeamParams, ByteBeamState
 from genlm_lab.bytes.lookahead import DEFAULT_DEPTH
-from genlm_lab.smc.distributions import Distribution, _MaskEvent, sample_index
+from genlm_lab.smc._context import GrowingContext, NextUnit, read_only
+from genlm_lab.smc.distributions import _MaskEvent, sample_index
 from genlm_lab.smc.rng import get_rng
 
 __all__ = ["ByteLMContext", "ByteMask", "NextByte", "byte_mask"]
@@ -64,7 +64,7 @@ def _byte_value(x: Any) -> int:
     return b
 
 
-class ByteLMContext:
+class ByteLMContext(GrowingContext):
     """Bytes generated from a byte-level beam LM, extended by a model.
 
     Build it with `await ByteLMContext.create(llm, prompt, BeamParams(K=...))`
@@ -80,6 +80,7 @@ class ByteLMContext:
     """
 
     EOS = EOS
+    UNIT, GROWING = "byte", "generated"
 
     def __init__(self, beam: ByteBeamState, prompt: bytes = b"") -> None:
         if not isinstance(beam, ByteBeamState):
@@ -146,21 +147,13 @@ class ByteLMContext:
         if self._log_probs is None:
             raise RuntimeError("the next-byte distribution is not fetched: await ensure_logprobs()")
         if self._mask is None:  # shared with this context's copies: a read-only view
-            view = self._log_probs.view()
-            view.flags.writeable = False
-            return view
+            return read_only(self._log_probs)
         if self._log_mass == -math.inf:
             return np.full(_SLOTS, -np.inf)
         return np.where(self._mask, self._log_probs - self._log_mass, -np.inf)
 
-    def _check_open(self) -> None:
-        """Raise if EOS was drawn: no byte can follow it."""
-        if self.ended:
-            raise RuntimeError(
-                f"the context already ended with EOS ({len(self.generated)} bytes generated, "
-                "then EOS): no byte can follow it. Check `ctx.ended` after drawing a byte and "
-                "call `self.finish()`."
-            )
+    def _ending(self) -> str:
+        return f"{len(self.generated)} bytes generated, then EOS"
 
     async def _push(self, b: int) -> None:
         if b == EOS:
@@ -183,24 +176,18 @@ class ByteLMContext:
         return ByteMask(self, byte_mask(allowed))
 
     # ---------------------------------------------------------- display
-    def __str__(self) -> str:
-        return bytes(self.generated).decode("utf-8", errors="replace")
+    def text_bytes(self) -> bytes:
+        """The bytes generated after the prompt (EOS is no byte)."""
+        return bytes(self.generated)
 
     def __repr__(self) -> str:
         return f"ByteLMContext({bytes(self.generated)!r}, ended={self.ended})"
 
-    def __deepcopy__(self, memo: dict) -> ByteLMContext:
-        clone = copy.copy(self)
-        clone.generated = bytearray(self.generated)
-        memo[id(self)] = clone
-        return clone
 
-
-class NextByte(Distribution):
+class NextByte(NextUnit):
     """The next byte of a `ByteLMContext` (257 = EOS)."""
 
-    def __init__(self, ctx: ByteLMContext) -> None:
-        self.ctx = ctx
+    ctx: ByteLMContext
 
     async def sample(self) -> tuple[int, float]:
         ctx = self.ctx

@@ -15,15 +15,14 @@ all particles ask the backend at once and the backend batches their requests.
 from __future__ import annotations
 
 import asyncio
-import copy
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from genlm_lab.smc._context import GrowingContext, NextUnit, read_only
 from genlm_lab.smc.distributions import (
-    Distribution,
     _MaskEvent,
     _token_id,
     as_numpy,
@@ -51,14 +50,7 @@ def _loop_running() -> bool:
     return True
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """A view of `a` that cannot be written (`a` itself is left as it is)."""
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
-
-class LMContext:
+class LMContext(GrowingContext):
     """A sequence of tokens from `lm` that a model extends, with an optional mask.
 
     Args:
@@ -72,6 +64,8 @@ class LMContext:
         tokens: all token ids, prompt included.
         prompt_token_count: how many of `tokens` are the prompt.
     """
+
+    UNIT, GROWING = "token", "tokens"
 
     def __init__(
         self,
@@ -163,7 +157,7 @@ class LMContext:
         """
         if self._mask is None:
             return np.ones(self.lm.vocab_size, dtype=bool)
-        return _read_only(self._mask)
+        return read_only(self._mask)
 
     @property
     def next_token_logprobs(self) -> np.ndarray:
@@ -194,14 +188,8 @@ class LMContext:
         """Whether the last generated token is an EOS token."""
         return self.token_count > 0 and self.tokens[-1] in self._eos
 
-    def _check_open(self) -> None:
-        """Raise if the context ended with EOS: no token can follow it."""
-        if self.ended:
-            raise RuntimeError(
-                f"the context already ended with EOS ({self.token_count} tokens generated, the "
-                "last one EOS): no token can follow it. Check `ctx.ended` after drawing a token "
-                "and call `self.finish()`."
-            )
+    def _ending(self) -> str:
+        return f"{self.token_count} tokens generated, the last one EOS"
 
     # ----------------------------------------------------- distributions
     def next_token(self) -> LMNextToken:
@@ -235,24 +223,14 @@ class LMContext:
             ids = [i for i in ids if i not in self._eos]
         return b"".join(bytes(self.lm.byte_vocab[i]) for i in ids)
 
-    def __str__(self) -> str:
-        return self.text_bytes().decode("utf-8", errors="replace")
-
     def __repr__(self) -> str:
         return f"LMContext({str(self)!r}, tokens={self.token_count})"
 
-    def __deepcopy__(self, memo: dict) -> LMContext:
-        clone = copy.copy(self)
-        clone.tokens = list(self.tokens)
-        memo[id(self)] = clone
-        return clone
 
-
-class LMNextToken(Distribution):
+class LMNextToken(NextUnit):
     """The next token of an `LMContext`; drawing or observing it advances the context."""
 
-    def __init__(self, ctx: LMContext) -> None:
-        self.ctx = ctx
+    ctx: LMContext
 
     async def sample(self) -> tuple[Any, float]:
         ctx = self.ctx
