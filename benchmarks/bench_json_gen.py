@@ -15,7 +15,7 @@ budget of twice the shortest document's tokens plus 40 (the issue's rule):
 
 - `default`: AWRS-SMC with our `JsonSchema` (its defaults), budgets on (SMC's
   default: a token is refused where the document provably can no longer end
-  within the tokens left; sound, see `constraint/finish_distance/`);
+  within the tokens left; sound, see `constraint/budget/`);
 - `off`: the same with `budget=False` (particles are cut at max_tokens);
 - `direct`: direct-sampler SMC with our `JsonSchema`, budgets on;
 - `greedy`: AWRS-SMC with our `JsonSchema` inside `WithinBudget(...,

@@ -3,7 +3,7 @@
 A regex with classes, anchors or lookarounds has no exact automaton, so its
 budget searched only near the end; it now also refuses on the exact token
 count of an automaton that holds every text the regex matches
-(`finish_distance.regex_relax`). Both arms have budgets on and the same
+(`budget.lower_bound`, `regular.superset`). Both arms have budgets on and the same
 target (every refusal is sound), so they differ only in how many particles
 reach a valid string. The panel: every 14th of the pattern-matching task's
 patterns that get a bound (from `genlm_lab/eval/data/patterns.csv`), with the
@@ -28,7 +28,7 @@ import regex
 from _sections import write_section
 
 from genlm_lab.control import AWRS, SMC, PythonRegex
-from genlm_lab.control.constraint.finish_distance.dfa import relaxed_dfa
+from genlm_lab.control.constraint.budget import superset_dfa
 from genlm_lab.eval.domains.pattern_matching import PatternMatchingDomain, load_patterns
 
 STRIDE = 14
@@ -36,7 +36,7 @@ STRIDE = 14
 
 def panel() -> list[str]:
     """Every `STRIDE`-th pattern of the task that gets a lower bound."""
-    bounded = [p for p in load_patterns() if relaxed_dfa(PythonRegex(p)) is not None]
+    bounded = [p for p in load_patterns() if superset_dfa(PythonRegex(p)) is not None]
     return bounded[::STRIDE]
 
 

@@ -11,10 +11,10 @@ next tokens from a potential; `SMC` runs them as particles on
 genlm-control.
 """
 
+from genlm_lab.control.constraint.budget.within import WithinBudget
 from genlm_lab.control.constraint.cfg import BoolCFG
 from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
 from genlm_lab.control.constraint.fsa import WFSA, BoolFSA
-from genlm_lab.control.constraint.json.budget import WithinBudget
 from genlm_lab.control.constraint.json.schema import JsonSchema
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.predicate import BoolPredicate

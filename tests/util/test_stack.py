@@ -13,19 +13,20 @@ def test_called_from_outside_the_package_it_names_the_caller_itself():
 
 
 def test_through_the_package_and_asyncio_it_names_the_users_line():
+    from genlm_lab.control.constraint.budget import FinishGuide
+    from genlm_lab.control.constraint.budget.tokens import byte_trie
     from genlm_lab.control.constraint.errors import FinishWarning
-    from genlm_lab.control.constraint.finish_distance import FinishGuide
-    from genlm_lab.control.constraint.finish_distance.tokens import byte_trie
     from genlm_lab.control.constraint.json.schema import JsonSchema
 
     js = JsonSchema({"type": "object", "properties": {"p": {"type": "string",
                      "pattern": "^(?=a)ab$"}}, "required": ["p"]})  # fmt: skip
     tokens = [bytes([b]) for b in range(128)]
-    guide = FinishGuide(js.finish, tokens, byte_trie(tokens, range(len(tokens))))
+    trie = byte_trie(tokens, range(len(tokens)))
+    guide = FinishGuide(js.finish, tokens, trie, reuses=js.finish_reuses)
 
     async def from_a_coroutine():  # the warning is raised two modules deep in genlm_lab
         await asyncio.sleep(0)
-        return guide.need(tuple(b'{"p": "a'))
+        return guide.needed(tuple(b'{"p": "a'))
 
     with pytest.warns(FinishWarning) as caught:
         assert asyncio.run(from_a_coroutine()) is None

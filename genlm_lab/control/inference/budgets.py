@@ -2,11 +2,11 @@
 
 A prefix that no completion ends within the tokens left (EOS included) gets
 weight zero at once, not when it is cut at `max_tokens`. Each boolean factor
-of the sampler's target gets a finisher (`constraint.finish_distance`): exact
+of the sampler's target gets a finisher (`constraint.budget`): exact
 for automata, sound for the rest, so nothing that could end in time is ever
 refused and the run's target is exactly p(x | constraints, len(x) <= max_tokens).
 A product fits only if every factor fits, and then only if one completion
-ends them all (`finish_distance.joint_finisher`: exact for automata).
+ends them all (`budget.joint_fit_check`: exact for automata).
 
 With AWRS the check joins the condition (`AWRS.budgeted`): a token that
 cannot end in time is rejected and another drawn. With any other token
@@ -16,30 +16,30 @@ factor of it), but the particle dies instead of drawing again.
 
 Far from the end a sound finisher proves little (a JSON particle may write
 a long string while its required keys wait). Where a factor names a short
-finish (`FinishGuide`), the run is also *guided*, exactly. Let `over(x)` be
+finish (`FinishGuide`), the run is also *guided*, exactly. Let `overrun(x)` be
 the tokens by which the finishes of prefix x overrun the tokens left, and let
-a finished text count as the empty prefix (`over` of both is `over([])`, so
+a finished text count as the empty prefix (`overrun` of both is `overrun([])`, so
 `psi(end) / psi([]) = 1` and the final target is unchanged, even where the
 empty prefix's finish already overruns). AWRS twists the run's intermediate
-targets by `psi(x) = (eps * penalty) ** over(x)`, in two parts:
+targets by `psi(x) = (eps * penalty) ** overrun(x)`, in two parts:
 
-- the proposal carries `eps ** over`: with probability `1 - eps` a draw is
-  AWRS on the condition "over does not grow", else plain AWRS. Its weight,
-  `Z * eps ** (grown)`, over `eps` for a plain draw that made `over` grow
+- the proposal carries `eps ** overrun`: with probability `1 - eps` a draw is
+  AWRS on the condition "overrun does not grow", else plain AWRS. Its weight,
+  `Z * eps ** (grown)`, over `eps` for a plain draw that made `overrun` grow
   (one the guided branch could not have drawn), is properly weighted: the
   two branches' measures mix with weights equal to their probabilities, so
   far from the end (where nothing overruns) a draw's weight is unchanged;
-- the weight carries `penalty ** over`: a draw that makes `over` grow by k
+- the weight carries `penalty ** overrun`: a draw that makes `overrun` grow by k
   has its weight multiplied by `penalty ** k` (and one that makes it shrink
   divided), so resampling favours particles that can still end in time.
 
 Any other properly weighted token sampler (`BudgetedSampler`, e.g. the
 direct sampler) has no guided branch to steer its proposal, so it carries
-the weights' part only: `psi(x) = penalty ** over(x)`, a drawn token's weight
-times `penalty ** (over(x + token) - over(x))` (`Budget.reweigh`).
+the weights' part only: `psi(x) = penalty ** overrun(x)`, a drawn token's weight
+times `penalty ** (overrun(x + token) - overrun(x))` (`Budget.reweigh`).
 
-Both divide the twist out as a particle ends: a drawn EOS brings `over`
-back to `over([])`; a forced EOS at `max_tokens` (`logw_eos`) and a stop by
+Both divide the twist out as a particle ends: a drawn EOS brings `overrun`
+back to `overrun([])`; a forced EOS at `max_tokens` (`logw_eos`) and a stop by
 `terminate_when` (`SequenceModel`) add `Budget.untwist`. So particles head
 for an ending in time and resampling favours them, while nothing is refused
 on the guess: the finish is greedy, and a prefix it misjudges keeps its
@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.finish_distance import Finisher, finisher_for, joint_finisher
+from genlm_lab.control.constraint.budget import FitCheck, fit_check_for, joint_fit_check
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.potential.base import factor_names
 
@@ -68,7 +68,7 @@ class Budget:
         factors: `(index in target.factors(), name, finisher)` per factor that can finish.
         max_tokens: the run's `max_tokens` (EOS included).
         joint: where two or more factors can finish, the finisher of their product
-            (`finish_distance.joint_finisher`), asked after every factor fits; it reads
+            (`budget.joint_fit_check`), asked after every factor fits; it reads
             the first factor's token ids.
     """
 
@@ -83,9 +83,9 @@ class Budget:
 
     def __init__(
         self,
-        factors: list[tuple[int, str, Finisher]],
+        factors: list[tuple[int, str, FitCheck]],
         max_tokens: int,
-        joint: Finisher | None = None,
+        joint: FitCheck | None = None,
     ) -> None:
         self.factors = factors
         self.max_tokens = int(max_tokens)
@@ -97,12 +97,12 @@ class Budget:
             (k, f.guide) for k, (_, _, f) in enumerate(factors) if getattr(f, "guide", None)
         ]
         #: AWRS's guided and plain draws (probability eps), other samplers' draws twisted
-        #: in weight only, and draws after which `over` grew
+        #: in weight only, and draws after which `overrun` grew
         self.guide_stats = {"guided": 0, "plain": 0, "weighted": 0, "overran": 0}
         #: The twist's log base, set by the first twisted draw: log(eps * penalty) for
         #: AWRS (`twist`), log(penalty) for the weights only (`reweigh`); 0 before
         self.log_base = 0.0
-        self._start_over: int | None = None
+        self._start_overrun: int | None = None
         self._prefix: list[Any] | None = None  # the last context asked about, and its ids
         self._prefix_ids: list[list[int]] = []
 
@@ -142,7 +142,7 @@ class Budget:
                 return self.factors[0][0], self.joint_name
         return None
 
-    def over(self, context: Sequence[Any], token: Any = None) -> int:
+    def overrun(self, context: Sequence[Any], token: Any = None) -> int:
         """Tokens by which the guides' finishes of `context` (then `token`) overrun the tokens
         left (0 where no guide has a finish); a finished text counts as the empty prefix.
         """
@@ -151,16 +151,16 @@ class Budget:
         if not self.guides:
             return 0
         if ended or isinstance(token, EndOfSequence):
-            return self.start_over()
-        return self._over(context, token)
+            return self.start_overrun()
+        return self._overrun(context, token)
 
-    def start_over(self) -> int:
-        """`over([])`, which a finished text also counts as (computed once)."""
-        if self._start_over is None:
-            self._start_over = self._over([], None) if self.guides else 0
-        return self._start_over
+    def start_overrun(self) -> int:
+        """`overrun([])`, which a finished text also counts as (computed once)."""
+        if self._start_overrun is None:
+            self._start_overrun = self._overrun([], None) if self.guides else 0
+        return self._start_overrun
 
-    def _over(self, context: list[Any], token: Any) -> int:
+    def _overrun(self, context: list[Any], token: Any) -> int:
         left = self.max_tokens - len(context) - (token is not None)
         prefixes = self._ids(context)
         total = 0
@@ -172,18 +172,18 @@ class Budget:
         return total
 
     def plan(self, context: list[Any], rng: np.random.Generator) -> tuple[int, int | None]:
-        """`(over(context), limit)` for one guided draw: the limit on `over` that the draw's
+        """`(overrun(context), limit)` for one guided draw: the limit on `overrun` that the draw's
         tokens must keep to, or None (with probability eps) for a plain draw.
         """
-        over = self.over(context)
+        over = self.overrun(context)
         return over, (over if rng.random() >= self.eps else None)
 
     def twist(self, context: list[Any], token: Any, over: int, limit: int | None = None) -> float:
-        """The log-weight to add to an AWRS draw of `token` after `context` (whose `over` is
-        `over`), drawn with `limit` (see `plan`): psi's ratio, over eps for a plain draw
-        that made `over` grow (one the guided branch could not have drawn; EOS it can).
+        """The log-weight to add to an AWRS draw of `token` after `context` (whose `overrun` is
+        `overrun`), drawn with `limit` (see `plan`): psi's ratio, over eps for a plain draw
+        that made `overrun` grow (one the guided branch could not have drawn; EOS it can).
         """
-        grew = self.over(context, token) - over
+        grew = self.overrun(context, token) - over
         plain_overrun = grew > 0 and limit is None and not isinstance(token, EndOfSequence)
         self.log_base = math.log(self.eps) + math.log(self.penalty)
         self.guide_stats["plain" if limit is None else "guided"] += 1
@@ -192,9 +192,9 @@ class Budget:
 
     def reweigh(self, context: list[Any], token: Any) -> float:
         """The log-weight to add to a draw of `token` after `context` by a sampler with no
-        guided proposal: `(over(context + token) - over(context)) * log(penalty)`.
+        guided proposal: `(overrun(context + token) - overrun(context)) * log(penalty)`.
         """
-        grew = self.over(context, token) - self.over(context)
+        grew = self.overrun(context, token) - self.overrun(context)
         self.log_base = math.log(self.penalty)
         self.guide_stats["weighted"] += 1
         self.guide_stats["overran"] += grew > 0
@@ -206,14 +206,14 @@ class Budget:
         """
         if not self.guides or not self.log_base:
             return 0.0
-        return (self.start_over() - self.over(context)) * self.log_base
+        return (self.start_overrun() - self.overrun(context)) * self.log_base
 
     def unfinishable(self) -> list[str]:
         """Where a factor's finish got stuck so far: `"name: $.path: keyword ..."` lines."""
         names = {k: self.factors[k][1] for k, _ in self.guides}
         return [f"{names[k]}: {line}" for k, guide in self.guides for line in guide.unfinishable()]
 
-    async def fits(self, context: Sequence[Any], token: Any = None) -> bool:
+    async def ends_in_time(self, context: Sequence[Any], token: Any = None) -> bool:
         """Whether every factor can still end `context` (then `token`) within the tokens left."""
         return await self.refuser(context, token) is None
 
@@ -243,12 +243,12 @@ def budget_for(sampler: Any, max_tokens: int) -> Budget | None:
         return None  # a multi-token unit sampler counts units, not tokens
     factors = []
     for i, (factor, name) in enumerate(zip(target.factors(), factor_names(target), strict=True)):
-        finisher = finisher_for(factor)
+        finisher = fit_check_for(factor)
         if finisher is not None:
             factors.append((i, name, finisher))
     if not factors:
         return None
-    return Budget(factors, max_tokens, joint_finisher([f for _, _, f in factors]))
+    return Budget(factors, max_tokens, joint_fit_check([f for _, _, f in factors]))
 
 
 class BudgetedSampler:
@@ -272,7 +272,7 @@ class BudgetedSampler:
 
     async def start_weight(self) -> float:
         weight = float(await self.sampler.start_weight())
-        if weight > -math.inf and not await self.budget.fits([]):
+        if weight > -math.inf and not await self.budget.ends_in_time([]):
             return -math.inf
         return weight
 

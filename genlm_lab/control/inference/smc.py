@@ -29,7 +29,7 @@ are done.
   the tokens left (EOS included) gets weight zero at once: AWRS rejects it
   and draws again, another sampler's particle dies. Nothing that could end
   in time is refused (exact for automata, a sound bound elsewhere:
-  `inference/budgets.py`, `constraint/finish_distance/`), so the target
+  `inference/budgets.py`, `constraint/budget/`), so the target
   stays exactly the constraint's, within `max_tokens`. A JSON schema's
   finish also guides the run towards an ending in time, by a twist that is
   divided out as the text ends (`budgets.py`; AWRS's proposal carries part

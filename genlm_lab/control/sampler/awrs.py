@@ -157,7 +157,11 @@ class AWRS(TokenSampler):
     async def start_weight(self) -> float:
         """The target's weight of the empty prefix (zero if no text can end within the budget)."""
         weight = float(await self.target.prefix([]))
-        if self.budget is not None and weight > -math.inf and not await self.budget.fits([]):
+        if (
+            self.budget is not None
+            and weight > -math.inf
+            and not await self.budget.ends_in_time([])
+        ):
             return -math.inf
         return weight
 
@@ -182,9 +186,9 @@ class AWRS(TokenSampler):
         if self.budget is None or self.target.ends([token]):
             return True
         # the guide's limit first: it is one greedy finish, where `fits` may read a mask
-        if limit is not None and self.budget.over(context, token) > limit:
+        if limit is not None and self.budget.overrun(context, token) > limit:
             return False
-        return await self.budget.fits(context, token)
+        return await self.budget.ends_in_time(context, token)
 
     async def _condition_allows(self, context: list[Any], token: Any) -> bool:
         if self._engine is not None and "score" not in vars(self.condition):  # not profiled

@@ -28,8 +28,8 @@ from _toys import (
 )
 
 from genlm_lab.control import AWRS, SMC, BoolFSA, direct_token_sampler
-from genlm_lab.control.constraint.finish_distance import FinishGuide
-from genlm_lab.control.constraint.finish_distance.tokens import (
+from genlm_lab.control.constraint.budget import FinishGuide
+from genlm_lab.control.constraint.budget.tokens import (
     byte_trie,
     token_bytes,
     usable_mask,
@@ -80,20 +80,22 @@ def test_a_guided_direct_draw_is_properly_weighted_for_the_twisted_step():
     """E[w 1{t = y}] = p(y) c(y) psi(x + y) / psi(x), psi = penalty ** over, token by token."""
     llm, constraint = _setup()
     sampler, budget = _guided(llm, constraint)
-    assert sampler.guided and budget.start_over() == 1  # the empty prefix already overruns
+    assert sampler.guided and budget.start_overrun() == 1  # the empty prefix already overruns
     vocab = sampler.target.vocab_eos
     ab, b, at = vocab[2], vocab[1], vocab[3]
     draws = 3000
     moves = set()
     for context in ([], [ab], [ab, b], [ab, at]):
-        over = budget.over(context)
+        over = budget.overrun(context)
         drawn = [(token, logw) for token, logw, _ in run(_draws(sampler, context, draws))]
         weights = run((llm * constraint).logw_next(context))
         exact = {}
         for token in vocab:
             logp = float(weights[token])
-            if logp > -math.inf and (token == vocab[-1] or run(budget.fits(context, token))):
-                grew = budget.over(context, token) - over
+            if logp > -math.inf and (
+                token == vocab[-1] or run(budget.ends_in_time(context, token))
+            ):
+                grew = budget.overrun(context, token) - over
                 moves.add(int(np.sign(grew)))
                 exact[token] = math.exp(logp) * budget.penalty**grew
         assert_step_properly_weighted(drawn, exact, context)
@@ -108,7 +110,7 @@ def test_an_ended_text_carries_no_twist():
     sampler, budget = _guided(llm, constraint)
     vocab = sampler.target.vocab_eos
     context = [vocab[2], vocab[3], vocab[5]]  # "ab@c": over 0, the empty prefix's is 1
-    assert budget.over(context) == 0
+    assert budget.overrun(context) == 0
     run(sampler.sample([]))  # a first draw: the budget now twists by penalty ** over
     base = float(run(sampler.sampler.logw_eos(context)))
     # forced EOS: psi(end) / psi(context) = penalty ** (over([]) - over(context))
@@ -164,23 +166,23 @@ def test_a_run_stopped_by_terminate_when_divides_the_twist_out():
     assert within(np.array(z), exact)
 
 
-def test_a_guided_awrs_draw_asks_fits_only_about_tokens_within_its_limit():
-    """The limit is checked first: a token that makes `over` grow costs no `fits` (no mask)."""
+def test_a_guided_awrs_draw_asks_ends_in_time_only_about_tokens_within_its_limit():
+    """The limit is checked first: a token that makes `over` grow costs no `ends_in_time` (no mask)."""
     llm, constraint = _setup()
     sampler, budget = _guided(llm, constraint, kind="awrs")
     asked = []
-    fits = budget.fits
+    fits = budget.ends_in_time
 
     async def counted(context, token=None):
         asked.append(token)
         return await fits(context, token)
 
-    budget.fits = counted
+    budget.ends_in_time = counted
     vocab = sampler.target.vocab_eos
     context = [vocab[2]]  # "ab"
-    over = budget.over(context)
-    grows = [t for t in vocab[:-1] if budget.over(context, t) > over]
-    stays = [t for t in vocab[:-1] if budget.over(context, t) <= over]
+    over = budget.overrun(context)
+    grows = [t for t in vocab[:-1] if budget.overrun(context, t) > over]
+    stays = [t for t in vocab[:-1] if budget.overrun(context, t) <= over]
     assert grows and stays
     for token in grows:
         run(sampler._accepts(context, token, limit=over))

@@ -26,8 +26,8 @@ from genlm_lab.control import (
     EndOfSequence,
     direct_token_sampler,
 )
-from genlm_lab.control.constraint.finish_distance import AutomatonDistance, FinishGuide
-from genlm_lab.control.constraint.finish_distance.tokens import (
+from genlm_lab.control.constraint.budget import AutomatonDistance, FinishGuide
+from genlm_lab.control.constraint.budget.tokens import (
     byte_trie,
     token_bytes,
     usable_mask,
@@ -148,7 +148,7 @@ def test_a_direct_draw_that_cannot_end_in_time_names_the_factor_and_budget():
 def test_a_run_that_cannot_end_at_all_starts_dead():
     llm, constraint = _setup()  # the shortest text takes 3 tokens and EOS
     assert not run(
-        Budget([(1, "c", budget_for(AWRS(llm, constraint), 9).factors[0][2])], 3).fits([])
+        Budget([(1, "c", budget_for(AWRS(llm, constraint), 9).factors[0][2])], 3).ends_in_time([])
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -192,14 +192,16 @@ def test_a_guided_draw_is_properly_weighted_for_the_twisted_step():
     base = budget.eps * budget.penalty
     draws = 4000
     for context in ([ab], [ab, b], [ab, ab, b]):  # the last one already overruns
-        over = budget.over(context)
+        over = budget.overrun(context)
         drawn = [run(sampler.sample(context))[:2] for _ in range(draws)]
         weights = run((llm * constraint).logw_next(context))
         exact = {}
         for token in vocab:
             logp = float(weights[token])
-            if logp > -math.inf and (token == vocab[-1] or run(budget.fits(context, token))):
-                exact[token] = math.exp(logp) * base ** (budget.over(context, token) - over)
+            if logp > -math.inf and (
+                token == vocab[-1] or run(budget.ends_in_time(context, token))
+            ):
+                exact[token] = math.exp(logp) * base ** (budget.overrun(context, token) - over)
         assert_step_properly_weighted(drawn, exact, context)
     assert budget.guide_stats["plain"] > 0 and budget.guide_stats["overran"] > 0
 

@@ -179,10 +179,10 @@ class _Budget:
     def plan(self, context, rng):
         return 0, 0
 
-    def over(self, context, token=None):
+    def overrun(self, context, token=None):
         return int(token in self.over_set)
 
-    async def fits(self, context, token=None):
+    async def ends_in_time(self, context, token=None):
         self.asked += 1
         return token not in self.unfit
 

@@ -5,11 +5,9 @@ draft's validator; `relax` rewrites the schema so llguidance's mask
 over-approximates it; `objects` reads what an open object may hold, and
 `keys` and `engine` add those key rules on top of the mask; `finish` writes
 a short ending for a prefix; `empty` says why a schema admits no document;
-`budget` (`WithinBudget`) also asks the document to end within a number of
-tokens.
+`budget` says how a document closes, for token budgets.
 """
 
-from genlm_lab.control.constraint.json.budget import WithinBudget
 from genlm_lab.control.constraint.json.empty import why_empty
 from genlm_lab.control.constraint.json.engine import KeyedEngine
 from genlm_lab.control.constraint.json.finish import finish, formats
@@ -25,7 +23,6 @@ __all__ = [
     "KeyRules",
     "KeyedEngine",
     "ObjectSchemas",
-    "WithinBudget",
     "finish",
     "formats",
     "load_schema",

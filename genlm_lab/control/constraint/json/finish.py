@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.finish_distance.tokens import NOT_STRING_CONTENT
+from genlm_lab.control.constraint.budget.hooks import QUOTE_BREAKERS
 from genlm_lab.control.constraint.json.keys import (
     AFTER,
     COLON,
@@ -169,7 +169,7 @@ def _pattern_plan(engine: Any, text: bytes, state: Any) -> bytes | None:
         whole = () if anchored else (example,)
         for rest in islice(chain(ends_found, whole), 2):  # searched only until two are found
             plan = rest.encode("utf-8")
-            if NOT_STRING_CONTENT.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
+            if QUOTE_BREAKERS.isdisjoint(plan) and _walks(engine, text, plan + b'"'):
                 return plan
     return None
 

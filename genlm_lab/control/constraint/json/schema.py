@@ -19,7 +19,9 @@ from typing import Any
 
 import llguidance
 
+from genlm_lab.control.constraint.budget import BudgetHooks, Closing
 from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
+from genlm_lab.control.constraint.json.budget import JSON_CLOSING
 from genlm_lab.control.constraint.json.checks import check_schema
 from genlm_lab.control.constraint.json.empty import why_empty
 from genlm_lab.control.constraint.json.engine import KeyedEngine
@@ -94,7 +96,7 @@ def _refuse_empty(why: str | None, source: str | None) -> None:
     raise InvalidGrammar(f"the JSON schema admits no document{at}: {why}")
 
 
-class JsonSchema(GrammarPotential):
+class JsonSchema(GrammarPotential, BudgetHooks):
     """JSON text valid under `schema`, as a constraint over bytes.
 
     Every schema `jsonschema` accepts works: the mask enforces what llguidance
@@ -323,6 +325,18 @@ class JsonSchema(GrammarPotential):
         if found is None and stuck and self._explains_left > 0 and self.engine.alive(prefix):
             self._warn_unfinishable(*stuck[0])
         return found
+
+    def closing(self) -> Closing:
+        """How a JSON document closes, for token budgets (`json.budget`)."""
+        return JSON_CLOSING
+
+    def finish_still_completes(self, text: bytes, finish: bytes) -> bool:
+        """Whether `finish` (closing the string `text` is inside) completes `text`."""
+        state = self.engine.key_state(text)
+        if state is None or not self.engine.rules.in_string(state):
+            return False
+        matcher = self.engine.inner.state(text + finish)  # the grammar alone: no final check
+        return matcher is not None and matcher.is_accepting()
 
     @property
     def unfinishable(self) -> list[str]:

@@ -15,7 +15,6 @@ pattern is one character set, or is regular in the syntax Python's `re` reads
 the same way (no backreferences, lookarounds, `\b`, flags, ...), the mask is
 read off an automaton instead (`CharAutomaton`): it gives exactly the engine's
 partial-match verdicts, and runs over every node of a trie depth at once.
-
 Bytes are read as UTF-8. A context that ends inside a multi-byte character is
 live when some character starting with those bytes keeps the match alive; the
 characters tried are every one of the range when it holds at most 64, else
@@ -36,6 +35,7 @@ import regex
 
 from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.constraint.python_regex.automaton import CharAutomaton
+from genlm_lab.control.constraint.python_regex.budget import PatternBudget
 from genlm_lab.control.constraint.python_regex.byte_levels import ByteLevels
 from genlm_lab.control.constraint.python_regex.utf8 import (
     ascii_only,
@@ -52,9 +52,7 @@ __all__ = ["PythonRegex", "byte_mask_walk"]
 
 _LIVE_CACHE_CHARS = 1 << 24  # characters of text kept in the (text, tail) -> live cache
 _MASKS_PER_TRIE = 64  # token masks kept per vocabulary trie (by context)
-# Prefix checks on texts this short run without the timeout: arming it costs about
-# 17 us a call (3x the match itself), and no backtracking on 16 characters nears a second.
-_UNTIMED_CHARS = 16
+_UNTIMED_CHARS = 16  # prefix checks on texts this short run without the timeout
 
 
 def _positional_partial() -> bool:
@@ -70,7 +68,7 @@ _ASCII = [chr(b) for b in range(128)]
 _BYTES = [bytes((b,)) for b in range(256)]
 
 
-class PythonRegex(Potential):
+class PythonRegex(Potential, PatternBudget):
     """A `regex`-module pattern as a constraint over bytes: the whole text must match.
 
     `prefix(x)` is 0 iff the engine's partial matching finds that the UTF-8
