@@ -39,7 +39,8 @@ function drawResults(data, model) {
       title: "pick two rows to compare them", onclick: (ev) => pick(i, ev) },
     h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain),
     h("td", {}, bar(r.weighted_accuracy, 80), " ", h("span", { class: "genlm-num" }, accuracy(r.weighted_accuracy))),
-    h("td", { class: "genlm-num" }, r.ci_low === null ? "" : `[${accuracy(r.ci_low)}, ${accuracy(r.ci_high)}]`),
+    h("td", { class: "genlm-num", title: r.ci_tip || null },
+      r.ci_low === null ? "" : `[${accuracy(r.ci_low)}, ${accuracy(r.ci_high)}]`),
     h("td", { class: "genlm-num" }, r.n_instances), h("td", { class: "genlm-num" }, r.n_errors),
     h("td", { class: "genlm-num" }, r.n_unfinished ?? 0),
     h("td", { class: "genlm-num", title: r.wall_seconds === null || r.wall_seconds === undefined
@@ -62,6 +63,7 @@ function drawResults(data, model) {
     h("div", { class: "genlm-title" }, `Results: ${data.n_runs || 0} run${data.n_runs === 1 ? "" : "s"}`),
     table(["model", "method", "domain", "weighted accuracy", "95% CI", "instances", "errors", "unfinished",
            "wall time per run (s)", "latency per run (s)", "LM requests per run"], sumRows),
+    data.ci_note ? h("div", { class: "genlm-note genlm-ci-note" }, data.ci_note) : null,
     data.cost_note ? h("div", { class: "genlm-note genlm-cost-note" }, data.cost_note) : null,
     h("div", { class: "genlm-note" }, "click two rows to compare them, paired by instance"),
     cmp ? [h("div", { class: "genlm-title" }, "Comparison"), safeHtml(cmp.html)] : null,

@@ -7,8 +7,10 @@ genlm-eval's API (`Instance`, `Dataset`, `Evaluator`, `EvaluationResult`,
 (one SQLite file: resume after a crash, several writers, `to_pandas()`);
 `Method` configs (base, lcd, sample_rerank, smc, awrs_smc) turn a `Domain`
 (dataset + checker + constraint) into model adaptors; `summarize` gives
-weighted accuracy with bootstrap CIs per model, method and domain;
-`compare` tests two methods or models paired by instance. A stored run is
+weighted accuracy with Wilson score intervals per model, method and domain;
+`compare` tests two methods or models paired by instance (exact sign-flip
+test, an interval for the difference, the minimum detectable effect; the
+methods are `genlm_lab.eval.stats`'s). A stored run is
 reused only when its model, method, instance (as the domain builds it),
 evaluator, replicate and seed are all the same (`genlm_lab.eval.identity`).
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from genlm_lab.eval.plot import plot_accuracy_cost
     from genlm_lab.eval.report import store_report_html
     from genlm_lab.eval.runner import parse_shard, run_evaluation
-    from genlm_lab.eval.stats import bootstrap_ci
+    from genlm_lab.eval.stats import accuracy_interval, bootstrap_ci
     from genlm_lab.eval.store import TABLES, ResultsStore, config_hash
     from genlm_lab.eval.summary import summarize, summary_markdown, summary_table
     from genlm_lab.eval.task import task_seed
@@ -73,6 +75,7 @@ _HOME = {
     "parse_shard": "runner",
     "run_evaluation": "runner",
     "task_seed": "task",
+    "accuracy_interval": "stats",
     "bootstrap_ci": "stats",
     "TABLES": "store",
     "ResultsStore": "store",
@@ -102,6 +105,7 @@ __all__ = [
     "RayCluster",
     "ResultsStore",
     "ResultsView",
+    "accuracy_interval",
     "bootstrap_ci",
     "compare",
     "config_hash",

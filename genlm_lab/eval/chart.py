@@ -141,6 +141,8 @@ def scatter_svg(
 ) -> str:
     """Weighted accuracy (95% CI) against a cost column of `summarize`: a panel per domain.
 
+    The interval is `summarize`'s (Wilson score; the tooltip names the method).
+
     One colour per method and one marker per model (`Encoding`), named in a
     legend under the panels (no label on a point, so none overlaps); each
     point's tooltip names it and gives its numbers. Rows whose cost is not
@@ -211,10 +213,11 @@ def scatter_svg(
                     f"<path class='genlm-line' d='M{x:.1f},{y_of(r['ci_low']):.1f} "
                     f"V{y_of(r['ci_high']):.1f}' style='stroke:{colour}' fill='none'/>"
                 )
+            method = f", {r['ci_method']}" if r.get("ci_method") else ""
             title = (
                 f"{r['method']} / {r.get('model') or UNKNOWN_MODEL} / {r['domain']}: "
-                f"accuracy {fmt(r['weighted_accuracy'])} [{fmt(r.get('ci_low'))}, "
-                f"{fmt(r.get('ci_high'))}]; {label}: {fmt(r[cost], 3)}"
+                f"accuracy {fmt(r['weighted_accuracy'])} (95% CI [{fmt(r.get('ci_low'))}, "
+                f"{fmt(r.get('ci_high'))}]{method}); {label}: {fmt(r[cost], 3)}"
             )
             parts.append(_marker(enc.shape(r.get("model")), x, y, colour, title))
     y = top + height + bottom + 8

@@ -5,22 +5,26 @@ instance: the instances' difficulty varies far more than the methods do, and
 pairing removes it. For each instance both sides ran (replicates averaged
 first) d = accuracy(a) - accuracy(b); `compare` reports
 
-- the mean of d with a paired-bootstrap interval (instances resampled, pairs
-  kept together, percentile interval);
-- an exact two-sided sign test of "a and b are equally often better"
-  (ties dropped); with 0/1 scores this is McNemar's exact test on the
-  discordant pairs;
-- the minimum detectable effect at this n: the mean difference a two-sided
-  paired z-test at level `alpha` detects with probability `power`,
-  (z_{1-alpha/2} + z_{power}) x sd(d) / sqrt(n): a non-significant result
-  says little about effects smaller than this.
+- the mean of d with an interval that holds at any n (`stats.paired_interval`:
+  the range of the mean difference over exact Clopper-Pearson intervals for
+  the share of pairs that differ and for the share of those a wins; it lies
+  in [-1, 1] and excludes 0 exactly when McNemar's exact test rejects);
+- the exact two-sided sign-flip permutation test of "a and b are
+  exchangeable" (`stats.sign_flip_test`); with 0/1 scores it is McNemar's
+  exact test on the discordant pairs;
+- the minimum detectable effect at this n (`stats.detectable_difference`):
+  the smallest difference the exact test at `alpha` detects with probability
+  `power` when each pair differs by +1 or -1. It depends on n alone, so the
+  same number of pairs reads the same everywhere, and it is NaN,
+  "unsizeable", when not even a difference of 1 (the largest possible) is
+  detectable: at alpha 0.05, five pairs or fewer. A non-significant result
+  says little about effects smaller than it.
 
 Accuracies are sums of weights, so two methods that are equally right can
 differ in the last bits (ten responses of weight 0.1 against one of weight
 1.0: 0.9999999999999999 against 1.0). A difference within `tie_tolerance`
-(1e-9 by default) is a tie: it counts for neither side, in the sign test and
-in the interval, and a set of pairs that differ only by such noise has no
-sizeable effect ("unsizeable"), never a minimum detectable effect of 3e-17.
+(1e-9 by default) is a tie: it counts for neither side, in the test and in
+the interval.
 
 Several comparisons made at once inflate the chance of one false positive:
 `pairwise` compares many pairs and adds Holm-adjusted p-values.
@@ -31,20 +35,23 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from itertools import combinations
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from genlm_lab.eval.identity import UNKNOWN_MODEL
-from genlm_lab.eval.stats import bootstrap_ci
+from genlm_lab.eval.stats import (
+    TIE_TOLERANCE,
+    detectable_difference,
+    paired_interval,
+    sign_flip_test,
+    sign_test,
+)
 from genlm_lab.eval.wording import mde_text, plural
 
 __all__ = ["TIE_TOLERANCE", "Comparison", "compare", "holm", "pairwise", "sign_test"]
 
 _DIMENSIONS = ("model", "method", "domain")
-#: Per-instance accuracy differences at most this large are ties (float noise of sums).
-TIE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -55,14 +62,15 @@ class Comparison:
         a, b: labels of the two sides ("method @ model").
         n: instances both ran (the pairs).
         mean_a, mean_b: mean weighted accuracy of each side on those instances.
-        diff: mean of a - b; ci_low, ci_high: its paired-bootstrap interval.
+        diff: mean of a - b; ci_low, ci_high: its interval (`interval` names the method).
         n_a_better, n_b_better, n_ties: instances where a scored higher, lower, the same
             (the same: within `tie_tolerance`).
-        p_value: exact two-sided sign test (McNemar's exact test for 0/1 scores).
+        p_value: two-sided sign-flip permutation test (McNemar's exact test for 0/1 scores).
         test: which test p_value is from.
-        mde: the minimum detectable effect at this n (alpha, power below).
+        mde: the minimum detectable effect at this n (alpha, power below); NaN: unsizeable.
         ci, alpha, power: the levels used.
         tie_tolerance: differences at most this large counted as ties.
+        interval: the method of the interval (a key of `stats.PAIRED_METHODS`).
     """
 
     a: str
@@ -83,6 +91,7 @@ class Comparison:
     alpha: float = 0.05
     power: float = 0.8
     tie_tolerance: float = TIE_TOLERANCE
+    interval: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (JSON-able)."""
@@ -94,7 +103,7 @@ class Comparison:
             return f"{self.a} vs {self.b}: no instance ran by both"
         verdict = (
             f"significant at {self.alpha:g}"
-            if self.p_value < self.alpha
+            if self.p_value <= self.alpha
             else f"not significant at {self.alpha:g}"
         )
         return (
@@ -109,47 +118,6 @@ class Comparison:
 
     def __str__(self) -> str:
         return self.summary()
-
-
-def sign_test(n_plus: int, n_minus: int) -> float:
-    """Exact two-sided sign test: P(a split at least this uneven | each side wins with 1/2).
-
-    With 0/1 scores and n_plus, n_minus the discordant pairs this is McNemar's exact test.
-
-    Raises:
-        ValueError: for negative counts.
-    """
-    if n_plus < 0 or n_minus < 0:
-        raise ValueError(f"counts must be >= 0, got {n_plus} and {n_minus}")
-    n = n_plus + n_minus
-    if n == 0:
-        return 1.0
-    k = min(n_plus, n_minus)
-    # log-space sum of the lower tail: exact for any n without overflowing
-    logs = [
-        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
-        for i in range(k + 1)
-    ]
-    top = max(logs)
-    tail = math.exp(top) * sum(math.exp(v - top) for v in logs)
-    return min(1.0, 2 * tail)
-
-
-def minimum_detectable_effect(diffs: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> float:
-    """(z_{1-alpha/2} + z_power) x sd(d) / sqrt(n).
-
-    NaN below two pairs, and when every pair differs by the same amount (all ties,
-    say): with no spread observed the formula would claim that any effect, however
-    small, is detectable, which n instances cannot show.
-    """
-    n = len(diffs)
-    if n < 2:
-        return math.nan
-    sd = float(np.std(diffs, ddof=1))
-    if sd == 0:
-        return math.nan
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return float(z * sd / math.sqrt(n))
 
 
 def _select(runs: Any, side: Any, common: dict) -> tuple[Any, str]:
@@ -198,7 +166,7 @@ def compare(
     ci: float = 0.95,
     alpha: float = 0.05,
     power: float = 0.8,
-    n_bootstrap: int = 10000,
+    n_flips: int = 20000,
     seed: int | None = 0,
     tie_tolerance: float = TIE_TOLERANCE,
     **common: Any,
@@ -209,11 +177,12 @@ def compare(
         store: a `ResultsStore`, or a runs DataFrame (`runs_frame()`).
         a: a method or model name, or a dict with some of model, method, domain.
         b: the other side, in the same form as `a`.
-        ci: coverage of the bootstrap interval.
-        alpha: the test level of the minimum detectable effect.
+        ci: coverage of the interval of the difference.
+        alpha: the test level of the verdict and of the minimum detectable effect.
         power: the power of the minimum detectable effect.
-        n_bootstrap: bootstrap resamples.
-        seed: seeds the resampling.
+        n_flips: sign vectors sampled when the test's distribution is too large to
+            enumerate (many distinct fractional differences); 0/1 scores never need it.
+        seed: seeds that sampling.
         tie_tolerance: per-instance differences at most this large are ties (float
             noise of sums of weights); 0 compares exactly.
         **common: filters applied to both sides, e.g. `model="tiny-random"` or `domain="json_schema"`.
@@ -236,9 +205,11 @@ def compare(
     d[np.abs(d) <= tie_tolerance] = 0.0  # float noise is a tie, not a win
     n = len(d)
     if n:
-        diff, lo, hi = bootstrap_ci(d, ci=ci, n_bootstrap=n_bootstrap, seed=seed)
+        diff, lo, hi, interval = paired_interval(d, ci=ci, tolerance=tie_tolerance)
+        p_value, exact = sign_flip_test(d, n_flips=n_flips, seed=seed)
     else:
         diff = lo = hi = math.nan
+        interval, p_value, exact = "", 1.0, True
     both_sides = np.concatenate([xa, xb])
     near = np.minimum(np.abs(both_sides), np.abs(both_sides - 1.0))
     binary = bool(n) and bool((near <= tie_tolerance).all())
@@ -255,14 +226,21 @@ def compare(
         n_a_better=plus,
         n_b_better=minus,
         n_ties=n - plus - minus,
-        p_value=sign_test(plus, minus),
-        test="McNemar exact" if binary else "sign test (exact)",
-        mde=minimum_detectable_effect(d, alpha, power),
+        p_value=p_value,
+        test=_test_name(binary, exact, n_flips),
+        mde=detectable_difference(n, alpha, power),
         ci=ci,
         alpha=alpha,
         power=power,
         tie_tolerance=tie_tolerance,
+        interval=interval,
     )
+
+
+def _test_name(binary: bool, exact: bool, n_flips: int) -> str:
+    if binary:
+        return "McNemar exact"
+    return "sign-flip (exact)" if exact else f"sign-flip (Monte Carlo, {n_flips} flips)"
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -277,12 +255,13 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def pairwise(store: Any, n_bootstrap: int = 2000, **kwargs: Any) -> Any:
+def pairwise(store: Any, **kwargs: Any) -> Any:
     """Every pair of (model, method) rows on a domain that differ in the method or in the model.
 
     Returns:
         A DataFrame: domain, a, b, n, diff, ci_low, ci_high, p_value, p_holm
-        (Holm-adjusted over all the pairs in the table), mde, test.
+        (Holm-adjusted over all the pairs in the table), mde, test, interval.
+        `kwargs` go to `compare`.
     """
     import pandas as pd
 
@@ -299,11 +278,22 @@ def pairwise(store: Any, n_bootstrap: int = 2000, **kwargs: Any) -> Any:
                 group,
                 {"model": ma, "method": ka},
                 {"model": mb, "method": kb},
-                n_bootstrap=n_bootstrap,
                 **kwargs,
             )
             rows.append({"domain": domain, **c.to_dict()})
-    columns = ["domain", "a", "b", "n", "diff", "ci_low", "ci_high", "p_value", "mde", "test"]
+    columns = [
+        "domain",
+        "a",
+        "b",
+        "n",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "mde",
+        "test",
+        "interval",
+    ]
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=[*columns, "p_holm"])

@@ -17,9 +17,7 @@ from genlm_lab.eval.summary import summarize
 __all__ = ["plot_accuracy_cost"]
 
 
-def plot_accuracy_cost(
-    store: Any, cost: str = DEFAULT_COST, log_x: bool = False, n_bootstrap: int = 2000
-) -> Any:
+def plot_accuracy_cost(store: Any, cost: str = DEFAULT_COST, log_x: bool = False) -> Any:
     """Weighted accuracy (95% CI as error bars) against cost, per domain.
 
     Args:
@@ -28,7 +26,6 @@ def plot_accuracy_cost(
             "lm_requests_mean", or "runtime_mean" (one run's latency: concurrent
             runs overlap, so it is not a cost to compare).
         log_x: a logarithmic cost axis (costs spanning decades).
-        n_bootstrap: bootstrap resamples when the summary is computed here.
 
     Returns:
         The matplotlib `Figure` (`fig.savefig("acc_cost.pdf")` for a paper).
@@ -42,7 +39,7 @@ def plot_accuracy_cost(
     label = check_cost(cost)
     summary = store
     if not (hasattr(store, "columns") and "ci_low" in store.columns):
-        summary = summarize(store, n_bootstrap=n_bootstrap)
+        summary = summarize(store)
     enc = Encoding.of(summary.to_dict("records"))
     domains = sorted(summary["domain"].unique())
     fig = plt.figure(figsize=(4.2 * max(1, len(domains)) + 1.6, 3.4), layout="constrained")

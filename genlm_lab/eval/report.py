@@ -75,8 +75,14 @@ def store_report_html(store: ResultsStore, title: str = "Evaluation report") -> 
             "<h2>Paired comparisons</h2>"
             f"<p>{plural(len(pairs), 'pair')} compared at once (rows that differ in the method or "
             "in the model, on one domain): read p (Holm), adjusted for the number of pairs. "
-            "Differences smaller than the minimum detectable effect are not ruled out by a large "
-            "p; per-instance differences within 1e-9 (float noise of sums of weights) are ties.</p>"
+            "p: exact sign-flip permutation test of the per-instance differences (McNemar's exact "
+            "test for 0/1 scores). 95% CI: the range of the mean difference over exact "
+            "Clopper-Pearson intervals for the share of pairs that differ and for the share of "
+            "those a wins (it excludes 0 exactly when McNemar's test rejects; fractional "
+            "differences count by their positive and negative parts). Min. effect: the smallest difference the test detects with 80% power "
+            "on this many pairs when each differs by +1 or -1; unsizeable when not even a "
+            "difference of 1 is. Differences smaller than it are not ruled out by a large p; "
+            "per-instance differences within 1e-9 (float noise of sums of weights) are ties.</p>"
             + table(
                 ["domain", "a", "b", "n", "a - b", "95% CI", "p", "p (Holm)", "min. effect"], rows
             )

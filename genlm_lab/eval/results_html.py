@@ -18,12 +18,14 @@ from typing import Any
 from genlm_lab.eval.chart import scatter_svg
 from genlm_lab.eval.identity import UNKNOWN_MODEL
 from genlm_lab.eval.labels import instance_label
+from genlm_lab.eval.stats import INTERVAL_METHODS, PAIRED_METHODS
 from genlm_lab.eval.store import ResultsStore
 from genlm_lab.eval.summary import FINISHED, summarize
 from genlm_lab.eval.wording import mde_text, plural
 from genlm_lab.widgets.render import bar, esc, fmt, table, wrap
 
 __all__ = [
+    "CI_NOTE",
     "COST_NOTE",
     "MAX_ROWS",
     "RUN_HEADERS",
@@ -68,7 +70,7 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
     Returns:
         {"kind": "results", "summary": one row per (model, method, domain), "runs":
         per-run rows (errors, then unfinished runs, then worst accuracy first),
-        "n_runs", "models", "methods", "domains", "scatter_svg", "cost_note"}.
+        "n_runs", "models", "methods", "domains", "scatter_svg", "cost_note", "ci_note"}.
     """
     import pandas as pd
 
@@ -86,6 +88,7 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
             "domains": [],
             "scatter_svg": scatter_svg([]),
             "cost_note": COST_NOTE,
+            "ci_note": CI_NOTE,
         }
     for key in _RUN_KEYS:
         if key not in frame:
@@ -93,7 +96,7 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
     frame["model"] = frame["model"].fillna(UNKNOWN_MODEL)
     frame["instance"] = frame["instance"].fillna("")
     frame["has_record"] = frame["has_record"].fillna(False).astype(bool)
-    summary = summarize(frame, n_bootstrap=2000)
+    summary = summarize(frame)
     rank = frame["status"].map(lambda s: 0 if s == "error" else (2 if s in FINISHED else 1))
     order = frame.assign(_rank=rank).sort_values(
         ["_rank", "weighted_accuracy", "run_id"], ascending=[True, True, True], na_position="first"
@@ -102,7 +105,10 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
         {k: _clean(v) for k, v in r.items() if k in _RUN_KEYS}
         for r in order.to_dict("records")[: max_rows or None]
     ]
-    summary_rows = [{k: _clean(v) for k, v in r.items()} for r in summary.to_dict("records")]
+    summary_rows = [
+        {**{k: _clean(v) for k, v in r.items()}, "ci_tip": ci_tip(r)}
+        for r in summary.to_dict("records")
+    ]
     return {
         "kind": "results",
         "summary": summary_rows,
@@ -113,7 +119,17 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
         "domains": sorted(frame["domain"].dropna().unique().tolist()),
         "scatter_svg": scatter_svg(summary_rows),
         "cost_note": COST_NOTE,
+        "ci_note": CI_NOTE,
     }
+
+
+def ci_tip(row: dict) -> str:
+    """A summary row's interval as its tooltip states it: the method and the instances."""
+    method = row.get("ci_method")
+    if not method:
+        return "no interval: no run of this row was scored"
+    n = int(row.get("n_instances") or 0)
+    return f"95% interval over {plural(n, 'instance')}: {INTERVAL_METHODS.get(method, method)}"
 
 
 def _summary_rows(summary: Sequence[dict]) -> list[str]:
@@ -129,7 +145,8 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
             f"<tr data-row='{i}'><td>{esc(r.get('model') or '')}</td><td>{esc(r['method'])}</td>"
             f"<td>{esc(r['domain'])}</td>"
             f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{_accuracy(acc)}</span></td>"
-            f"<td class='genlm-num'>{esc(ci)}</td><td class='genlm-num'>{r['n_instances']}</td>"
+            f"<td class='genlm-num' title='{esc(r.get('ci_tip') or ci_tip(r))}'>{esc(ci)}</td>"
+            f"<td class='genlm-num'>{r['n_instances']}</td>"
             f"<td class='genlm-num'>{r['n_errors']}</td>"
             f"<td class='genlm-num'>{r.get('n_unfinished', 0)}</td>"
             f"<td class='genlm-num' title='{esc(_wall_tip(r))}'>"
@@ -189,6 +206,13 @@ SUMMARY_HEADERS = [
     "latency per run (s)",
     "LM requests per run",
 ]
+#: How the summary's intervals are made (under the table, in every rendering).
+CI_NOTE = (
+    "95% CI: Wilson score interval over instances (replicates averaged first), right at any "
+    "number of instances: two instances give a wide interval. 0/1 scores: k right of n. "
+    "Fractional scores: the same formula at the mean, with p(1 - p) as the variance, the "
+    "largest a score in [0, 1] can have (conservative). Hover an interval for its method."
+)
 #: What the summary's cost columns mean (under the table, in every rendering).
 COST_NOTE = (
     "Cost: wall time per run is the time the method's runs took together (from the first "
@@ -222,7 +246,7 @@ def comparison_html(c: Any, n_made: int = 1) -> str:
             ("mean a, mean b", f"{fmt(c.mean_a)}, {fmt(c.mean_b)}"),
             ("a - b", f"{c.diff:+.3f}" if c.n else "n/a"),
             (
-                f"{c.ci:.0%} CI (paired bootstrap)",
+                f"{c.ci:.0%} CI ({c.interval or 'n/a'})",
                 f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]" if c.n else "n/a",
             ),
             ("a better / b better / ties", f"{c.n_a_better} / {c.n_b_better} / {c.n_ties}"),
@@ -240,10 +264,18 @@ def comparison_html(c: Any, n_made: int = 1) -> str:
             f"Bonferroni, call a difference significant only if p &lt; {c.alpha / n_made:.3g} "
             f"({c.alpha:g} / {n_made}).</div>"
         )
+    method = (
+        f"<div class='genlm-note genlm-ci-note'>Interval: {esc(PAIRED_METHODS[c.interval])}. "
+        "Test: exact sign-flip permutation test (McNemar's for 0/1 scores). Minimum detectable "
+        "effect: the smallest difference that test detects with the stated power on this many "
+        "pairs when each differs by +1 or -1.</div>"
+        if c.interval in PAIRED_METHODS
+        else ""
+    )
     return (
         "<div class='genlm-comparison'>"
         + table(["", ""], rows)
-        + f"<div class='genlm-note'>{esc(c.summary())}</div>{note}</div>"
+        + f"<div class='genlm-note'>{esc(c.summary())}</div>{method}{note}</div>"
     )
 
 
@@ -260,6 +292,7 @@ def results_html(data: dict, link_runs: bool = False) -> str:
     body = (
         f"<div class='genlm-title'>Results: {plural(data['n_runs'], 'run')}</div>"
         + table(SUMMARY_HEADERS, _summary_rows(data["summary"]))
+        + f"<div class='genlm-note genlm-ci-note'>{esc(data.get('ci_note', CI_NOTE))}</div>"
         + f"<div class='genlm-note genlm-cost-note'>{esc(COST_NOTE)}</div>"
         + (f"<div class='genlm-title'>Comparison</div>{comparison['html']}" if comparison else "")
         + data.get("scatter_svg", scatter_svg(data["summary"]))

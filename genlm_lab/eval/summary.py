@@ -1,6 +1,9 @@
-"""`summarize`: one row per (model, method, domain): weighted accuracy with a bootstrap CI, cost.
+"""`summarize`: one row per (model, method, domain): weighted accuracy with its interval, cost.
 
-Per instance, replicates are averaged first; the CI resamples instances.
+Per instance, replicates are averaged first; the interval is over instances,
+`stats.accuracy_interval`'s Wilson score interval (named per row in
+`ci_method`: "Wilson score" for 0/1 scores, "Wilson score, variance bound"
+for fractional ones), right at any n: two instances give a wide interval.
 Runs that failed (status "error") are counted (n_errors) and left out of the
 means. Runs that ended otherwise than "finished" (an SMC run whose particles
 all died, say) count in the means with the accuracy they got, and are
@@ -25,7 +28,7 @@ import math
 from typing import Any
 
 from genlm_lab.eval.identity import UNKNOWN_MODEL
-from genlm_lab.eval.stats import bootstrap_ci
+from genlm_lab.eval.stats import accuracy_interval
 from genlm_lab.eval.wording import readable
 
 __all__ = [
@@ -51,6 +54,7 @@ COLUMNS = [
     "weighted_accuracy",
     "ci_low",
     "ci_high",
+    "ci_method",
     "wall_seconds",
     "wall_per_run",
     "runtime_mean",
@@ -82,7 +86,7 @@ def wall_seconds(finished_at: Any, runtime_seconds: Any) -> float:
     return total
 
 
-def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
+def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int | None = None) -> Any:
     """Aggregate a runs table (`ResultsStore.runs_frame()` or a store) per model, method and domain.
 
     Args:
@@ -91,7 +95,8 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
             without one are `UNKNOWN_MODEL`); or a `ResultsStore`.
             finished_at (for the wall time; without it wall_seconds is NaN).
         ci: the interval's coverage.
-        n_bootstrap: bootstrap resamples.
+        n_bootstrap: unused: the intervals have a closed form (accepted so calls
+            written when they were bootstrapped still run).
 
     Returns:
         A DataFrame with `COLUMNS`, sorted by domain, method, then model.
@@ -109,9 +114,10 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
         ok = group[group["status"] != "error"]
         per_instance = ok.groupby("instance_id")["weighted_accuracy"].mean()
         if len(per_instance):
-            mean, lo, hi = bootstrap_ci(per_instance.to_numpy(), ci=ci, n_bootstrap=n_bootstrap)
+            mean, lo, hi, ci_method = accuracy_interval(per_instance.to_numpy(), ci=ci)
         else:
             mean = lo = hi = float("nan")
+            ci_method = ""
         wall = wall_seconds(
             group["finished_at"] if "finished_at" in group else [None] * len(group),
             group["runtime_seconds"],
@@ -129,6 +135,7 @@ def summarize(runs: Any, ci: float = 0.95, n_bootstrap: int = 10000) -> Any:
                 "weighted_accuracy": mean,
                 "ci_low": lo,
                 "ci_high": hi,
+                "ci_method": ci_method,
                 "wall_seconds": wall,
                 "wall_per_run": wall / len(group),
                 "runtime_mean": float(group["runtime_seconds"].mean()),

@@ -59,18 +59,21 @@ class ResultsView(LiveView):
     def __init__(self, store: ResultsStore | str | None = None) -> None:
         super().__init__()
         self.store = ResultsStore(store) if isinstance(store, str) else store
-        self._rows: list[dict] = []
+        self._rows: dict[Any, dict] = {}
         self._selected: dict | None = None
         self._comparison: dict | None = None
         self._n_compared = 0
-        if self.store is not None:
-            self._rows = self.store.runs_frame().to_dict("records")
+        self._load()
         self._send_now(self._build())
         self.observe(self._on_select, names="selected_run")
         self.observe(self._on_compare, names="compare_rows")
 
+    def _load(self) -> None:
+        if self.store is not None:
+            self._rows = {r["run_id"]: r for r in self.store.runs_frame().to_dict("records")}
+
     def _build(self) -> dict:
-        data = results_data(self._rows)
+        data = results_data(list(self._rows.values()))
         if self._selected is not None:
             data["selected"] = self._selected
         if self._comparison is not None:
@@ -78,19 +81,35 @@ class ResultsView(LiveView):
         return data
 
     def add(self, row: dict) -> None:
-        """Take one finished run (a row from `run_evaluation`'s `on_result`) and redraw (throttled)."""
+        """Take one finished run (a row from `run_evaluation`'s `on_result`) and redraw (throttled).
+
+        A run in the store is shown as the store has it (its finish time, status and
+        scores), so the view, `summarize` and the report compute from the same rows; a
+        run shown already (a stored run reused) replaces its row instead of counting twice.
+        """
         row = dict(row)
+        run_id = row.get("run_id")
+        if self.store is not None and run_id is not None:
+            row.update(self._stored(run_id))
         row.setdefault("finished_at", time.time())  # it just finished: its wall time counts
-        row.setdefault("has_record", self.store is not None and row.get("run_id") is not None)
-        if "instance" not in row and self.store is not None and row.get("run_id") is not None:
-            row["instance"] = instance_label(self.store.run(row["run_id"]).get("instance"))
-        self._rows.append(row)
+        row.setdefault("has_record", False)
+        self._rows[run_id if run_id is not None else ("unstored", len(self._rows))] = row
         self.push(self._build)
+
+    def _stored(self, run_id: int) -> dict:
+        """What the store holds of a run: the values `summarize(store)` reads."""
+        run = self.store.run(int(run_id))
+        kept = ("finished_at", "runtime_seconds", "status", "error", "weighted_accuracy")
+        return {
+            **{k: run[k] for k in kept},
+            "lm_requests": run["lm_requests"],
+            "has_record": run["record"] is not None,
+            "instance": instance_label(run.get("instance")),
+        }
 
     def refresh(self) -> None:
         """Reload every run from the store (e.g. another process wrote to it)."""
-        if self.store is not None:
-            self._rows = self.store.runs_frame().to_dict("records")
+        self._load()
         self.push(self._build, final=True)
 
     def open_run(self, run_id: int) -> ParticleView:
@@ -122,7 +141,7 @@ class ResultsView(LiveView):
         """
         import pandas as pd
 
-        result = compare(pd.DataFrame(self._rows), a, b, **common)
+        result = compare(pd.DataFrame(list(self._rows.values())), a, b, **common)
         self._n_compared += 1
         self._comparison = {
             "html": comparison_html(result, self._n_compared),

@@ -33,8 +33,13 @@ def readable(value: Any, digits: int = 3) -> Any:
 
 
 def mde_text(mde: float, n: int) -> str:
-    """The minimum detectable effect as every view prints it: "0.123", or "unsizeable (...)"."""
+    """The minimum detectable effect as every view prints it: "0.123", or "unsizeable (...)".
+
+    NaN is unsizeable: no difference of accuracies, whose largest is 1, is detectable
+    from n pairs (`genlm_lab.eval.stats.detectable_difference`).
+    """
     if mde is not None and math.isfinite(mde):
         return f"{mde:.3f}"
-    why = "fewer than two pairs" if n < 2 else "no spread among the pairs"
-    return f"unsizeable ({why})"
+    if n < 1:
+        return "unsizeable (no pairs)"
+    return f"unsizeable ({plural(n, 'pair')} cannot detect even a difference of 1)"

@@ -2,6 +2,10 @@
 
 import re
 
+import numpy as np
+from scipy import stats
+from scipy.optimize import brentq
+
 from genlm_lab.eval.results_html import results_data, results_html
 
 
@@ -25,11 +29,22 @@ def test_exact_and_float_noise_ones_print_alike_with_three_decimals():
     cells = {}
     for method in ("exact", "noisy", "half"):
         row = re.search(rf"<tr data-row='\d+'><td>[^<]*</td><td>{method}</td>.*?</tr>", page)
-        nums = re.findall(r"<span class='genlm-num'>([^<]*)</span></td><td class='genlm-num'>"
-                          r"([^<]*)</td>", row.group(0))  # fmt: skip
+        nums = re.findall(r"<span class='genlm-num'>([^<]*)</span></td><td class='genlm-num'"
+                          r"[^>]*>([^<]*)</td>", row.group(0))  # fmt: skip
         cells[method] = nums[0]
-    assert cells["exact"] == cells["noisy"] == ("1.000", "[1.000, 1.000]")
-    assert cells["half"] == ("0.500", "[0.500, 0.500]")
+    wilson = stats.binomtest(3, 3).proportion_ci(method="wilson")  # three instances, all right
+    assert cells["exact"] == cells["noisy"] == ("1.000", f"[{wilson.low:.3f}, 1.000]")
+    z = stats.norm.ppf(0.975)  # three halves: the score interval at 0.5, p(1 - p) as the variance
+    score = lambda p: abs(0.5 - p) - z * np.sqrt(p * (1 - p) / 3)  # noqa: E731
+    low, high = brentq(score, 1e-9, 0.5), brentq(score, 0.5, 1 - 1e-9)
+    assert cells["half"] == ("0.500", f"[{low:.3f}, {high:.3f}]")
+
+
+def test_each_interval_states_its_method_and_the_table_says_how_intervals_are_made():
+    page = results_html(results_data(_runs("exact", 1.0) + _runs("half", 0.5)))
+    assert "title='95% interval over 3 instances: Wilson score interval (0/1 scores" in page
+    assert "title='95% interval over 3 instances: Wilson score interval at the mean" in page
+    assert "genlm-ci-note" in page and "two instances give a wide interval" in page
 
 
 def test_each_runs_accuracy_has_three_decimals_too():

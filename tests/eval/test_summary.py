@@ -67,3 +67,20 @@ def test_summary_table_shows_wall_time_and_latency_under_their_names():
     ]
     assert table["latency per run (s)"].iloc[0] == 0.3  # 0.30000000000000004 rounded
     assert table["wall time per run (s)"].iloc[0] == 0.1  # 0.3 s of wall over 3 runs
+
+
+def test_the_interval_is_wilsons_over_instances_with_replicates_averaged_first():
+    from scipy import stats
+
+    rows = _runs("smc", [0, 0], [1.0, 1.0], [1.0, 1.0])  # two instances, both right
+    rows += [dict(r, weighted_accuracy=0.0) for r in _runs("lcd", [0, 0], [1, 1], [0, 0])]
+    twice = _runs("rr", [0, 0], [1.0, 1.0], [1.0, 0.0]) + _runs("rr", [0, 0], [1, 1], [1.0, 1.0])
+    s = summarize(pd.DataFrame(rows + twice)).set_index("method")
+    ref = stats.binomtest(2, 2).proportion_ci(method="wilson")
+    assert (s.loc["smc", "ci_low"], s.loc["smc", "ci_high"]) == pytest.approx((ref.low, 1.0))
+    assert (s.loc["lcd", "ci_low"], s.loc["lcd", "ci_high"]) == pytest.approx((0.0, 1 - ref.low))
+    assert s.loc["smc", "ci_method"] == "Wilson score"
+    # rr: instance 0 scored 1 and 1, instance 1 scored 0 and 1: per-instance means 1 and 0.5
+    assert s.loc["rr", "weighted_accuracy"] == 0.75 and s.loc["rr", "n_runs"] == 4
+    assert s.loc["rr", "ci_method"] == "Wilson score, variance bound"
+    assert s.loc["rr", "ci_high"] - s.loc["rr", "ci_low"] > 0.5  # two instances: wide

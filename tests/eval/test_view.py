@@ -194,7 +194,8 @@ def test_the_report_sizes_or_says_unsizeable_and_counts_in_the_singular(tmp_path
     page = store_report_html(s)
     s.close()
     assert "1 pair compared" in page and "1 pairs" not in page
-    assert "unsizeable (no spread among the pairs)" in page and "NaN" not in page
+    assert "unsizeable (3 pairs cannot detect even a difference of 1)" in page
+    assert "NaN" not in page
     row = re.search(r"<tr><td>d</td><td>a @ model unknown</td>.*?</tr>", page).group(0)
     assert "<td class='genlm-num'>+0.000</td>" in row  # ties: float noise is no difference
 
@@ -220,3 +221,29 @@ def test_live_rows_get_their_wall_time_and_the_cell_says_what_it_divides():
     (row,) = view.view_data()["summary"]
     assert 0.5 <= row["wall_seconds"] < 1.5 and row["wall_per_run"] == row["wall_seconds"] / 3
     assert "s of wall time over 3 runs" in ResultsView.to_html(view.view_data())
+
+
+async def test_the_live_view_summarize_and_the_report_read_one_store_alike(tmp_path):
+    """Cost per run, accuracy and interval: the same numbers, live or from the store, and a
+    re-run that reuses the stored runs does not count them twice."""
+    domain = toy_domain(["a+b", "(ab)+", "c?a+"])
+    s = ResultsStore(tmp_path / "same.sqlite")
+    view = ResultsView(s)
+    keys = ("method", "n_runs", "weighted_accuracy", "ci_low", "ci_high", "wall_per_run")
+    for _ in range(2):  # the second pass reuses every stored run
+        for kind in ("smc", "base"):
+            method = Method(kind=kind, n_particles=3, max_tokens=4)
+            await run_evaluation(
+                domain.dataset,
+                method.adaptor(domain, toy_lm()),
+                domain.evaluator,
+                store=s,
+                domain="toy",
+                max_concurrency=3,
+                on_result=view.add,
+            )
+        stored = [[r[k] for k in keys] for r in summarize(s).to_dict("records")]
+        assert [[r[k] for k in keys] for r in view.view_data()["summary"]] == stored
+        assert [[r[k] for k in keys] for r in results_data(s)["summary"]] == stored
+        assert [r[1] for r in stored] == [3, 3]
+    s.close()

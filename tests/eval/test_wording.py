@@ -44,5 +44,6 @@ def test_readable_leaves_other_values_alone():
 
 def test_mde_text_never_prints_nan():
     assert mde_text(0.12345, 10) == "0.123"
-    assert mde_text(math.nan, 1) == "unsizeable (fewer than two pairs)"
-    assert mde_text(math.nan, 12) == "unsizeable (no spread among the pairs)"
+    assert mde_text(math.nan, 0) == "unsizeable (no pairs)"
+    assert mde_text(math.nan, 1) == "unsizeable (1 pair cannot detect even a difference of 1)"
+    assert mde_text(math.nan, 5) == "unsizeable (5 pairs cannot detect even a difference of 1)"
