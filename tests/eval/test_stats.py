@@ -272,3 +272,10 @@ def test_the_detectable_difference_is_detected_with_its_power_in_simulation():
     rejected = np.mean([sign_flip_test([1.0] * w + [-1.0] * (n - w))[0] <= 0.05 for w in wins])
     assert rejected == pytest.approx(0.8, abs=0.03)
     assert detectable_difference(1000) < detectable_difference(100) < detectable_difference(30)
+
+
+def test_the_numbers_the_docs_quote():
+    """docs/eval-own-domain.md quotes these: they must stay true."""
+    assert accuracy_interval([1.0, 1.0])[1:3] == pytest.approx((0.342, 1.0), abs=5e-4)
+    assert [round(detectable_difference(n), 2) for n in (12, 40, 100)] == [0.74, 0.44, 0.29]
+    assert np.isnan(detectable_difference(5)) and detectable_difference(6) <= 1
