@@ -9,7 +9,8 @@ the characters a prefix check tries.
 
 from genlm_lab.control.constraint.python_regex.automaton import CharAutomaton
 from genlm_lab.control.constraint.python_regex.byte_levels import ByteLevels
-from genlm_lab.control.constraint.python_regex.potential import PythonRegex, byte_mask_walk
+from genlm_lab.control.constraint.python_regex.potential import PythonRegex
+from genlm_lab.control.constraint.python_regex.trie_walk import byte_mask_walk
 from genlm_lab.control.constraint.python_regex.utf8 import (
     ascii_only,
     char_range,
