@@ -30,6 +30,8 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from genlm_lab.util.errors import GenlmLabError
+
 __all__ = [
     "MODULE_MAP",
     "UNMAPPED",
@@ -165,7 +167,7 @@ UNMAPPED: dict[str, str] = {
 _MARK = "__genlm_lab_compat__"
 
 
-class CompatError(ImportError):
+class CompatError(GenlmLabError, ImportError):
     """`install()` cannot alias a GenLM package (a real one is already imported)."""
 
 

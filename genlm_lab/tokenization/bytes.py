@@ -1,4 +1,4 @@
-"""Checks on a tokenizer's byte encoding, and the errors `decode_vocab` raises.
+"""Checks on a tokenizer's byte encoding, and the errors `decode_vocab` raises (from `errors`).
 
 `check_byte_decoder` verifies a character-to-byte map (the GPT-2 byte
 alphabet, or a tokenizer's own `byte_decoder`) against a tokenizer before
@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from genlm_lab.tokenization.errors import ByteDecoderError, ByteVocabError
+
 __all__ = ["ByteDecoderError", "ByteVocabError", "check_byte_decoder", "decoder_kinds"]
 
 #: Strings a byte decoder must reproduce (spaces, newlines, accents, CJK, emoji).
@@ -21,14 +23,6 @@ _CHECK_SAMPLES = (
     "naïve café — déjà vu ß",
     "日本語のテキスト 😀🎉",
 )
-
-
-class ByteVocabError(ValueError):
-    """A tokenizer's vocabulary cannot be decoded to bytes."""
-
-
-class ByteDecoderError(ValueError):
-    """A character-to-byte map does not decode a tokenizer's vocabulary."""
 
 
 def _special_pieces(tokenizer: Any) -> set[str]:

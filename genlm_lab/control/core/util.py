@@ -13,6 +13,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from genlm_lab.control.core.constant import EndOfSequence
+from genlm_lab.control.errors import BatchAbandoned
 from genlm_lab.util.escape import escape_bytes
 
 __all__ = [
@@ -23,10 +24,6 @@ __all__ = [
     "load_trie",
     "string_for_serialization",
 ]
-
-
-class BatchAbandoned(RuntimeError):
-    """The batch a call was queued in was dropped (its wrapper was cleaned up) before it ran."""
 
 
 class LRUCache(OrderedDict):

@@ -17,6 +17,7 @@ import numpy as np
 
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.tokens import join_bytes, token_label
+from genlm_lab.control.errors import SequencesLengthError
 from genlm_lab.smc.record import SMCRecord
 from genlm_lab.smc.result import effective_sample_size
 from genlm_lab.util import Chart, logmeanexp, logsumexp, normalize_log_weights
@@ -28,10 +29,6 @@ _HTML_ROWS = 10
 
 def _sorted_chart(pairs: dict) -> Chart:
     return Chart(0.0, sorted(pairs.items(), key=lambda kv: -kv[1]))
-
-
-class SequencesLengthError(ValueError, AssertionError):
-    """`Sequences` got a different number of contexts and log-weights."""
 
 
 class Sequences:

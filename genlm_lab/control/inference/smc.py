@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from genlm_lab.control.errors import BudgetTooSmall
 from genlm_lab.control.inference.budgets import with_budget
 from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
 from genlm_lab.control.inference.sequences import Sequences
@@ -70,10 +71,6 @@ def _unfinishable_sentence(lines: list[str]) -> str:
         "tell whether the text ends in time, so such particles may still be cut at max_tokens "
         "(show one finished example in the prompt, or simplify the pattern or format)."
     )
-
-
-class BudgetTooSmall(UserWarning):
-    """A run's `max_tokens` is too small for a constraint to end any text (budgets on)."""
 
 
 class SMC:

@@ -1,0 +1,44 @@
+"""What controlled generation raises and warns: one module, the bottom of `control`'s rooms.
+
+Every room of `control` may import it. `InvalidGrammar` is raised when a regex,
+Lark grammar or JSON schema cannot be compiled (by llguidance, Python's `regex`
+module or the JSON reader); `FinishWarning` says a JSON prefix the mask keeps
+alive could not be finished, so a token budget cannot tell whether it ends in
+time; `BudgetTooSmall` says an `SMC` run's `max_tokens` cannot end any text of a
+constraint; `SequencesLengthError` is a `Sequences` given unequal contexts and
+weights; `BatchAbandoned` is what an `AutoBatched` caller gets when its batch
+is dropped before it ran.
+"""
+
+from __future__ import annotations
+
+from genlm_lab.util.errors import GenlmLabError, GenlmLabWarning
+
+__all__ = [
+    "BatchAbandoned",
+    "BudgetTooSmall",
+    "FinishWarning",
+    "InvalidGrammar",
+    "SequencesLengthError",
+]
+
+
+class InvalidGrammar(GenlmLabError, ValueError):
+    """A regex, Lark grammar or JSON schema that cannot be compiled; the message names where."""
+
+
+class FinishWarning(GenlmLabWarning, UserWarning):
+    """A document prefix the mask keeps alive that `JsonSchema.finish` cannot complete: a
+    budget cannot tell whether it ends in time (said once per path and keyword)."""
+
+
+class BudgetTooSmall(GenlmLabWarning, UserWarning):
+    """A run's `max_tokens` is too small for a constraint to end any text (budgets on)."""
+
+
+class SequencesLengthError(GenlmLabError, ValueError, AssertionError):
+    """`Sequences` got a different number of contexts and log-weights."""
+
+
+class BatchAbandoned(GenlmLabError, RuntimeError):
+    """The batch a call was queued in was dropped (its wrapper was cleaned up) before it ran."""
