@@ -203,6 +203,10 @@ class Budget:
     def untwist(self, context: list[Any]) -> float:
         """The log-weight that divides `context`'s twist out when it ends without a drawn EOS
         (forced at `max_tokens`, or stopped): psi(end) / psi(context), as the sampler twisted.
+
+        The one place that decides whether there is a twist to divide out: 0 where no
+        guide twisted a draw (no guides, or a sampler that is not properly weighted), so
+        every end (a sampler's `logw_eos`, a particle's stop) just adds it.
         """
         if not self.guides or not self.log_base:
             return 0.0
@@ -278,8 +282,8 @@ class BudgetedSampler:
 
     async def logw_eos(self, context: Sequence[Any]) -> float:
         logw = float(await self.sampler.logw_eos(context))
-        if self.guided and logw > -math.inf:
-            logw += self.budget.untwist(list(context))
+        if logw > -math.inf:
+            logw += self.budget.untwist(list(context))  # 0 unless a guide twisted this text
         return logw
 
     async def sample(self, context: Sequence[Any]) -> tuple[Any, float, float]:

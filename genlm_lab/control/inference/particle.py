@@ -23,6 +23,7 @@ import numpy as np
 from genlm_lab.control.core.constant import EOS, EndOfSequence
 from genlm_lab.control.core.tokens import join_bytes, token_label
 from genlm_lab.control.core.util import flatten_units
+from genlm_lab.control.inference.budgets import Budget
 from genlm_lab.control.potential.base import Potential, factor_names
 from genlm_lab.smc import Model
 
@@ -217,7 +218,7 @@ class SequenceModel(Model):
         ):
             token = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
             budget = getattr(self.unit_sampler, "budget", None)
-            if getattr(budget, "guides", None):  # divide a guide's twist out as the text ends
+            if isinstance(budget, Budget):  # divide a guide's twist out as the text ends
                 untwist = budget.untwist(list(self.context))
                 extras["logw"] += untwist
                 self.score(untwist)

@@ -283,8 +283,8 @@ class AWRS(TokenSampler):
         if lm == -math.inf:
             return lm
         logw = lm + float(await self.condition.score([*context, eos]))
-        if self.proper_weights and self.budget and self.budget.guides and logw > -math.inf:
-            logw += self.budget.untwist(context)
+        if self.budget is not None and logw > -math.inf:
+            logw += self.budget.untwist(context)  # 0 unless a guide twisted this text
         return logw
 
     def _label(self, index: int) -> str:
