@@ -24,6 +24,7 @@ from genlm_lab.control.core.constant import EOS, EndOfSequence
 from genlm_lab.control.core.tokens import join_bytes, token_label
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.inference.budgets import Budget
+from genlm_lab.control.inference.profiling import time_factors
 from genlm_lab.control.potential.base import Potential, factor_names
 from genlm_lab.smc import Model
 
@@ -51,19 +52,6 @@ class UnitSampler(Protocol):
 
     async def cleanup(self) -> None:
         """Release caches and background work."""
-
-
-#: The potential methods a profiled run times, by factor name.
-_TIMED = (
-    "prefix",
-    "complete",
-    "logw_next",
-    "score",
-    "batch_prefix",
-    "batch_complete",
-    "batch_logw_next",
-    "batch_score",
-)
 
 
 def _explainer(factor: Any, depth: int = 3) -> Callable[[Any], str | None] | None:
@@ -341,55 +329,9 @@ class SequenceModel(Model):
         return "sampler"
 
     def profile_with(self, profiler: Any) -> Callable[[], None]:
-        """Time each potential's methods under its name (and the critic) for a profiled run.
-
-        The methods of the target's factors (and of the critic) are replaced
-        on the instances by timed ones for the run; the returned function
-        puts them back. LM factors are not listed as factors for the
-        "slow_factor" alarm: their forwards are what a run is meant to cost.
-        """
-        undo: list[tuple[Any, str]] = []
-
-        def wrap(obj: Any, name: str, critic: bool) -> None:
-            lm = any(
-                hasattr(getattr(obj, attr, None), "next_token_logprobs")
-                for attr in ("model", "llm")
-            )
-            for method in _TIMED:
-                original = getattr(obj, method, None)
-                if original is None or method in vars(obj):
-                    continue
-                short = method.removeprefix("batch_")
-                if short == "logw_next" and getattr(obj, "is_boolean", False):
-                    short = "mask"
-                label = "critic" if critic else f"{name}.{short}"
-                try:
-                    setattr(obj, method, profiler.timed_method(original, label))
-                except AttributeError:  # no instance dict (slots): left untimed
-                    continue
-                undo.append((obj, method))
-                if not (lm or critic):
-                    profiler.factors[label] = name
-
-        lms = {}
-        for name, factor in zip(self.names, self.factors, strict=True):
-            wrap(factor, name, critic=False)
-            for attr in ("model", "llm"):  # an LM factor's backend, for its forward counters
-                backend = getattr(factor, attr, None)
-                if isinstance(getattr(backend, "stats", None), dict):
-                    lms[id(backend)] = backend
-        profiler.lms = list(lms.values())
-        if self.critic is not None:
-            wrap(self.critic, "critic", critic=True)
-            inner = getattr(self.critic, "potential", None)  # an autobatched critic's own
-            if inner is not None:
-                wrap(inner, "critic", critic=True)
-
-        def restore() -> None:
-            for obj, method in undo:
-                vars(obj).pop(method, None)
-
-        return restore
+        """Time each factor's methods (and the critic's) for a profiled run (`profiling`);
+        the returned function puts them back."""
+        return time_factors(self.names, self.factors, self.critic, profiler)
 
     def string_for_serialization(self) -> str:
         """The text so far (token bytes joined, invalid UTF-8 replaced)."""
