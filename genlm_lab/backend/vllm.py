@@ -212,8 +212,8 @@ class AsyncVirtualLM(_BatchedLM):
 
         cuda = torch.cuda.is_available()
         if not cuda:
-            # The engine in this process, not a second one: ~10 s to start instead of ~60 s
-            # (a second process imports vLLM again). An explicit setting is kept.
+            # The engine in this process, not a second one: it starts far sooner, since a
+            # second process imports vLLM again. An explicit setting is kept.
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             _guard_llvmlite_against_dunder_lookups()
         vllm = _import_vllm()

@@ -23,8 +23,8 @@ def _key(eos_tokens: Any, trie_opts: dict | None) -> tuple:
 def trie_for(model: Any, eos_tokens: Any, trie_opts: dict | None = None) -> AsyncTokenByteTrie:
     """The shared byte trie of `model`'s vocabulary with these EOS tokens and options.
 
-    Building the trie of a 49k-token vocabulary takes about a second, so beams
-    over the same model share it (keyed weakly by the model object).
+    Building the trie walks the whole vocabulary, so beams over the same model
+    share it (keyed weakly by the model object).
     """
     if trie_opts and ({"eos_tokens", "eos_byte_strings"} & set(trie_opts)):
         raise ValueError(

@@ -75,7 +75,7 @@ class Token(bytes):
         return NotImplemented
 
     # Hashes as its bytes. The C slot itself, not a method calling it: tokens key
-    # dicts of whole vocabularies, and a Python-level __hash__ made each lookup ~3x slower.
+    # dicts of whole vocabularies, and a Python-level __hash__ adds a Python call to each lookup.
     __hash__ = bytes.__hash__
 
     @staticmethod
@@ -98,8 +98,9 @@ class Token(bytes):
 def numbered_tokens(byte_strings: Sequence[bytes]) -> list[Token]:
     """`[Token(i, b) for i, b in enumerate(byte_strings)]` for plain `bytes` known good.
 
-    Skips `Token`'s checks of each id and byte string (a third of the cost over a
-    262k vocabulary): the ids are `enumerate`'s ints, and `decode_vocab` makes only bytes.
+    Skips `Token`'s checks of each id and byte string (a sizeable share of the
+    cost over a large vocabulary): the ids are `enumerate`'s ints, and
+    `decode_vocab` makes only bytes.
     """
     new = bytes.__new__
     out = []

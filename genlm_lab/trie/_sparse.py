@@ -50,10 +50,10 @@ def _check_values(arr: np.ndarray, op: str, batched: bool) -> None:
 def _to_host(res: torch.Tensor) -> np.ndarray:
     """A CUDA `(batch, nodes)` float64 result as host numpy, copied through page-locked memory.
 
-    The product takes microseconds; returning the masses is the cost (1.2 MB
-    per distribution for SmolLM2's 150k nodes), and a pageable copy costs more
+    The product is cheap; returning the masses is the cost (1.2 MB per
+    distribution for SmolLM2's 150k nodes), and a pageable copy costs more
     than the product itself, so the copy lands in a pinned buffer from torch's
-    caching host allocator (bench_trie's CUDA rows).
+    caching host allocator.
     """
     out = torch.empty(res.shape, dtype=res.dtype, pin_memory=True)
     out.copy_(res.contiguous())

@@ -61,7 +61,7 @@ def _csr_by(keys: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _refcount_of_unshared() -> int:
     """`sys.getrefcount` of a buffer held only by a pool list, seen inside the loop
-    `_output` uses (measured, since it differs between Python versions)."""
+    `_output` uses (found by running it, since it differs between Python versions)."""
     pool = [np.empty(1)]
     for buf in pool:
         return sys.getrefcount(buf)

@@ -6,7 +6,7 @@ The masses of a batch W (vocab, batch) are then R @ W, one sparse-dense
 product, which is what GPUs do well; the maxima are a segmented max over the
 same (node, token) pairs. On CUDA this runs in torch (CSR product,
 `scatter_reduce`); on CPU in scipy / numpy, since torch's CPU sparse kernels
-are about 100x slower. On CPU the numba kernel is faster still: this path is
+are far slower. On CPU the numba kernel is faster still: this path is
 for CUDA and for cross-checking.
 """
 

@@ -3,8 +3,8 @@
 Building a trie or a byte trie over a 100k+ token vocabulary allocates
 millions of dicts, lists and bytes that all stay alive. CPython's collector
 runs every 700 allocations and, as they pile up, walks them (and everything
-else alive: torch, transformers) again and again: half the build time for a
-262k-token vocabulary. Nothing built there is garbage, so nothing is lost by
+else alive: torch, transformers) again and again, which takes a large share
+of the build time. Nothing built there is garbage, so nothing is lost by
 pausing it.
 """
 

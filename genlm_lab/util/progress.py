@@ -148,9 +148,9 @@ def finish_early(bar: Any, done: float) -> None:
     Setting `.total` alone changes tqdm's text but not a notebook widget's
     fill (it reads "7/7 100%" a third full); `reset(total=...)` updates both.
     `reset` also restarts tqdm's clock and rate: counting the units again
-    after it would show them done in an instant ("28149 step/s" for a 1.4 s
-    run), so the start time is kept and the units are set, not counted, and
-    the rate shown is the run's average.
+    after it would show them done in an instant (an absurd rate), so the
+    start time is kept and the units are set, not counted, and the rate
+    shown is the run's average.
     """
     start = getattr(bar, "start_t", None)
     bar.reset(total=done)

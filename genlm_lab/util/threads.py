@@ -1,14 +1,12 @@
 """How many torch threads a process takes when it shares the machine, and a check for too many.
 
 Torch starts one compute thread per core in every process. Two processes that
-each run a forward at once then fight over the same cores: on a 2-core machine
-a 3-row SmolLM2 forward went from 129 ms alone (2 threads) to 10.5 s each
-(two processes, 2 threads each), against 0.75 s each with one thread per
-process, under the same background load (docs/workshop.md has the numbers).
-A workshop laptop runs a notebook, the Playground and a test run at once, so
-the kernels `genlm-lab lab` starts take half the cores each (one on 2 cores),
-and a model load says so in one line when the threads of the torch processes
-on the machine outnumber its cores.
+each run a forward at once then fight over the same cores, and their
+forwards run many times slower than with fewer threads each (docs/workshop.md
+has the numbers). A workshop laptop runs a notebook, the Playground and a
+test run at once, so the kernels `genlm-lab lab` starts take half the cores
+each (one on 2 cores), and a model load says so in one line when the threads
+of the torch processes on the machine outnumber its cores.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def cpu_count() -> int:
 def shared_threads(cores: int | None = None) -> int:
     """Threads per process that leave room for one more process as busy: half the cores, >= 1.
 
-    Measured on 2 cores: one thread costs a lone forward 24% (160 ms vs 129 ms)
-    and saves 14x when two forwards overlap (0.75 s vs 10.5 s each).
+    Fewer threads cost a lone forward a little and save a great deal when two
+    forwards overlap (docs/workshop.md).
     """
     return max(1, (cpu_count() if cores is None else cores) // 2)
 
