@@ -4,11 +4,11 @@ A potential's `prefix` or `complete` is often plain Python behind an `async
 def` (a regex, a finite-state automaton, a set of sequences): it returns
 without ever suspending. `asyncio.gather` still wraps each call in a Task and
 runs it on a later turn of the event loop, which costs far more than the
-call itself (an SMC of 500 particles over such potentials spent a third of
-its time there). `gather_eager` first runs each coroutine inline, up to its
-first suspension: one that finishes costs no Task; one that waits on
-something (an autobatched language model, a sleep) goes on as a Task from
-where it stopped, all of them concurrently, as under `gather`.
+call itself and, over many particles, a large share of an SMC step.
+`gather_eager` first runs each coroutine inline, up to its first
+suspension: one that finishes costs no Task; one that waits on something
+(an autobatched language model, a sleep) goes on as a Task from where it
+stopped, all of them concurrently, as under `gather`.
 """
 
 from __future__ import annotations

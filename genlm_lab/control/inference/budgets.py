@@ -76,9 +76,9 @@ class Budget:
     #: probability eps.
     eps = 0.05
     #: The weights' share: a draw whose finish overruns by k more tokens weighs penalty**k.
-    #: At 0.01 a plain draw that overran (weight ~ Z * 0.01) outweighed guided draws whose
-    #: tokens held under 1% of the model's mass, and resampling kept only a particle that
-    #: could no longer end (bench_json_gen cloudbuild:GoModules).
+    #: Small, so that a plain draw that overran (weight ~ Z * penalty) does not outweigh
+    #: guided draws whose tokens hold little of the model's mass: else resampling may keep
+    #: only particles that can no longer end.
     penalty = 0.001
 
     def __init__(

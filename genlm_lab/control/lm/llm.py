@@ -279,8 +279,8 @@ class PromptedLLM(Potential):
     def _temper(self, logps: torch.Tensor) -> np.ndarray:
         """One LM row as float64 numpy, tempered and renormalised.
 
-        numpy, not torch: small torch ops on a 49k row cost milliseconds each
-        with several intra-op threads, numpy tens of microseconds.
+        numpy, not torch: small torch ops on one vocabulary-sized row pay a large
+        fixed cost each with several intra-op threads; numpy's is far smaller.
         """
         row = logps.detach().cpu().numpy().astype(np.float64)
         if self.temperature == 1.0:

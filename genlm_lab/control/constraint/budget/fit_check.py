@@ -51,8 +51,8 @@ def _guide(potential: Potential, language: Any, trie: ByteTrie) -> FinishGuide |
 
 
 #: How near the end (tokens left) a guided factor's search tries to prove that nothing
-#: fits: the guide keeps particles away from the end's dead ends, and the search over
-#: the mask costs most of a budgeted run's time further out (bench_json_gen).
+#: fits: the guide keeps particles away from the end's dead ends, and further out the
+#: search over the mask would take most of a budgeted run's time.
 GUIDED_SEARCH_DEPTH = 3
 
 _FINISHERS: weakref.WeakKeyDictionary[Potential, Any] = weakref.WeakKeyDictionary()

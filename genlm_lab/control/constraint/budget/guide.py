@@ -51,9 +51,8 @@ class FinishGuide:
         stride: how often (in tokens) a far-from-the-end prefix's finish is walked.
         margin: the spare tokens under which every prefix's finish is walked.
         slack: tokens of headroom the overrun keeps: a finish that takes exactly the
-            tokens left often leaves one right token to draw (bench_json_gen
-            woodpecker-ci:commands_step: only `","` closed `$.name` in time, and no
-            particle drew it), so the guide steers `slack` tokens before that.
+            tokens left often leaves one right token to draw, which particles may
+            all miss, so the guide steers `slack` tokens before that.
     """
 
     def __init__(

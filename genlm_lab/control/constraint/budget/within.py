@@ -3,7 +3,7 @@
 An SMC run with `max_tokens` keeps only documents of at most that many tokens
 (EOS included): a particle still writing when the budget runs out is cut and
 gets weight zero. `WithinBudget` refuses a token once the document can no
-longer be finished within the tokens left. SMC now does this by default for
+longer be finished within the tokens left. SMC does this by default for
 every constraint that can finish (`SMC(...)(..., budget=True)`,
 `inference/budgets.py`); `WithinBudget` is an explicit form, a potential of
 its own (for a direct sampler's mask, or a run with the budget off).
@@ -16,7 +16,7 @@ Nothing that could end in time is set aside, so the run's target is exactly
 the schema's, within `max_tokens`; where the search cannot decide (a string,
 where nearly every token is allowed) the prefix is kept.
 
-`greedy=True` is the older, stronger and not exact rule: refuse as soon as
+`greedy=True` is a stronger rule, and not exact: refuse as soon as
 the schema's greedy `finish` (a short completion found by walking the mask,
 in longest-match tokens, plus EOS) no longer fits. That finish is short but
 not always the shortest, so a prefix some shorter completion could still have

@@ -139,7 +139,7 @@ def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llgui
     Single bytes missing from `tokens` are added after EOS (see below); masks
     are read only over `tokens` and EOS.
 
-    Cached per vocabulary (the build walks every token once: ~0.5 s for 49k).
+    Cached per vocabulary, since the build walks every token once.
     """
     raw = [bytes(t) for t in tokens]
     special_ids = sorted({int(i) for i in special} | {len(raw)})

@@ -156,7 +156,7 @@ class StateCache:
         ancestor = as_key(context[:start])
         movable = start > 0 and ancestor not in pinned
         if len(suffix) == 1 and base.validate_tokens(suffix) < 1:
-            # Checked first: consuming a refused token costs ~50x more (an error state).
+            # Checked first: consuming a refused token costs far more (an error state).
             self._put(context, _Entry(None))
             return None
         matcher = base if movable else base.deep_copy()

@@ -138,7 +138,7 @@ class TrieWalker:
 
 
 def byte_mask_walk(potential: Any, trie: Any, data: bytes) -> np.ndarray:
-    """The token mask the old way: a full byte mask (`allowed_bytes`) at every live trie node.
+    """The token mask by brute force: a full byte mask (`allowed_bytes`) at every live trie node.
 
     The reference for `PythonRegex.walk_byte_trie` (same `trie` and result),
     kept for tests and benchmarks: it asks the engine about all 256 bytes at
