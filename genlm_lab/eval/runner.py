@@ -39,17 +39,11 @@ from typing import Any
 import numpy as np
 
 from genlm_lab.eval.core import Dataset, Evaluator, ModelOutput
-from genlm_lab.eval.identity import (
-    adaptor_model_identity,
-    evaluator_identity,
-    instance_identity,
-    method_identity,
-    provenance,
-    run_keys,
-)
+from genlm_lab.eval.identity import evaluator_identity, provenance, run_keys
+from genlm_lab.eval.pool import Pool, pool_for
 from genlm_lab.eval.stats import bootstrap_ci
 from genlm_lab.eval.store import ResultsStore, config_hash
-from genlm_lab.eval.task import copy_run, response_rows, reuse_run, run_task, task_seed
+from genlm_lab.eval.task import copy_run, response_rows, reuse_run, task_seed
 from genlm_lab.util import progress_bar
 
 __all__ = ["parse_shard", "run_evaluation"]
@@ -169,15 +163,8 @@ async def run_evaluation(
     if shard_ is not None:
         instances = instances[shard_[0] :: shard_[1]]
     domain = domain or type(dataset).__name__
-    pool = None
-    if cluster is not None:  # the actors build the model: they say who it is
-        from genlm_lab.eval.cluster import open_pool
-
-        pool = await open_pool(cluster, model, evaluator, instances, method, model_id, model_name)
-        name, config, model_ident = pool.method_name, pool.method_config, pool.model_identity
-    else:
-        name, config = method_identity(model, method)
-        model_ident = adaptor_model_identity(model, model_id, model_name)
+    pool = await pool_for(cluster, model, evaluator, instances, method, model_id, model_name)
+    name, config, model_ident = pool.method_name, pool.method_config, pool.model_identity
     store_, owned = _open_store(store, None if output_dir is None else str(output_dir))
     identified = bool(model_ident.get("identified"))
     if store_ and not identified and not reuse_unidentified:
@@ -189,22 +176,16 @@ async def run_evaluation(
     try:
         method_hash = store_.put_method(name, config) if store_ else config_hash(config)
         model_hash = store_.put_model(model_ident) if store_ else config_hash(model_ident)
-        if pool is not None:
-            identities = pool.instance_identities
-        else:
-            identities = [instance_identity(model, i) for i in instances]
+        identities = pool.instance_identities
         if store_:
             instance_hashes = store_.put_instances(domain, instances, identities)
         else:
             instance_hashes = [config_hash(i) for i in identities]
         tasks = _Tasks(
-            model=model,
             evaluator=evaluator,
             store=store_,
             pool=pool,
-            semaphore=asyncio.Semaphore(
-                pool.capacity(max_concurrency) if pool else max_concurrency
-            ),
+            semaphore=asyncio.Semaphore(pool.capacity(max_concurrency)),
             bar=progress_bar(
                 len(instances) * n_replicates, desc=f"{name} on {domain}", enabled=progress
             ),
@@ -236,20 +217,18 @@ async def run_evaluation(
             tasks.bar.close()
         return _summarise(instances, per_instance, verbosity)
     finally:
-        if pool is not None:
-            pool.close()
+        pool.close()
         if owned:
             store_.close()
 
 
 @dataclass
 class _Tasks:
-    """One evaluation's tasks: each reused from the store, or run (here or on Ray) and stored."""
+    """One evaluation's tasks: each reused from the store, or run in the pool and stored."""
 
-    model: Any
     evaluator: Evaluator
     store: ResultsStore | None
-    pool: Any  # the Ray replicas (`genlm_lab.eval.cluster`), or None: run here
+    pool: Pool  # here (`LocalPool`) or on Ray replicas (`genlm_lab.eval.pool`)
     semaphore: asyncio.Semaphore
     bar: Any
     domain: str
@@ -296,12 +275,7 @@ class _Tasks:
         else:
             s = task_seed(self.seed, self.domain, iid, replicate)
             async with self.semaphore:
-                if self.pool is not None:
-                    output, result, row = await self.pool.run(instance, replicate, s, self.out_dir)
-                else:
-                    output, result, row = await run_task(
-                        self.model, self.evaluator, instance, replicate, s, self.out_dir
-                    )
+                output, result, row = await self.pool.run(instance, replicate, s, self.out_dir)
             row.update(
                 run_key=run_key,
                 output_key=output_key,
@@ -333,7 +307,7 @@ class _Tasks:
 
     def _progress(self, row: dict) -> None:
         self.bar.update(1)
-        postfix = self.pool.postfix() if self.pool is not None else {}
+        postfix = self.pool.postfix()
         if row.get("weighted_accuracy") is not None:
             self.done += 1
             self.accuracy_sum += row["weighted_accuracy"]
