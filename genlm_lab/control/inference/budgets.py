@@ -142,6 +142,15 @@ class Budget:
                 return self.factors[0][0], self.joint_name
         return None
 
+    def needed_at_least(self, context: Sequence[Any], name: str) -> int | None:
+        """A lower bound on the tokens (EOS included) factor `name` needs to end `context`,
+        where its fit check knows one without reading a mask (for messages); else None."""
+        for _, factor_name, check in self.factors:
+            least = getattr(check, "needed_at_least", None)
+            if factor_name == name and least is not None:
+                return least(check.encode(list(context)))
+        return None
+
     def overrun(self, context: Sequence[Any], token: Any = None) -> int:
         """Tokens by which the guides' finishes of `context` (then `token`) overrun the tokens
         left (0 where no guide has a finish); a finished text counts as the empty prefix.

@@ -287,7 +287,7 @@ class SequenceModel(Model):
             if budget is not None:
                 return (
                     f"cut at max_tokens: the budget of {budget} tokens was too small for "
-                    f"{name} to finish" + (f" ({where})" if where else "")
+                    f"{name} to finish" + (f" ({where})" if where else "") + self._least(name, [])
                 )
             if why is not None and why.startswith("unfinished: "):
                 return "cut at max_tokens " + where
@@ -303,13 +303,24 @@ class SequenceModel(Model):
         if refused.get("refused_by") == name:
             return (
                 f"{name} could not end within max_tokens={refused.get('max_tokens')} "
-                f"after {label} ({len(text) + 1} tokens)"
+                f"after {label} ({len(text) + 1} tokens)" + self._least(name, [*text, token])
             )
         if why is not None and not why.startswith(("unfinished", "not JSON")):
             # a complete document that fails a check only completion makes: no token could follow
             return f"the document was complete but fails: {why}"
         where = f" ({why[len('unfinished: ') :]})" if why and why.startswith("unfinished") else ""
         return f"{name} gives {label} weight zero after {len(text)} tokens{where}"
+
+    def _least(self, name: str, text: list[Any]) -> str:
+        """What the run's budget knows factor `name` needed to end `text` (a phrase), or ""."""
+        budget = getattr(self.unit_sampler, "budget", None)
+        least = budget.needed_at_least(text, name) if isinstance(budget, Budget) else None
+        if least is None:
+            return ""
+        if not text:
+            return f"; its shortest text takes at least {least} tokens (EOS included)"
+        left = budget.max_tokens - len(text)
+        return f"; it needed at least {least} more tokens (EOS included), {left} were left"
 
     async def _no_mass(self, context: list[Any]) -> str:
         """The first factor after which the product of the factors so far has no mass left."""

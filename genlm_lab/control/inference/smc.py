@@ -170,9 +170,11 @@ class SMC:
         stuck_before = set(guard.unfinishable()) if guard is not None else set()
         refused = await guard.refuser([]) if guard is not None else None
         if refused is not None:  # no text at all fits: say so before every particle dies
+            least = guard.needed_at_least([], refused[1])
+            needs = f"; it needs at least {least}" if least is not None else ""
             warnings.warn(
                 f"{refused[1]} cannot end any text within max_tokens={int(max_tokens)} "
-                "(EOS included), so every particle starts dead: raise max_tokens, or pass "
+                f"(EOS included{needs}), so every particle starts dead: raise max_tokens, or pass "
                 "budget=False to let particles run until they are cut",
                 BudgetTooSmall,
                 stacklevel=2,

@@ -269,3 +269,18 @@ def test_an_overrunning_plain_draw_weighs_less_than_a_guided_draw_the_model_disl
     guided = budget.twist([], "fits", over=0, limit=0)
     assert guided == 0.0
     assert math.log(1.0) + plain < -6.0 + guided
+
+
+def test_a_d_class_too_long_for_the_budget_is_said_up_front_with_its_minimum():
+    """`\\d` classes have a lower bound (their superset's count), so a budget below it is
+    `BudgetTooSmall` before the run, naming the tokens the shortest text needs."""
+    vocab = [*(str(d).encode() for d in range(10)), b"-", "的一是".encode(), b"<eos>"]
+    llm = toy_llm(vocab=vocab, seed=1)
+    constraint = BoolFSA.from_regex(r"\d{3}-\d{4}").coerce(llm, f=b"".join)
+    for sampler in (AWRS(llm, constraint), direct_token_sampler(llm * constraint)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sequences = run(SMC(sampler)(3, 0.5, 8, seed=0))
+        (too_small,) = [w for w in caught if issubclass(w.category, BudgetTooSmall)]
+        assert "max_tokens=8 (EOS included; it needs at least 9)" in str(too_small.message)
+        assert sequences.log_ml == -math.inf

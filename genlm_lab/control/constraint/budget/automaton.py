@@ -148,6 +148,12 @@ class AutomatonDistance:
         state = self._text_state(ids)
         return FAR if state == 0 else dist.get(state, FAR - 1) + 1
 
+    def needed_at_least(self, ids: Sequence[int]) -> int | None:
+        """The fewest tokens (EOS included) that end the text of `ids` (exact); None where
+        unknown or where nothing ends it."""
+        needed = self.needed(None, ids)
+        return None if needed is None or needed >= FAR - 1 else needed
+
     async def fits(
         self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
     ) -> bool:

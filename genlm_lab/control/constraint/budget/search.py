@@ -225,6 +225,15 @@ class SearchDistance:
         self._learn(ids, low=r)
         return False
 
+    def needed_at_least(self, ids: Sequence[int]) -> int | None:
+        """The most the lower bound or an earlier search proved of the tokens (EOS included)
+        that end the text of `ids`; None where neither says more than one."""
+        ids = tuple(ids)
+        proven = self._bound(ids)[0] + 1
+        bound = self.lower(ids) if self.lower is not None else None
+        least = max(proven, bound if bound is not None and bound < FAR - 1 else 0)
+        return least if least > 1 else None
+
     async def fits(
         self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
     ) -> bool:

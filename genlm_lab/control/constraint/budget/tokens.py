@@ -45,6 +45,11 @@ class FitCheck(Protocol):
         self, context: Sequence[Any], left: int, ids: Sequence[int] | None = None
     ) -> bool: ...
 
+    def needed_at_least(self, ids: Sequence[int]) -> int | None:
+        """A lower bound on the tokens (EOS included) that end the text of `ids`, where one
+        is known without reading a mask (for messages); None otherwise."""
+        ...
+
 
 # the last few vocabularies read (the list itself, its length, its bytes): building a
 # finisher reads its vocabulary four times, and a run's potentials share one

@@ -22,10 +22,15 @@ give None.
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 import warnings
+from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
+
+import regex
 
 from genlm_lab.control.constraint.regular.dfa import ByteDfa
 
@@ -231,6 +236,17 @@ class _Builder:
         run = ("cat", [non_ascii, ("star", self.leaf(_NON_ASCII))])
         return ("alt", [self.leaf(ascii_members), run])
 
+    def _wide_digit(self) -> tuple:
+        """One non-ASCII decimal digit (what `\\d` adds to `[0-9]`), by its UTF-8 shapes."""
+        two, three = _digit_shapes()
+        options = [("cat", [self.leaf(two), self.leaf(_CONTINUATION)])]
+        for lead, seconds in sorted(three.items()):
+            lead_set = self.leaf(frozenset([lead]))
+            options.append(("cat", [lead_set, self.leaf(seconds), self.leaf(_CONTINUATION)]))
+        four = [self.leaf(_FOUR_BYTE_LEADS), *(self.leaf(_CONTINUATION) for _ in range(3))]
+        options.append(("cat", four))
+        return ("alt", options)
+
     def _class(self, items: Any) -> tuple:
         members: set[int] = set()  # ASCII members in some dialect
         narrow: set[int] = set()  # ... and in every dialect
@@ -261,6 +277,12 @@ class _Builder:
                 any_wide = True
             else:
                 raise _Unread(name)
+        # `\d` (with ASCII literals and ranges): its non-ASCII part is the decimal digits,
+        # not any character, which keeps its lower bound from counting `"的一是"` as 3 digits
+        digits_only = categories == {"CATEGORY_DIGIT"} and not negate and not ranges_wide
+        if digits_only and not (self.fold and (wide or members & _LETTERS)):
+            options = [self.char(code) for code in wide]
+            return ("alt", [*options, self.leaf(frozenset(members)), self._wide_digit()])
         if negate and any(pair <= categories for pair in _PAIRS):
             return self._any_char(_ASCII)
         if negate:  # anything but what every dialect lists, or any non-ASCII character
@@ -278,6 +300,35 @@ class _Builder:
         if not options:
             raise _Unread("an empty class")
         return ("alt", options)
+
+
+_CONTINUATION = frozenset(range(0x80, 0xC0))
+_FOUR_BYTE_LEADS = frozenset(range(0xF0, 0xF5))
+
+
+@functools.cache
+def _digit_shapes() -> tuple[frozenset[int], dict[int, frozenset[int]]]:
+    """Where the non-ASCII decimal digits of the Basic Multilingual Plane sit in UTF-8: the
+    lead bytes of the two-byte ones, and each three-byte lead byte's second bytes.
+
+    A digit is what Python's Unicode data or the `regex` module (which carries newer data)
+    calls one (`Nd`, which is `\\d` in Python, `regex` and Rust). Four-byte characters are
+    all taken, since newer Unicode versions keep adding digits there.
+    """
+    digit = regex.compile(r"\d")
+    two: set[int] = set()
+    three: dict[int, set[int]] = defaultdict(set)
+    for code in range(0x80, 0x10000):
+        if 0xD800 <= code < 0xE000:
+            continue  # surrogates are no characters
+        char = chr(code)
+        if unicodedata.category(char) == "Nd" or digit.match(char):
+            data = char.encode("utf-8")
+            if len(data) == 2:
+                two.add(data[0])
+            else:
+                three[data[0]].add(data[1])
+    return frozenset(two), {lead: frozenset(seconds) for lead, seconds in three.items()}
 
 
 def _walk(node: tuple) -> Iterator[tuple]:

@@ -167,3 +167,30 @@ def test_what_dialects_read_apart_is_held_or_given_up(make, pattern, text):
             state = int(dfa.table[state, byte])
             assert state != 0, text
         assert dfa.final[state]
+
+
+def test_every_unicode_digit_is_a_digit_of_the_superset_and_nothing_else_is():
+    """`\\d`'s superset holds every decimal digit of any engine (all code points checked),
+    but no other BMP character: a token of three CJK characters is not three digits."""
+    dfa = regex_superset_dfa(r"\d")
+    python, module = re.compile(r"\d"), regex.compile(r"\d")
+    digits = [
+        chr(code)
+        for code in range(0x110000)
+        if not 0xD800 <= code < 0xE000 and (python.match(chr(code)) or module.match(chr(code)))
+    ]
+    assert len(digits) > 600
+    assert all(_ours(dfa, d) for d in digits)
+    assert not any(_ours(dfa, c) for c in "的一是aé\u00a0")
+    assert _ours(dfa, "\U00016130")  # four-byte characters are all taken (newer digits)
+
+
+def test_a_phone_number_with_d_classes_needs_its_exact_count_of_tokens():
+    """The bound counts what `[0-9]` would: a budget too small for `\\d{3}-\\d{4}` is refused
+    up front, and a many-character CJK token cannot stand in for the digits."""
+    vocab = [*(str(d).encode() for d in range(10)), b"-", "的一是".encode(), b"<eos>"]
+    llm = toy_llm(vocab=vocab)
+    constraint = BoolFSA.from_regex(r"\d{3}-\d{4}").coerce(llm, f=b"".join)
+    check = fit_check_for(constraint)
+    assert check.lower(()) == 9  # 3 digits, "-", 4 digits, EOS
+    assert not run(check.fits([], 8)) and run(check.fits([], 9))
