@@ -41,7 +41,7 @@ import numpy as np
 from genlm_lab.eval.core import Dataset, Evaluator, ModelOutput
 from genlm_lab.eval.identity import evaluator_identity, provenance, run_keys
 from genlm_lab.eval.pool import Pool, pool_for
-from genlm_lab.eval.stats import bootstrap_ci
+from genlm_lab.eval.stats import accuracy_interval
 from genlm_lab.eval.store import ResultsStore, config_hash
 from genlm_lab.eval.task import copy_run, response_rows, reuse_run, task_seed
 from genlm_lab.util import progress_bar
@@ -143,7 +143,7 @@ async def run_evaluation(
 
     Returns:
         genlm-eval's dict (average_weighted_accuracy, n_instances, all_instance_results,
-        all_instance_outputs) plus ci (95% bootstrap over instances), n_errors and errors.
+        all_instance_outputs) plus ci (95% Wilson interval over instances, `stats.accuracy_interval`), n_errors and errors.
 
     Raises:
         ValueError: for overwrite_outputs without overwrite_results, n_replicates < 1
@@ -341,7 +341,7 @@ def _summarise(instances: list, per_instance: list, verbosity: int) -> dict[str,
             mean = f"{accs[-1]:.4f}" if ok else "error"
             print(f"{instance!r}: weighted accuracy {mean}")
     average = float(np.mean(accs)) if accs else math.nan
-    ci = bootstrap_ci(accs)[1:] if accs else (math.nan, math.nan)
+    ci = accuracy_interval(accs)[1:3] if accs else (math.nan, math.nan)
     if verbosity > 0:
         print(
             f"mean weighted accuracy {average:.4f} (95% CI {ci[0]:.4f}-{ci[1]:.4f}), {len(errors)} errors"
