@@ -16,7 +16,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
+from _views_page import open_and_run_all
+from nbformat.v4 import new_code_cell, new_notebook
 
 CHROMIUM = "/usr/bin/chromium"
 HERE = Path(__file__).parent
@@ -32,6 +35,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
 _SHORT_FILES = (
@@ -173,6 +178,27 @@ def page(_module_context):
     pg.on("pageerror", lambda e: pg.console_errors.append(f"pageerror: {e}"))
     yield pg
     pg.close()
+
+
+@pytest.fixture
+def notebook(lab):
+    """run(page, name, *cells, workspace): a notebook of these code cells, opened and running.
+
+    It is written into Lab's root as `name`.ipynb (on the Python 3 kernel), opened
+    in `page` in a fresh `workspace`, and every cell started (`open_and_run_all`).
+    """
+    base, token, root = lab
+
+    def run(page, name: str, *cells: str, workspace: str) -> Path:
+        nb = new_notebook(cells=[new_code_cell(cell) for cell in cells])
+        nb.metadata["kernelspec"] = dict(KERNELSPEC)
+        path = root / f"{name}.ipynb"
+        nbformat.write(nb, str(path))
+        url = f"{base}/lab/workspaces/{workspace}/tree/{path.name}?reset&token={token}"
+        open_and_run_all(page, url)
+        return path
+
+    return run
 
 
 @pytest.fixture

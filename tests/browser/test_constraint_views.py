@@ -11,11 +11,9 @@ from __future__ import annotations
 import shutil
 import time
 
-import nbformat
 import pytest
 from _views_page import NOISE, all_cells_ran, open_and_run_all, printed
 from conftest import NOTEBOOKS
-from nbformat.v4 import new_code_cell, new_notebook
 
 SETUP = """import asyncio
 
@@ -64,18 +62,8 @@ def _factor_cells(page) -> list[str]:
     )
 
 
-def test_mask_and_constrained_particle_views_draw_live(page, lab, screenshot):
-    base, token, root = lab
-    nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell(MASK), new_code_cell(RUN)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(root / "constraint_views.ipynb"))
-    open_and_run_all(
-        page, f"{base}/lab/workspaces/constraints/tree/constraint_views.ipynb?reset&token={token}"
-    )
+def test_mask_and_constrained_particle_views_draw_live(page, notebook, screenshot):
+    notebook(page, "constraint_views", SETUP, MASK, RUN, workspace="constraints")
 
     # MaskView: one row per token (ToyLM: the whole vocabulary), blocked ones marked.
     n_rows, n_blocked, n_nodes, n_blocked_nodes, n_draws = printed(page, "MASK")

@@ -8,11 +8,9 @@ run finishes, and moving the step slider draws the MaskView of that step.
 
 from __future__ import annotations
 
-import nbformat
 import pytest
-from _views_page import NOISE, open_and_run_all
+from _views_page import NOISE
 from conftest import open_page
-from nbformat.v4 import new_code_cell, new_notebook
 
 CELL = """from genlm_lab.backend import load_model_by_name
 from genlm_lab.playground import Playground, PlaygroundConfig
@@ -42,19 +40,9 @@ def tall_page(browser):
     context.close()
 
 
-def test_type_run_stop_and_pick_a_step(tall_page, lab, screenshot):
+def test_type_run_stop_and_pick_a_step(tall_page, notebook, screenshot):
     page = tall_page
-    base, token, root = lab
-    nb = new_notebook(cells=[new_code_cell(CELL)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(root / "playground.ipynb"))
-    open_and_run_all(
-        page, f"{base}/lab/workspaces/playground/tree/playground.ipynb?reset&token={token}"
-    )
+    notebook(page, "playground", CELL, workspace="playground")
     playground = page.locator(".genlm-playground")
     playground.wait_for(timeout=120_000)
 
@@ -175,20 +163,10 @@ def _panels(page, kind: str) -> dict:
     }
 
 
-def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, lab):
+def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, notebook):
     context, page = open_page(browser, width=1300, height=2600)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
-    base, token, root = lab
-    nb = new_notebook(cells=[new_code_cell(SWITCH_CELL)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(root / "playground_switch.ipynb"))
-    open_and_run_all(
-        page, f"{base}/lab/workspaces/switch/tree/playground_switch.ipynb?reset&token={token}"
-    )
+    notebook(page, "playground_switch", SWITCH_CELL, workspace="switch")
     page.locator(".genlm-playground").wait_for(timeout=120_000)
 
     # before any run: a true idle line, no empty numbers, no profile hint

@@ -17,9 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-import nbformat
-from _views_page import NOISE, all_cells_ran, open_and_run_all
-from nbformat.v4 import new_code_cell, new_notebook
+from _views_page import NOISE, all_cells_ran
 
 DOCS_IMAGES = Path(__file__).parents[2] / "docs" / "images"
 
@@ -56,18 +54,8 @@ _TEXTS = """svg => {
 }"""
 
 
-def test_the_scatter_reads_and_two_rows_are_compared(page, lab, screenshot):
-    base, token, root = lab
-    nb = new_notebook(cells=[new_code_cell(SETUP)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(root / "results_models.ipynb"))
-    open_and_run_all(
-        page, f"{base}/lab/workspaces/models/tree/results_models.ipynb?reset&token={token}"
-    )
+def test_the_scatter_reads_and_two_rows_are_compared(page, notebook, screenshot):
+    notebook(page, "results_models", SETUP, workspace="models")
     assert all_cells_ran(page) == "done"
     view = page.locator(".genlm-live.genlm-results")
     view.wait_for(timeout=120_000)

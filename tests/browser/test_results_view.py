@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 import time
 
-import nbformat
-from _views_page import NOISE, all_cells_ran, open_and_run_all, printed
-from nbformat.v4 import new_code_cell, new_notebook
+from _views_page import NOISE, all_cells_ran, printed
 
 SETUP = """import asyncio, tempfile
 from pathlib import Path
@@ -56,18 +54,8 @@ await run_evaluation(domain.dataset, slow, domain.evaluator, store=store, domain
 print("RUNS", len(store.to_pandas("runs")), int(store.runs_frame()["run_id"].min()))"""
 
 
-def test_results_view_rows_arrive_live_and_a_click_opens_the_run(page, lab, screenshot):
-    base, token, root = lab
-    nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell(RUN)])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(nb, str(root / "results_view.ipynb"))
-    open_and_run_all(
-        page, f"{base}/lab/workspaces/results/tree/results_view.ipynb?reset&token={token}"
-    )
+def test_results_view_rows_arrive_live_and_a_click_opens_the_run(page, notebook, screenshot):
+    notebook(page, "results_view", SETUP, RUN, workspace="results")
 
     view = page.locator(".genlm-live.genlm-results")
     view.wait_for(timeout=120_000)
