@@ -10,7 +10,7 @@ import numpy as np
 
 from genlm_lab.control.constraint.budget.automaton import AutomatonDistance
 from genlm_lab.control.constraint.budget.guide import FinishGuide
-from genlm_lab.control.constraint.budget.hooks import BudgetHooks
+from genlm_lab.control.constraint.budget.hooks import BudgetHooks, OwnBudget
 from genlm_lab.control.constraint.budget.lower_bound import lower_bound
 from genlm_lab.control.constraint.budget.search import SearchDistance
 from genlm_lab.control.constraint.budget.tokens import (
@@ -20,7 +20,6 @@ from genlm_lab.control.constraint.budget.tokens import (
     token_bytes,
     usable_mask,
 )
-from genlm_lab.control.constraint.budget.within import WithinBudget
 from genlm_lab.control.constraint.llg import GrammarPotential, TokenConstraint
 from genlm_lab.control.potential import AutoBatched, Coerced, Potential, is_join
 
@@ -62,14 +61,16 @@ _NONE = object()
 def fit_check_for(potential: Potential, **search: Any) -> FitCheck | None:
     """The finisher of one factor over tokens (cached per factor), or None.
 
-    None for factors that are no constraint (language models, critics) and
-    for those already under a budget (`WithinBudget`). Boolean factors get a
+    None for factors that are no constraint (language models, critics); a
+    `WithinBudget` gets its constraint's (the same refusals and guide). Boolean factors get a
     `SearchDistance` at least; constraints with a known automaton an
     `AutomatonDistance`. `search` goes to `SearchDistance`.
     """
     if isinstance(potential, AutoBatched):
         return fit_check_for(potential.potential, **search)
-    if isinstance(potential, WithinBudget) or not getattr(potential, "is_boolean", False):
+    if isinstance(potential, OwnBudget):  # `WithinBudget`: the same check as its constraint's
+        return fit_check_for(potential.inner, **search)
+    if not getattr(potential, "is_boolean", False):
         return None
     found = _FINISHERS.get(potential) if not search else None
     if found is not None:

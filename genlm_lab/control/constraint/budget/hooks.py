@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from genlm_lab.control.constraint.regular.dfa import ByteDfa
 
-__all__ = ["QUOTE_BREAKERS", "BudgetHooks", "Closing"]
+__all__ = ["QUOTE_BREAKERS", "BudgetHooks", "Closing", "OwnBudget"]
 
 #: The bytes a double-quoted string cannot hold raw (a quote, a backslash, control bytes),
 #: in JSON and in the C-like strings most grammars write: a token without them is plain
@@ -51,6 +52,13 @@ class Closing:
     necessary: Callable[[bytes], bool]
     closer: Callable[[bytes], tuple[int, int] | None]
     closing_bytes: bytes
+
+
+class OwnBudget:
+    """A potential that holds a constraint (`inner`, over tokens) to a token budget of its
+    own (`WithinBudget`): a budget checks and guides it as it would `inner` itself."""
+
+    inner: Any
 
 
 class BudgetHooks:

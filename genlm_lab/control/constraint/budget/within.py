@@ -1,19 +1,19 @@
-"""`WithinBudget`: a constraint over tokens that also asks the text to end in time (JSON schemas).
+"""`WithinBudget`: a schema over tokens that also asks the document to end in time.
 
 An SMC run with `max_tokens` keeps only documents of at most that many tokens
 (EOS included): a particle still writing when the budget runs out is cut and
 gets weight zero. `WithinBudget` refuses a token once the document can no
 longer be finished within the tokens left. SMC does this by default for
-every constraint that can finish (`SMC(...)(..., budget=True)`,
-`inference/budgets.py`); `WithinBudget` is an explicit form, a potential of
-its own (for a direct sampler's mask, or a run with the budget off).
+every constraint (`SMC(...)(..., budget=True)`, `inference/budgets.py`);
+`WithinBudget` is the same budget as a potential of its own (for a direct
+sampler's mask, or a run with the budget off): it refuses with the very check
+the default gives the schema (`fit_check_for`), and a run's budget checks and
+guides a `WithinBudget` factor as it would the schema itself, so the two
+forms give the same refusals and the same guide.
 
-By default it is sound: a prefix is refused only where no completion fits
-(`SearchDistance`: one token left and the document not
-complete, or a search over the tokens the mask allows that finds none; the
-schema's `finish`, counted in tokens, proves quickly that a prefix fits).
+By default it is sound: a prefix is refused only where no completion fits.
 Nothing that could end in time is set aside, so the run's target is exactly
-the schema's, within `max_tokens`; where the search cannot decide (a string,
+the schema's, within `max_tokens`; where the check cannot decide (a string,
 where nearly every token is allowed) the prefix is kept.
 
 `greedy=True` is a stronger rule, and not exact: refuse as soon as
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.constraint.budget.hooks import BudgetHooks
-from genlm_lab.control.constraint.budget.search import SearchDistance
+from genlm_lab.control.constraint.budget.fit_check import fit_check_for
+from genlm_lab.control.constraint.budget.hooks import BudgetHooks, OwnBudget
 from genlm_lab.control.constraint.llg import GreedyTokenizer
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
@@ -43,7 +43,7 @@ from genlm_lab.control.potential.base import Potential
 __all__ = ["WithinBudget"]
 
 
-class WithinBudget(Potential):
+class WithinBudget(Potential, OwnBudget):
     """`schema` coerced onto `llm`'s tokens, refusing tokens after which it cannot end in time.
 
     Use it with the `max_tokens` of the run, and with AWRS, which checks only
@@ -56,8 +56,10 @@ class WithinBudget(Potential):
         max_tokens: the run's `max_tokens` (EOS included).
         cache_size: how many prefixes' finish lengths to keep.
         greedy: refuse wherever the greedy finish is too long (sets mass aside, see above).
-        max_branch: with `greedy=False`, the most allowed tokens a searched prefix may have.
-        max_nodes: with `greedy=False`, the most masks one check may read.
+        max_branch: with `greedy=False`, the most allowed tokens a searched prefix may have
+            (None: the default budget's).
+        max_nodes: with `greedy=False`, the most masks one check may read (None: the
+            default budget's).
 
     Raises:
         ValueError: if `max_tokens` is not a positive int, or `schema` has no `finish`.
@@ -72,8 +74,8 @@ class WithinBudget(Potential):
         max_tokens: int,
         cache_size: int = 8192,
         greedy: bool = False,
-        max_branch: int = 64,
-        max_nodes: int = 256,
+        max_branch: int | None = None,
+        max_nodes: int | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -93,12 +95,10 @@ class WithinBudget(Potential):
         self._needed: OrderedDict[bytes, tuple[int | None, bytes | None]] = OrderedDict()
         self._cache_size = cache_size
         self.greedy = greedy
-        self._search = SearchDistance(
-            self.inner,
-            upper=self._upper,
-            max_branch=max_branch,
-            max_nodes=max_nodes,
-            max_depth=None,
+        # the default budget's own check of the schema (its guide too), unless tuned here
+        search = {"max_branch": max_branch, "max_nodes": max_nodes}
+        self._search = fit_check_for(
+            self.inner, **{k: v for k, v in search.items() if v is not None}
         )
         #: checked: finishes walked; reused: a parent's finish taken over; refused: tokens
         #: refused for the budget; unknown: prefixes with no finish found; unproven: kept

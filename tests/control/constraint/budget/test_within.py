@@ -143,3 +143,20 @@ def test_the_default_keeps_what_a_shorter_completion_ends_and_greedy_sets_it_asi
     assert run(sound.prefix([b'{"a":', b"2}"])) == 0  # then EOS: 3 tokens
     assert run(sound.prefix([b'{"a":', b"2"])) == -math.inf  # '}' and EOS would make 4
     assert "greedy=True" in repr(greedy) and "greedy" not in repr(sound)
+
+
+def test_it_is_the_default_budget_as_a_factor_the_same_refusals_and_the_same_guide():
+    from genlm_lab.control.constraint.budget import fit_check_for
+
+    llm = toy_llm(vocab=WIDE)
+    schema = JsonSchema(SCHEMA)
+    within, plain = WithinBudget(schema, llm, 6), schema.coerce(llm, f=b"".join)
+    default = fit_check_for(plain)
+    check = fit_check_for(within)  # what a run's budget uses for a WithinBudget factor
+    assert check is fit_check_for(within.inner) and check.guide is not None
+    live = enumerate_live(within, 6)
+    assert len(live) > 5
+    for context in live:
+        by_default = run(default.fits(list(context), 6 - len(context)))
+        assert (run(within.prefix(list(context))) == 0) is by_default, context
+        assert run(check.fits(list(context), 6 - len(context))) is by_default, context
