@@ -107,8 +107,20 @@ class Sequences:
 
     @property
     def finished(self) -> list[bool]:
-        """Whether each sequence ends with EOS."""
+        """Whether each sequence ends with EOS (live or not; see `ended_valid`)."""
         return [bool(c) and isinstance(c[-1], EndOfSequence) for c in self.contexts]
+
+    @property
+    def ended_valid(self) -> list[bool]:
+        """Whether each sequence ended as a valid sample: EOS drawn and weight above zero.
+
+        False for a particle cut at `max_tokens` (no EOS) and for one killed
+        (weight zero), even after its EOS.
+        """
+        return [
+            done and w > -math.inf
+            for done, w in zip(self.finished, self.log_weights.tolist(), strict=True)
+        ]
 
     @cached_property
     def posterior(self) -> Chart:
@@ -176,7 +188,11 @@ class Sequences:
         return [join_bytes(c).decode("utf-8", errors="replace") for c in self.contexts]
 
     def to_pandas(self) -> Any:
-        """One row per particle: text, tokens, log_weight, weight (normalised), finished."""
+        """One row per particle: text, tokens, log_weight, weight (normalised), finished.
+
+        `finished` is `ended_valid`: True only for a particle that drew EOS
+        and kept a weight above zero, not for one cut at `max_tokens` or killed.
+        """
         import pandas as pd
 
         return pd.DataFrame(
@@ -185,7 +201,7 @@ class Sequences:
                 "tokens": [[token_label(t) for t in c] for c in self.contexts],
                 "log_weight": self.log_weights,
                 "weight": self.normalized_weights,
-                "finished": self.finished,
+                "finished": self.ended_valid,
             }
         )
 

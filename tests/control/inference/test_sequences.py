@@ -95,3 +95,10 @@ def test_length_mismatch_is_a_value_and_assertion_error_and_show_prints_the_heav
     Sequences([[b"a", EOS], [b"b"]], [math.log(1), math.log(9)]).show()
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "0.9000  'b'" and lines[2] == "0.1000  'a'"
+
+
+def test_to_pandas_finished_only_for_particles_that_ended_valid():
+    # ended with EOS and live; cut at max_tokens (no EOS); killed after EOS; killed before it
+    contexts = [[A, EOS], [A, B], [B, EOS], [B]]
+    frame = Sequences(contexts, [0.0, 0.0, -math.inf, -math.inf]).to_pandas()
+    assert frame["finished"].tolist() == [True, False, False, False]
