@@ -55,8 +55,8 @@ class Pool(Protocol):
 class LocalPool:
     """The tasks run in this process, on its event loop (`run_task`), no pool around them.
 
-    Built by `LocalPool.of`; the instances' identities are read from the adaptor
-    on first use, as the runner keys them.
+    Built by `pool_for`; the instances' identities are read from the adaptor on
+    first use, as the runner keys them.
     """
 
     model: Any
@@ -65,21 +65,6 @@ class LocalPool:
     method_name: str
     method_config: dict
     model_identity: dict
-
-    @classmethod
-    def of(
-        cls,
-        model: Any,
-        evaluator: Evaluator,
-        instances: list,
-        method: Any = None,
-        model_id: Any = None,
-        model_name: str | None = None,
-    ) -> LocalPool:
-        """The adaptor's pool: the method and model as it names them (see `run_evaluation`)."""
-        name, config = method_identity(model, method)
-        identity = adaptor_model_identity(model, model_id, model_name)
-        return cls(model, evaluator, instances, name, config, identity)
 
     @cached_property
     def instance_identities(self) -> list:
@@ -115,8 +100,11 @@ async def pool_for(
 ) -> Pool:
     """A `LocalPool` when `cluster` is None, else the cluster's replicas (`open_pool`).
 
-    On a cluster the replicas build the model, so they say who it is.
+    The method and the model are named as `run_evaluation` says: here by the
+    adaptor; on a cluster the replicas build the model, so they say who it is.
     """
-    if cluster is None:
-        return LocalPool.of(model, evaluator, instances, method, model_id, model_name)
-    return await open_pool(cluster, model, evaluator, instances, method, model_id, model_name)
+    if cluster is not None:
+        return await open_pool(cluster, model, evaluator, instances, method, model_id, model_name)
+    name, config = method_identity(model, method)
+    identity = adaptor_model_identity(model, model_id, model_name)
+    return LocalPool(model, evaluator, instances, name, config, identity)
