@@ -114,18 +114,37 @@ def other_torch_processes(
 def oversubscription_line(
     own_threads: int, others: list[TorchProcess], cores: int | None = None
 ) -> str | None:
-    """One line saying the machine is oversubscribed, or None when the threads fit the cores."""
+    """One line saying the machine is oversubscribed, or None when the threads fit the cores.
+
+    The line asks to lower threads only where that helps: in this process if
+    it computes on more than one thread, and in each other process (named by
+    pid) that does. When every process already uses one thread, fewer threads
+    cannot help, and there is no line.
+    """
     cores = cpu_count() if cores is None else cores
     total = own_threads + sum(p.threads for p in others)
     if not others or total <= cores:
         return None
+    crowded = [p for p in others if p.threads > 1]
+    if own_threads <= 1 and not crowded:
+        return None
+    least = min([own_threads] * (own_threads > 1) + [p.threads for p in crowded])
+    fewer = max(1, min(shared_threads(cores), least - 1))
+    asks = []
+    if own_threads > 1:
+        asks.append(
+            f"OMP_NUM_THREADS={fewer} before this process starts, "
+            f"or torch.set_num_threads({fewer}) here"
+        )
+    if crowded:
+        named = ", ".join(f"process {p.pid} ({p.threads} threads)" for p in crowded)
+        asks.append(f"start {named} with OMP_NUM_THREADS={fewer}")
     n = len(others)
     return (
         f"genlm-lab: {n} other torch process{'es' if n != 1 else ''} share{'s' if n == 1 else ''} "
         f"these {cores} cores ({total} compute threads in all, {own_threads} here): forwards "
-        f"that overlap run many times slower; give each process fewer threads "
-        f"(OMP_NUM_THREADS={shared_threads(cores)} before it starts, or "
-        f"torch.set_num_threads({shared_threads(cores)}); docs/workshop.md)"
+        f"that overlap run many times slower; give fewer threads where there are several "
+        f"({'; '.join(asks)}; docs/workshop.md)"
     )
 
 

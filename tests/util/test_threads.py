@@ -62,18 +62,36 @@ def test_line_only_when_threads_outnumber_the_cores():
     assert two is not None and "2 other torch processes share these 4 cores (5" in two
 
 
+def test_no_line_when_lowering_threads_would_not_help():
+    # every process already computes on one thread: fewer threads cannot help
+    ones = [TorchProcess(10, 1, True), TorchProcess(11, 1, False)]
+    assert oversubscription_line(1, ones, cores=2) is None
+    assert oversubscription_line(1, [TorchProcess(10, 1, True)], cores=1) is None
+
+
+def test_line_asks_only_the_processes_that_can_lower():
+    # this kernel uses one thread: the line names the other process, not this one
+    line = oversubscription_line(1, [TorchProcess(10, 4, False)], cores=2)
+    assert line is not None and "\n" not in line
+    assert "process 10" in line and "4 threads" in line and "1 here" in line
+    assert "torch.set_num_threads" not in line  # nothing to lower here
+    here = oversubscription_line(2, [TorchProcess(10, 1, True)], cores=2)
+    assert here is not None and "torch.set_num_threads(1)" in here and "process 10" not in here
+
+
 def test_warns_once_per_process(tmp_path: Path, monkeypatch, capsys):
     torch = pytest.importorskip("torch")
     _fake_proc(tmp_path, 10, "/venv/bin/python", True, {})
     monkeypatch.setattr(threads, "_warned", False)
     monkeypatch.setattr(threads, "cpu_count", lambda: 1)
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # one more than it needs
     first = threads.warn_if_oversubscribed(tmp_path)
     assert first is not None and capsys.readouterr().err == first + "\n"
     assert threads.warn_if_oversubscribed(tmp_path) is None
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not Path(f"/proc/{os.getpid()}/maps").exists(), reason="needs /proc")
 def test_sees_a_real_torch_process(tmp_path: Path):
     import subprocess
