@@ -43,6 +43,8 @@ KEY_HELP = {
     "max_tokens": "longest answer in tokens, EOS included",
     "seed": "the experiment's seed (each instance and replicate derives its own)",
     "name": "the label shown in tables (default: the kind)",
+    "budget": "hand max_tokens to the constraint: a token after which the answer cannot "
+    "end in time gets weight zero at once, not at the cut (budget=false: off)",
 }
 
 

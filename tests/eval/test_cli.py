@@ -104,6 +104,22 @@ def test_eval_run_help_lists_method_kinds_and_keys(capsys):
             assert f"\n  {key}" in kinds, key
 
 
+def test_eval_run_help_describes_every_method_key(capsys):
+    from genlm_lab.eval.methods import Method
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    out = capsys.readouterr().out
+    lines = out[out.index("keys (default):") :].splitlines()
+    for key in Method.model_fields:
+        if key == "kind":
+            continue
+        line = next(x for x in lines if x.startswith(f"  {key} ") or x == f"  {key}")
+        label = f"  {key} ({Method.model_fields[key].default})"
+        rest = line[len(label) :] if line.startswith(label) else line[len(f"  {key}") :]
+        assert rest.strip(), f"{key} has no description"
+
+
 @pytest.mark.parametrize(
     "method, says",
     [
