@@ -17,14 +17,14 @@ the engine before anyone uses it (`cfg.finish`).
 
 from __future__ import annotations
 
-import re._constants as sre_c
-import re._parser as sre_parse
 import warnings
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Any
 
 import regex
+
+from genlm_lab.control.constraint.regular.parse_tree import nodes, parse
 
 __all__ = ["EarleyChart", "LarkChart", "complete_terminal", "parse_lark"]
 
@@ -35,29 +35,12 @@ _MAX_NODES = 4096  # regex checks a terminal's completion may take
 def _chars_of(pattern: str) -> str:
     """Characters worth trying in `pattern`: its literals and class bounds, and a few defaults."""
     found: list[str] = []
-
-    def walk(tree: Any) -> None:
-        for op, arg in tree:
-            if op in (sre_c.LITERAL, sre_c.NOT_LITERAL):
-                found.append(chr(arg))
-            elif op == sre_c.RANGE:
-                found.extend((chr(arg[0]), chr(arg[1])))
-            elif op == sre_c.IN:
-                walk(arg)
-            elif op == sre_c.BRANCH:
-                for sub in arg[1]:
-                    walk(sub)
-            elif op == sre_c.SUBPATTERN:
-                walk(arg[-1])
-            elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
-                walk(arg[2])
-            elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.ATOMIC_GROUP):
-                walk(arg[-1] if isinstance(arg, tuple) else arg)
-
-    try:
-        walk(sre_parse.parse(pattern))
-    except Exception:  # noqa: BLE001 - a syntax only `regex` reads: the defaults only
-        pass
+    parsed = parse(pattern, strict=False)  # a syntax only `regex` reads: the defaults only
+    for name, arg in nodes(parsed) if parsed is not None else ():
+        if name in ("LITERAL", "NOT_LITERAL"):
+            found.append(chr(arg))
+        elif name == "RANGE":
+            found.extend((chr(arg[0]), chr(arg[1])))
     return "".join(dict.fromkeys(_DEFAULT_CHARS + "".join(found)))
 
 

@@ -11,15 +11,10 @@ the finish keeps it where the mask walks it and then allows the quote.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
-try:  # CPython's regex parser (`re._parser` from 3.11, `sre_parse` before)
-    from re import _constants as _c
-    from re import _parser as _sre
-except ImportError:  # pragma: no cover - other Pythons
-    _sre = _c = None
+from genlm_lab.control.constraint.regular.parse_tree import parse
 
 __all__ = ["pattern_example"]
 
@@ -39,13 +34,11 @@ def pattern_example(pattern: str) -> tuple[str, bool] | None:
     """`(text, anchored)`: a short string the pattern matches, and whether the pattern
     starts with `^` (then the match must start the string); None where the pattern
     uses what this does not write (look-arounds, back-references, negated sets)."""
-    if _sre is None:
+    parsed = parse(pattern, strict=False)
+    if parsed is None:
         return None
-    try:
-        items = list(_sre.parse(pattern))
-    except (re.error, RecursionError, ValueError):
-        return None
-    anchored = bool(items) and items[0][0] is _c.AT and str(items[0][1]) in _ANCHORS
+    items = list(parsed)
+    anchored = bool(items) and str(items[0][0]) == "AT" and str(items[0][1]) in _ANCHORS
     text = _write(items)
     return None if text is None else (text, anchored)
 

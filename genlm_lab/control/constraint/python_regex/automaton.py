@@ -12,12 +12,13 @@ exactly. One regex dialect and one purpose each.
 from __future__ import annotations
 
 import re
-import warnings
 from itertools import chain
 from re._constants import MAXREPEAT as _MAXREPEAT
 from typing import Any
 
 import regex
+
+from genlm_lab.control.constraint.regular.parse_tree import parse
 
 __all__ = ["CharAutomaton"]
 
@@ -126,8 +127,6 @@ class CharAutomaton:
     @classmethod
     def build(cls, pattern: str, flags: int) -> CharAutomaton | None:
         """The automaton of `pattern`, or None where it is not exactly the engine's (see above)."""
-        import re._parser as sre
-
         if flags:
             return None
         out = cls()
@@ -139,9 +138,9 @@ class CharAutomaton:
         if "[:" in pattern:  # POSIX classes: `re` reads `[[:alpha:]]` as a plain set
             return None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                parsed = sre.parse(pattern)
+            parsed = parse(pattern)
+            if parsed is None:
+                return None
             if parsed.state.flags & ~re.UNICODE:
                 return None
             out.start = out._dfa(out._closure(out._seq(list(parsed), final, True, True, False)))

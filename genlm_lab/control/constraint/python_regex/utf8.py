@@ -12,11 +12,11 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-import warnings
 from functools import lru_cache
-from typing import Any
 
 import regex
+
+from genlm_lab.control.constraint.regular.parse_tree import nodes, parse
 
 __all__ = [
     "ascii_only",
@@ -111,32 +111,14 @@ def ascii_only(pattern: str, flags: int) -> bool:
     case folding (`(?i)` maps `k` to the Kelvin sign). Anything it cannot
     parse (the `regex` module's own syntax) counts as False.
     """
-    import re._parser as sre  # the parser behind `re`; regex-only syntax fails there
-
     if flags & (regex.IGNORECASE | regex.FULLCASE) or "[:" in pattern:
         return False  # POSIX classes: `re` reads `[[:alpha:]]` as a set of ASCII characters
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = sre.parse(pattern)
-    except Exception:  # noqa: BLE001 - any parse failure means "don't know"
+    parsed = parse(pattern, strict=False)  # regex-only syntax fails there: "don't know"
+    if parsed is None or parsed.state.flags & re.IGNORECASE:
         return False
-    if parsed.state.flags & re.IGNORECASE:
-        return False
-    stack: list[Any] = [parsed]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, sre.SubPattern):
-            stack.extend(item.data)
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, tuple) and item and hasattr(item[0], "name"):
-            name, arg = item[0].name, item[1] if len(item) > 1 else None
-            if name in ("ANY", "NOT_LITERAL", "NEGATE", "CATEGORY"):
-                return False
-            if (name == "LITERAL" and arg > 127) or (name == "RANGE" and arg[1] > 127):
-                return False
-            stack.extend(item[1:])
-        elif isinstance(item, tuple):
-            stack.extend(item)
+    for name, arg in nodes(parsed):
+        if name in ("ANY", "NOT_LITERAL", "NEGATE", "CATEGORY"):
+            return False
+        if (name == "LITERAL" and arg > 127) or (name == "RANGE" and arg[1] > 127):
+            return False
     return True

@@ -10,13 +10,12 @@ count exact for such a regex.
 from __future__ import annotations
 
 import re
-import warnings
 from collections import defaultdict
 from collections.abc import Hashable
-from typing import Any
 
 from genlm_lab.control.constraint.regular.automata import regex_automaton
 from genlm_lab.control.constraint.regular.dfa import ByteDfa
+from genlm_lab.control.constraint.regular.parse_tree import nodes, parse
 from genlm_lab.control.constraint.regular.superset import class_troubles, parsed_alike
 
 __all__ = ["plain_ascii_regex", "regex_dfa"]
@@ -34,47 +33,22 @@ def plain_ascii_regex(pattern: str) -> bool:
     anything else (`.`, classes, negated sets, anchors, flags, lookarounds,
     backreferences, non-ASCII) is not plain.
     """
-    import re._parser as sre
-
     if not pattern.isascii() or "(?" in pattern:
         return False
     if not parsed_alike(pattern) or re.search(r"[?*+}]\+", pattern):
         return False  # Rust reads `a{1, 2}` as a repeat, `a?+` as `(a?)+`
     if "leading ]" in class_troubles(pattern):
         return False  # interegular reads `[]a]` as an empty class
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            parsed = sre.parse(pattern)
-    except Exception:  # noqa: BLE001 - what `re` cannot read is not plain
+    parsed = parse(pattern)
+    if parsed is None or parsed.state.flags & ~re.UNICODE:
         return False
-    if parsed.state.flags & ~re.UNICODE:
-        return False
-    stack: list[Any] = [parsed]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, sre.SubPattern):
-            stack.extend(item.data)
-        elif isinstance(item, (list, tuple)) and item and hasattr(item[0], "name"):
-            name = item[0].name
-            if name not in _PLAIN:
-                return False
-            if name == "LITERAL" and item[1] > 127:
-                return False
-            if name == "RANGE" and item[1][1] > 127:
-                return False
-            if name == "SUBPATTERN":
-                stack.append(item[1][-1])  # (group, add_flags, del_flags, pattern)
-                if item[1][1] or item[1][2]:
-                    return False
-            elif name in ("MAX_REPEAT", "MIN_REPEAT"):
-                stack.append(item[1][-1])
-            elif name == "BRANCH":
-                stack.extend(item[1][-1])
-            elif name == "IN":
-                stack.extend(item[1])
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+    for name, arg in nodes(parsed):
+        if name not in _PLAIN:
+            return False
+        if (name == "LITERAL" and arg > 127) or (name == "RANGE" and arg[1] > 127):
+            return False
+        if name == "SUBPATTERN" and (arg[1] or arg[2]):  # (group, add_flags, del_flags, items)
+            return False
     return True
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import functools
 import re
+import re._parser as sre
 import unicodedata
-import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import regex
 
 from genlm_lab.control.constraint.regular.dfa import ByteDfa
+from genlm_lab.control.constraint.regular.parse_tree import parse
 
 __all__ = ["class_troubles", "parsed_alike", "regex_superset_dfa"]
 
@@ -122,19 +123,15 @@ class _Unread(Exception):
 
 def regex_superset_dfa(pattern: str, max_states: int = 512) -> ByteDfa | None:
     """An automaton holding every text `pattern` fully matches (see the module), or None."""
-    import re._parser as sre
-
-    if not parsed_alike(pattern):
+    parsed = parse(pattern) if parsed_alike(pattern) else None
+    if parsed is None:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            parsed = sre.parse(pattern)
         flags = parsed.state.flags
         if flags & ~_READ_FLAGS:
             raise _Unread("flags")
         tree = _Builder(sre, fold=bool(flags & re.IGNORECASE)).sequence(parsed)
-    except (_Unread, re.error, RecursionError, UnicodeError, FutureWarning, DeprecationWarning):
+    except (_Unread, re.error, RecursionError, UnicodeError):
         return None
     return _glushkov(tree, max_states)
 
