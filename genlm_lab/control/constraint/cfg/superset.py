@@ -24,7 +24,7 @@ from genlm_lab.control.constraint.cfg.earley import parse_lark
 __all__ = ["regular_superset"]
 
 
-class _NotRegular(Exception):
+class _NotRegularGrammar(Exception):
     """The grammar is not regular in the way this module reads (or a terminal is unreadable)."""
 
 
@@ -48,17 +48,17 @@ def regular_superset(grammar: str) -> str | None:
         if "start" not in rules:
             return None
         text = _Reader(rules, {n: gap + p for n, p in pieces.items()}).read("start") + gap
-    except (_NotRegular, RecursionError):
+    except (_NotRegularGrammar, RecursionError):
         return None
     return text
 
 
 def _terminal(pattern: Any) -> str:
     if pattern.flags:
-        raise _NotRegular(f"flags {sorted(pattern.flags)}")
+        raise _NotRegularGrammar(f"flags {sorted(pattern.flags)}")
     if pattern.type == "str" and "\\" in pattern.value:
         # lark keeps `"\/"` and `"\b"` as written; llguidance reads them as `/` and a backspace
-        raise _NotRegular("a backslash lark and llguidance read apart")
+        raise _NotRegularGrammar("a backslash lark and llguidance read apart")
     return f"({pattern.to_regexp()})"
 
 
@@ -76,9 +76,9 @@ class _Reader:
         if found is not None:
             return found
         if name not in self.rules:
-            raise _NotRegular(f"{name} has no rule")
+            raise _NotRegularGrammar(f"{name} has no rule")
         if name in self.open:
-            raise _NotRegular(f"{name} is reached through another rule")
+            raise _NotRegularGrammar(f"{name} is reached through another rule")
         self.open.add(name)
         left, right, plain = [], [], []
         for expansion in self.rules[name]:
@@ -90,11 +90,11 @@ class _Reader:
             elif names.count(name) == 1 and names[-1] == name and len(names) > 1:
                 right.append(expansion[:-1])
             else:
-                raise _NotRegular(f"{name} calls itself in its middle")
+                raise _NotRegularGrammar(f"{name} calls itself in its middle")
         if left and right:
-            raise _NotRegular(f"{name} calls itself at both ends")
+            raise _NotRegularGrammar(f"{name} calls itself at both ends")
         if not plain:
-            raise _NotRegular(f"{name} never ends")
+            raise _NotRegularGrammar(f"{name} never ends")
         base = self._alternatives(plain)
         if left:
             found = f"{base}{self._alternatives(left)}*"
@@ -115,5 +115,5 @@ class _Reader:
     def _terminal(self, name: str) -> str:
         found = self.terminals.get(name)
         if found is None:  # `%declare`d: written by something else, its text unknown
-            raise _NotRegular(f"{name} has no pattern")
+            raise _NotRegularGrammar(f"{name} has no pattern")
         return found

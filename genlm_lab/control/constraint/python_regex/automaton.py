@@ -34,7 +34,7 @@ _CATEGORIES = {
 }
 
 
-class _NotRegular(Exception):
+class _NotModelled(Exception):
     """The pattern holds something `CharAutomaton` does not model (it keeps to the engine)."""
 
 
@@ -62,7 +62,7 @@ def _class_source(op: str, arg: Any) -> str:
         elif name == "CATEGORY" and value.name in _CATEGORIES:
             parts.append(_CATEGORIES[value.name])
         else:
-            raise _NotRegular(name)
+            raise _NotModelled(name)
     return "[" + "".join(parts) + "]"
 
 
@@ -150,7 +150,7 @@ class CharAutomaton:
 
     def _add(self, kind: int, pred: int, nxt: Any) -> int:
         if len(self.kind) >= _MAX_STATES:
-            raise _NotRegular("too many states")
+            raise _NotModelled("too many states")
         self.kind.append(kind)
         self.pred.append(pred)
         self.next.append(nxt)
@@ -183,7 +183,7 @@ class CharAutomaton:
                 name in ("AT_END", "AT_END_STRING") and tail
             ):
                 return nxt  # always true there: fullmatch starts at 0 and must reach the end
-            raise _NotRegular(name)
+            raise _NotModelled(name)
         if op == "BRANCH":
             return self._add(
                 _EPS, -1, [self._seq(list(b), nxt, head, tail, looped) for b in arg[1]]
@@ -191,7 +191,7 @@ class CharAutomaton:
         if op == "SUBPATTERN":
             _, add_flags, del_flags, body = arg
             if add_flags or del_flags:
-                raise _NotRegular("scoped flags")
+                raise _NotModelled("scoped flags")
             return self._seq(list(body), nxt, head, tail, looped)
         if op in ("MAX_REPEAT", "MIN_REPEAT"):  # greedy or lazy: the same paths exist
             low, high, body = arg
@@ -211,7 +211,7 @@ class CharAutomaton:
             low, high, body = arg
             body = list(body)
             if len(body) != 1 or body[0][0].name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
-                raise _NotRegular("possessive repeat of more than one character")
+                raise _NotModelled("possessive repeat of more than one character")
             pred = self._set(body[0][0].name, body[0][1])
             if high == _MAXREPEAT:
                 entry = self._add(_EXCL, pred, None)
@@ -223,7 +223,7 @@ class CharAutomaton:
             for _ in range(low):
                 entry = self._add(_PRED, pred, entry)
             return entry
-        raise _NotRegular(op)
+        raise _NotModelled(op)
 
     def admits_nothing(self) -> bool:
         """Whether no path from the start reaches the end over character sets that hold a
