@@ -16,6 +16,7 @@ sentence about "every particle died" must count.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "DEATH_COLUMNS",
     "AllParticlesDied",
     "cut_hint",
+    "death_cause",
     "death_rows",
     "deaths_frame",
     "deaths_sentence",
@@ -37,6 +39,12 @@ __all__ = [
 DEATH_COLUMNS = ("particle", "step", "factor", "reason")
 
 _DEFAULT_REASON = "its weight became zero (a failed condition or an impossible observation)"
+
+#: What stands for the token in a cause (`death_cause`).
+TOKEN_PLACEHOLDER = "<token>"
+
+# A token a reason quotes (as Python's repr writes its label) after "gives" or "after".
+_QUOTED_TOKEN = re.compile(r"""\b(gives|after) ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 def _weight(value: Any) -> float:
@@ -87,12 +95,43 @@ def deaths_frame(rows: Sequence[Mapping]) -> Any:
     return pd.DataFrame([[r[c] for c in columns] for r in rows], columns=columns)
 
 
+def death_cause(reason: str) -> tuple[str, str | None]:
+    """A reason's cause, with the token it quotes replaced by `<token>`, and that token.
+
+    "BoolFSA gives ' toilets' weight zero after 2 tokens" and the same with
+    ' chairs' are one cause, so deaths are counted by cause, not by token.
+    A reason that quotes no token is its own cause (token None).
+    """
+    found = _QUOTED_TOKEN.search(reason)
+    if found is None:
+        return reason, None
+    start, end = found.span(2)
+    return reason[:start] + TOKEN_PLACEHOLDER + reason[end:], found.group(2)
+
+
+def _key(row: Mapping) -> tuple[str, str]:
+    return row["factor"], death_cause(str(row["reason"]))[0]
+
+
 def most_common_death(rows: Sequence[Mapping]) -> tuple[str, str, int] | None:
-    """(factor, reason, count) of the commonest (factor, reason) pair; None without deaths."""
+    """(factor, cause, count) of the commonest (factor, cause) pair; None without deaths.
+
+    The cause is the reason with its token apart (`death_cause`).
+    """
     if not rows:
         return None
-    (factor, reason), count = Counter((r["factor"], r["reason"]) for r in rows).most_common(1)[0]
-    return factor, reason, count
+    (factor, cause), count = Counter(_key(r) for r in rows).most_common(1)[0]
+    return factor, cause, count
+
+
+def _cause_text(group: Sequence[Mapping], cause: str) -> str:
+    """The cause with examples of its tokens, or the reason itself when one token (or none) caused it."""
+    tokens = list(dict.fromkeys(death_cause(str(r["reason"]))[1] for r in group))
+    if len(tokens) < 2:
+        return str(group[0]["reason"])
+    shown = ", ".join(str(t) for t in tokens[:3])
+    more = f" and {len(tokens) - 3} more" if len(tokens) > 3 else ""
+    return f"{cause} (tokens {shown}{more})"
 
 
 def final_deaths(
@@ -161,7 +200,9 @@ def deaths_sentence(rows: Sequence[Mapping], n_particles: int | None = None) -> 
     if top is None:
         return "no death was recorded"
     by_factor = Counter(r["factor"] for r in rows).most_common(1)[0]
-    factor, reason, count = top
+    factor, cause, count = top
+    group = [r for r in rows if _key(r) == (factor, cause)]
+    reason = _cause_text(group, cause)
     if n_particles is not None:
         head = f"{by_factor[0]} killed {by_factor[1]} of {n_particles} particles"
     else:
@@ -169,7 +210,7 @@ def deaths_sentence(rows: Sequence[Mapping], n_particles: int | None = None) -> 
         head = f"{by_factor[0]} caused {by_factor[1]} of {len(rows)} {noun}"
     sentence = f"{head}; most common reason ({count} of {len(rows)}): {factor}: {reason}"
     if str(reason).startswith("cut at max_tokens"):
-        budgets = [r.get("budget") for r in rows if (r["factor"], r["reason"]) == (factor, reason)]
+        budgets = [r.get("budget") for r in group]
         budget = budgets[0] if budgets else None
         hint = cut_hint(factor, budget)
         if budget is not None:  # the reason already names the budget and the factor

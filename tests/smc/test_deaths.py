@@ -121,3 +121,25 @@ async def test_a_resampled_run_never_counts_more_deaths_than_particles():
     final = final_deaths(rows, record.steps, record.parents())
     dead_at_end = sum(w == float("-inf") for w in record.steps[-1]["log_weights"])
     assert len(final) == dead_at_end <= 3
+
+
+def test_reasons_that_embed_their_token_are_grouped_by_cause():
+    def gives(token, n=2):
+        return {
+            "factor": "BoolFSA",
+            "reason": f"BoolFSA gives {token!r} weight zero after {n} tokens",
+        }
+
+    other = {"factor": "BoolFSA", "reason": "cut at max_tokens: BoolFSA does not accept it"}
+    rows = [gives(" toilets"), gives(" chairs"), gives(' "x'), other, other]
+    factor, cause, count = most_common_death(rows)
+    assert (factor, count) == ("BoolFSA", 3)
+    assert cause == "BoolFSA gives <token> weight zero after 2 tokens"
+    sentence = deaths_sentence(rows)
+    assert "most common reason (3 of 5): BoolFSA: BoolFSA gives <token> weight zero" in sentence
+    assert "' toilets'" in sentence and "' chairs'" in sentence and "' \"x'" in sentence
+    # one token alone keeps its reason as it was
+    assert "gives ' toilets' weight zero" in deaths_sentence([gives(" toilets")] * 2)
+    budget = "JsonSchema could not end within max_tokens=16 after {} (13 tokens)"
+    refused = [{"factor": "JsonSchema", "reason": budget.format(repr(t))} for t in ("a", "b")]
+    assert most_common_death(refused)[1:] == (budget.format("<token>"), 2)
