@@ -14,24 +14,45 @@ function beamControls(model, data) {
 
 function beamAlarms(data) {
   const alarms = data.alarms || [];
-  if (!alarms.length) return null;
+  if (!alarms.length) {
+    return h("div", { class: "genlm-note genlm-no-alarms" }, `no alarms up to position ${data.position || 0}`);
+  }
   return h("div", { class: "genlm-note genlm-alarms", role: "alert" }, "\u26a0 alarms",
     h("ul", {}, ...alarms.map((a) => h("li", { "data-kind": a.kind },
       h("b", {}, `position ${a.step}, ${a.kind}`), `: ${a.text}`))));
 }
 
+// The text as UTF-8 characters (beam_data's "chars"): those read in bold, bytes on hover.
+function beamChar(c, pos) {
+  const title = c.bytes !== c.text ? { title: c.bytes } : {};
+  if (c.end <= pos) return h("b", title, c.text);
+  if (c.start < pos) {
+    return h("b", { class: "genlm-partial", title: `${c.bytes}: ${pos - c.start} of its ${c.end - c.start} bytes read` }, c.text);
+  }
+  return h("span", title, c.text);
+}
+
+function beamBand(data) {
+  const low = data.logZ || [], high = data.logZ_upper || low;
+  if (!low.length) return null;
+  const last = low.length - 1;
+  const width = Number.isFinite(low[last]) ? high[last] - low[last] : Infinity;
+  return h("div", { class: "genlm-note genlm-band" },
+    "certified band: the exact logZ lies between logZ (solid) and its upper bound (dashed), " +
+    `which adds the mass the beam pruned; width ${fmt(width)} nats at position ${last}`);
+}
+
 function drawBeam(data, model) {
-  const pos = data.position || 0, text = data.text || [], st = data.step;
+  const pos = data.position || 0, chars = data.chars || [], st = data.step;
   const kids = [
     h("div", { class: "genlm-title genlm-status" }, `Byte beam: ${pos} / ${data.n_bytes} bytes read`),
     beamControls(model, data),
     h("div", { class: "genlm-text genlm-progress" },
-      text.slice(0, pos).map((x) => h("b", {}, x)),
-      h("span", { class: "genlm-note" }, text.slice(pos).join(""))),
+      chars.filter((c) => c.start < pos).map((c) => beamChar(c, pos)),
+      h("span", { class: "genlm-note" }, chars.filter((c) => c.start >= pos).map((c) => beamChar(c, pos)))),
   ];
   if (data.error) kids.push(h("div", { class: "genlm-error" }, data.error));
-  const alarms = beamAlarms(data);
-  if (alarms) kids.push(alarms);
+  kids.push(beamAlarms(data));
   if (!st) return h("div", {}, kids);
   kids.push(h("div", { class: "genlm-note" },
     `${st.byte === null ? "initial beam" : `after byte ${st.byte}`}: logZ ${fmt(st.logZ)}, ` +
@@ -57,6 +78,7 @@ function drawBeam(data, model) {
       { name: "logZ upper bound", values: data.logZ_upper || data.logZ, cls: "genlm-line2" }],
       { title: "logZ and its certified upper bound (dashed)" }),
     lineChart([{ name: "LM calls", values: data.lm_calls, cls: "genlm-line2" }], { title: "LM calls per step" })));
+  kids.push(beamBand(data));
   return h("div", {}, kids);
 }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from genlm_lab.util import byte_label, escape_bytes
 
-__all__ = ["beam_data", "step_dict", "step_view"]
+__all__ = ["beam_data", "text_chars", "step_dict", "step_view"]
 
 _STATUSES = ("new", "kept", "extended", "healed", "pruned")
 _TOP_BYTES = 12
@@ -79,6 +79,35 @@ def step_view(step: Any, index: int = 0) -> dict:
     }
 
 
+def text_chars(text: bytes) -> list[dict]:
+    """The text as characters decoded from UTF-8, each with its bytes: `{text, bytes, start, end}`.
+
+    "text" is the character (a control character as its escape, a byte that
+    is no part of valid UTF-8 as U+FFFD); "bytes" its bytes as `\\xNN`
+    escapes (for a hover), or the character itself for plain ASCII; start and
+    end its byte offsets, so that a view can tell a character read in part.
+    """
+    out = []
+    i = 0
+    while i < len(text):
+        char, n = "\ufffd", 1
+        for width in range(1, 5):
+            try:
+                decoded = text[i : i + width].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(decoded) == 1:
+                char, n = decoded, width
+            break
+        chunk = text[i : i + n]
+        shown = char if char.isprintable() else escape_bytes(chunk)
+        plain = chunk.isascii() and char.isprintable()
+        label = shown if plain else "".join(f"\\x{b:02x}" for b in chunk)
+        out.append({"text": shown, "bytes": label, "start": i, "end": i + n})
+        i += n
+    return out
+
+
 def _alarms(step: Any, index: int) -> list[dict]:
     """A step's alarms as `{step, kind, text}` (records without any read as none)."""
     raw = step.alarms if hasattr(step, "to_dict") else step_dict(step, index).get("alarms")
@@ -118,6 +147,7 @@ def beam_data(
     return {
         "kind": "beam",
         "text": [byte_label(b) for b in text],
+        "chars": text_chars(text),
         "position": cur if heads else 0,
         "n_bytes": len(text),
         "logZ": [h[1] for h in heads[: cur + 1]],

@@ -14,21 +14,61 @@ from genlm_lab.widgets.render import (
     wrap,
 )
 
-__all__ = ["beam_html"]
+__all__ = ["band_note", "beam_html", "progress_html"]
+
+BAND_MEANING = (
+    "certified band: the exact logZ lies between logZ (solid) and its upper bound "
+    "(dashed), which adds the mass the beam pruned"
+)
+
+
+def _char(c: dict, pos: int) -> str:
+    title = f" title='{esc(c['bytes'])}'" if c["bytes"] != c["text"] else ""
+    if c["end"] <= pos:
+        return f"<b{title}>{esc(c['text'])}</b>"
+    if c["start"] < pos:
+        n, read = c["end"] - c["start"], pos - c["start"]
+        return (
+            f"<b class='genlm-partial' title='{esc(c['bytes'])}: {read} of its {n} bytes read'>"
+            f"{esc(c['text'])}</b>"
+        )
+    return f"<span{title}>{esc(c['text'])}</span>"
+
+
+def progress_html(data: dict) -> str:
+    """The text as UTF-8 characters, those read in bold, each one's bytes on hover."""
+    pos, chars = data["position"], data.get("chars") or []
+    done = "".join(_char(c, pos) for c in chars if c["start"] < pos)
+    rest = "".join(_char(c, pos) for c in chars if c["start"] >= pos)
+    return (
+        f"<div class='genlm-text genlm-progress'>{done}<span class='genlm-note'>{rest}</span></div>"
+    )
+
+
+def band_note(data: dict) -> str:
+    """What the certified band means and how wide it is at the position shown."""
+    low, high = data["logZ"], data["logZ_upper"]
+    if not low:
+        return ""
+    width = high[-1] - low[-1] if low[-1] > float("-inf") else float("inf")
+    return f"{BAND_MEANING}; width {fmt(width)} nats at position {len(low) - 1}"
 
 
 def beam_html(data: dict) -> str:
     """Static HTML of `beam_data`: text so far, candidate table, next-byte bars, logZ line."""
     pos, st = data["position"], data["step"]
-    done = "".join(f"<b>{esc(x)}</b>" for x in data["text"][:pos])
-    rest = "".join(esc(x) for x in data["text"][pos:])
     parts = [
         f"<div class='genlm-title genlm-status'>Byte beam: {pos} / {data['n_bytes']} bytes read</div>",
-        f"<div class='genlm-text genlm-progress'>{done}<span class='genlm-note'>{rest}</span></div>",
+        progress_html(data),
     ]
     if data["error"]:
         parts.append(f"<div class='genlm-error'>{esc(data['error'])}</div>")
-    parts.append(alarms_html(data.get("alarms"), "position"))
+    alarms = data.get("alarms")
+    parts.append(
+        alarms_html(alarms, "position")
+        if alarms
+        else f"<div class='genlm-note genlm-no-alarms'>no alarms up to position {pos}</div>"
+    )
     if st is None:
         return wrap("".join(parts), "beam")
     byte = "initial beam" if st["byte"] is None else f"after byte {st['byte']}"
@@ -71,5 +111,6 @@ def beam_html(data: dict) -> str:
         )
         + line_chart([("LM calls", data["lm_calls"], "genlm-line2")], title="LM calls per step")
         + "</div>"
+        + f"<div class='genlm-note genlm-band'>{esc(band_note(data))}</div>"
     )
     return wrap("".join(parts), "beam")

@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 
@@ -234,3 +235,36 @@ async def test_profile_view_draws_the_profiled_steps(odd_llm):
     assert data["counters"]["lm.calls"] == frame[frame.component == "lm.calls"].calls.sum()
     assert "lm.calls" not in data["components"]
     assert BeamDebugger(odd_llm, b"a").profile_view().view_data()["table"] == []
+
+
+def test_the_browser_module_draws_the_text_band_and_alarms_as_the_static_html():
+    """widgets/beam.js under a minimal DOM: UTF-8 text with bytes on hover, the band, no alarms."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from test_beam_html import _read
+
+    from genlm_lab.widgets.base import jsonable
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    text = "Café".encode()
+    data = beam_data(_read(text)[:5], text, 4)  # é read in part
+    out = subprocess.run(
+        [node, str(Path(__file__).with_name("_draw_js.mjs")), "beam.js", "drawBeam"],
+        input=json.dumps(jsonable(data), allow_nan=False),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert '<b title="\\xc3\\xa9: 1 of its 2 bytes read" class="genlm-partial">é</b>' in out or (
+        'class="genlm-partial" title="\\xc3\\xa9: 1 of its 2 bytes read">é</b>' in out
+    )
+    progress = out.split('genlm-progress">')[1].split("</div>")[0]
+    assert re.sub(r"<[^>]*>", "", progress) == "Café"
+    assert "no alarms up to position 4" in out
+    assert "width 0.250 nats at position 4" in out
