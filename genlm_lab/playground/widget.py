@@ -71,16 +71,23 @@ class Playground(w.VBox):
         self.save_button = w.Button(description="Save run", icon="save")
         self.save_button.on_click(lambda _: self._save_clicked())
         self.particles, self.profile = self._new_views(shown=False)
-        self.step = w.IntSlider(
-            value=0,
-            min=0,
-            max=0,
+        self.step = w.IntSlider(  # steps count as alarms and the genealogy do: first token 1
+            value=1,
+            min=1,
+            max=1,
             description="mask at step",
             style={"description_width": "initial"},
             disabled=True,
             continuous_update=False,
         )
-        self.particle = w.Dropdown(options=[0], value=0, description="particle", disabled=True)
+        self.particle = w.Dropdown(
+            options=[0],
+            value=0,
+            description="slot",
+            tooltip="the particle in this place of the step's population: a place in the "
+            "population, not a line of descent (resampling moves lines between slots)",
+            disabled=True,
+        )
         self.mask_head = w.HTML("")
         self.mask_view = MaskView()
         self.mask_view.layout.display = "none"
@@ -186,7 +193,7 @@ class Playground(w.VBox):
         self.mask_head.value = ""
         self._quiet = True
         try:
-            self.step.value, self.step.max, self.step.disabled = 0, 0, True
+            self.step.value, self.step.max, self.step.disabled = 1, 1, True
             self.particle.options, self.particle.disabled = [0], True
         finally:
             self._quiet = False
@@ -238,8 +245,8 @@ class Playground(w.VBox):
         n_steps = len(record.steps)
         self._quiet = True
         try:
-            self.step.value = 0
-            self.step.max = max(n_steps - 1, 0)
+            self.step.value = 1
+            self.step.max = max(n_steps, 1)
             self.step.disabled = n_steps == 0
             self.particle.options = list(range(record.n_particles))
             self.particle.disabled = n_steps == 0
@@ -253,7 +260,7 @@ class Playground(w.VBox):
             status += f" · log ML {final['log_ml']:.3f}"
         self.status.value = status
         if n_steps and draw_mask:
-            self._show_mask()  # this run's mask at step 0: never the last run's
+            self._show_mask()  # this run's mask at step 1: never the last run's
 
     def start(self) -> asyncio.Task:
         """Start `run()` as a task on the running loop (what the Run button does)."""
@@ -281,7 +288,8 @@ class Playground(w.VBox):
     async def mask_at(self, step: int, particle: int) -> MaskView:
         """The `MaskView` of the run's target for `particle`'s context before `step`'s token.
 
-        A reopened run builds its potentials (and loads its model) the first time.
+        `step` is a record entry's index: 0 holds the first token, which the
+        slider, the alarms and the genealogy call step 1. A reopened run builds its potentials (and loads its model) the first time.
         """
         if self.record is None:
             raise ValueError("no finished run yet: run the Playground first")
@@ -344,9 +352,10 @@ class Playground(w.VBox):
             asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a plain script): `await mask_at(...)` instead
             return None
-        task = asyncio.ensure_future(self.mask_at(step, particle))
+        task = asyncio.ensure_future(self.mask_at(step - 1, particle))  # record entry step - 1
         head = (
-            f"<span class='genlm-note'>particle {particle} before the token of step {step}"
+            f"<span class='genlm-note'>slot {particle} of step {step} (the particle in that "
+            f"place of the step's population) before it draws the step's token"
             f" ({html.escape(str(self.config.constraint_kind))} run)</span>"
         )
 

@@ -31,17 +31,20 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     assert profile["done"] and profile["table"]
     # the record adds the finishing observers' own time after the view has shown it
     assert profile["total"] == pytest.approx(record.profile["seconds"].sum(), rel=0.05)
-    assert pg.step.max == len(record.steps) - 1 and not pg.step.disabled
+    # steps count as alarms and the genealogy do: the first token is step 1
+    assert (pg.step.min, pg.step.max) == (1, len(record.steps)) and not pg.step.disabled
     assert list(pg.particle.options) == list(range(3))
     mask = await pg.mask_at(1, 0)
     data = mask.view_data()
     assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
-    pg.step.value = 1  # what moving the slider does: the mask of that step appears below
-    for _ in range(200):  # until step 1's mask replaces the step 0 one drawn after the run
-        if "step 1 " in pg.mask_head.value:
+    pg.step.value = 2  # what moving the slider does: the mask of that step appears below
+    for _ in range(200):  # until step 2's mask replaces the step 1 one drawn after the run
+        if "step 2" in pg.mask_head.value:
             break
         await asyncio.sleep(0.05)
-    assert "particle 0 before the token of step 1 " in pg.mask_head.value
+    # the second token's mask (record entry 1), for the particle in slot 0 of that step
+    assert "slot 0 of step 2 " in pg.mask_head.value
+    assert "a place in the population, not a line of descent" in pg.particle.tooltip
     shown = pg.mask_view
     assert shown.view_data()["n_allowed"] == data["n_allowed"]
     assert "log ML" in pg.status.value
