@@ -135,7 +135,7 @@ function genealogy(data) {
       cx: X(t), cy: Y(i), r: (1.5 + 4 * Math.sqrt(w)).toFixed(2),
       class: `genlm-node genlm-${node.state}`, "data-step": t, "data-index": i,
       onclick: () => highlight(t, i),
-    }, s("title", {}, `step ${t}, particle ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
+    }, s("title", {}, `step ${labels[t]}, slot ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
                        `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n` +
                        (node.token === null || node.token === undefined ? "" : `token ${node.token}\n`) +
                        (node.killed_by ? `killed by ${node.killed_by}\n` : "") +

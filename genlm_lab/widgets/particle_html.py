@@ -90,7 +90,7 @@ def genealogy_svg(data: dict) -> str:
         for i, node in enumerate(st):
             w = node["weight"] if math.isfinite(node["weight"]) else 0.0
             tip = (
-                f"step {t}, particle {i} ({node['state']})\nweight {fmt(node['weight'])} "
+                f"step {labels[t]}, slot {i} ({node['state']})\nweight {fmt(node['weight'])} "
                 f"(log {fmt(node['log_weight'], 2)})\nincrement {fmt(node['increment'])}\n"
                 + (f"token {node['token']}\n" if node.get("token") is not None else "")
                 + (f"killed by {node['killed_by']}\n" if node.get("killed_by") else "")

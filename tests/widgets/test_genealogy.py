@@ -231,3 +231,13 @@ def test_standard_record_with_mismatched_ancestors_is_refused_clearly(steps):
     record = SMCRecord(n_particles=2, run_id="r", steps=steps)
     with pytest.raises(ValueError, match="step"):
         ParticleView.from_record(record)
+
+
+async def test_genealogy_tooltips_number_steps_as_its_axis_and_the_alarms_do():
+    """A dot's tooltip names the record's step (the first token is step 1) and its slot."""
+    record = (await smc_standard(PathModel(), n_particles=4, ess_threshold=0.5, seed=3)).record
+    data = ParticleView.from_record(record).view_data()
+    page = particles_html(data)
+    first = record.steps[0]["step"]
+    assert first == 1 and data["steps"][0] == first
+    assert f"step {first}, slot 0 (" in page and "step 0," not in page

@@ -75,14 +75,14 @@ def path_model_record():
 def test_raw_static_html_spills_tooltips_through_the_sanitiser(particle_view):
     # The failure this module fixes: the genealogy's <title> tooltips become page text.
     raw = _visible_text(_lab_sanitise(particle_view._repr_html_()))
-    assert "step 0, particle 0" in raw
+    assert "step 1, slot 0" in raw
 
 
 def test_stored_html_keeps_tooltips_inside_the_image(particle_view):
     data, _ = particle_view._repr_mimebundle_()
     stored = data["text/html"]
     visible = _visible_text(_lab_sanitise(stored))
-    assert "step 0, particle 0" not in visible
+    assert "step 1, slot 0" not in visible
     assert "ESS over steps" not in visible  # chart labels stay in the chart images too
     images = _images(_lab_sanitise(stored))
     ns = "{http://www.w3.org/2000/svg}"
