@@ -78,11 +78,14 @@ from genlm_lab.eval.stats import (  # noqa: E402
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 57])
 @pytest.mark.parametrize("ci", [0.95, 0.8])
 def test_zero_one_scores_get_scipys_wilson_interval(n, ci):
+    checked = 0
     for k in range(n + 1):
         got = accuracy_interval([1.0] * k + [0.0] * (n - k), ci=ci)
         ref = stats.binomtest(k, n).proportion_ci(confidence_level=ci, method="wilson")
         assert got.method == "Wilson score" and got.estimate == pytest.approx(k / n)
         assert (got.low, got.high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+        checked += 1
+    assert checked == n + 1
 
 
 @pytest.mark.parametrize("values", [[1.0], [0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [0.5, 0.5]])
@@ -178,16 +181,21 @@ def test_the_paired_interval_covers_at_least_nominally_at_every_n(n):
 
 
 def test_the_paired_interval_excludes_zero_exactly_when_mcnemars_exact_test_rejects():
+    checked = 0
     for n in (1, 2, 5, 6, 13, 30):
         for plus, minus, d in _outcomes(n):
             iv = paired_interval(d)
             p = stats.binomtest(plus, plus + minus).pvalue if plus + minus else 1.0
             assert (iv.low > 0 or iv.high < 0) == (p <= 0.05), (n, plus, minus, iv, p)
+            checked += 1
+    assert checked > 100  # every split of each n into wins, losses and ties
 
 
 def test_the_paired_interval_is_the_range_over_its_two_exact_intervals():
+    checked = 0
     for n in (1, 2, 4, 9):
         for plus, minus, d in _outcomes(n):
+            checked += 1
             iv = paired_interval(d)
             q = clopper_pearson(plus + minus, n)
             p = clopper_pearson(plus, plus + minus)
@@ -197,6 +205,7 @@ def test_the_paired_interval_is_the_range_over_its_two_exact_intervals():
             assert iv.high == pytest.approx(max(grid.max(), iv.estimate), abs=1e-12)
             assert -1.0 <= iv.low <= iv.estimate <= iv.high <= 1.0
             assert iv.method in PAIRED_METHODS
+    assert checked > 50
 
 
 def test_small_paired_samples_give_honest_intervals():
