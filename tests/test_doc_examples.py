@@ -16,7 +16,7 @@ fence::
     <!-- no-run: needs CUDA and the Llama weights -->
 
 and a block that loads the real default model carries ``<!-- slow -->``, which
-marks its file's test `slow` (run by `make test`, left out of `make test-fast`).
+marks its file's test `slow` (run by `make test`, left out of `make test-quick`).
 Markers are HTML comments, so GitHub and the docs site do not show them.
 
 An example must produce what it claims: a claimed output is an `assert`, never
@@ -32,6 +32,7 @@ import io
 import re
 import tokenize
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,13 +128,22 @@ def parse_blocks(path: Path, text: str | None = None) -> list[Block]:
     return blocks
 
 
+def _fresh_compile(*args: object, **kwargs: object) -> object:
+    """`compile` on a thread of its own. CPython 3.11's AST converter checks its recursion
+    depth against the thread's, which a RecursionError caught earlier in this thread (by
+    another test in the same worker) can leave off: "SystemError: AST constructor recursion
+    depth mismatch", about nothing in the block."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(compile, *args, **kwargs).result()
+
+
 def _compile(block: Block) -> ast.Module:
     """The block as a module whose line numbers are those of the Markdown file.
 
     A notebook cell may `await` at top level; a script may not (Python refuses it).
     """
     flags = ast.PyCF_ONLY_AST | (0 if block.script else ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    tree = compile(block.code, str(block.path), "exec", flags=flags, dont_inherit=True)
+    tree = _fresh_compile(block.code, str(block.path), "exec", flags=flags, dont_inherit=True)
     ast.increment_lineno(tree, block.line - 1)
     return tree
 
@@ -192,11 +202,11 @@ def run_blocks(blocks: list[Block]) -> dict:
                 last = (
                     tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
                 )
-                _run(compile(tree, str(block.path), "exec", flags=flags), namespace, loop)
+                _run(_fresh_compile(tree, str(block.path), "exec", flags=flags), namespace, loop)
                 if last is not None:
                     expr = ast.Expression(last.value)
                     value = _run(
-                        compile(expr, str(block.path), "eval", flags=flags), namespace, loop
+                        _fresh_compile(expr, str(block.path), "eval", flags=flags), namespace, loop
                     )
                     repr(value)
     finally:
