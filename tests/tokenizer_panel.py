@@ -17,10 +17,11 @@ Use it as
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def panel_dir(name: str) -> Path | None:
     return d if ok else None
 
 
-@cache
+@lru_cache(maxsize=2)  # the tests that walk the panel hold one or two tokenizers at a time
 def _load(directory: str) -> Any:
     from transformers import AutoTokenizer
 
@@ -140,3 +141,36 @@ def copy_panel_tokenizer(name: str, directory: Path) -> Path:
         if (source / file).is_file():
             shutil.copyfile(source / file, directory / file)
     return directory
+
+
+#: The process-wide caches the package keeps per vocabulary (module, name): sized for the
+#: one or two vocabularies a process normally uses, they would hold every vocabulary of
+#: the panel that a test process walks through (about 400 MB each for the big ones).
+VOCABULARY_CACHES = (
+    ("genlm_lab.backend.models", "_cached_tokenizer"),
+    ("genlm_lab.control.constraint.budget.fit_check", "_FINISHERS"),
+    ("genlm_lab.control.constraint.budget.tokens", "_TRIES"),
+    ("genlm_lab.control.constraint.budget.tokens", "_READ"),
+    ("genlm_lab.control.constraint.llg.engine", "_TOKENIZERS"),
+    ("genlm_lab.control.constraint.llg.engine", "_ROOTS"),
+    ("genlm_lab.control.sampler._item_trie", "_TRIES"),
+)
+
+
+def release_vocabulary_caches() -> None:
+    """Empty the per-vocabulary caches (`VOCABULARY_CACHES`, this module's own tokenizers).
+
+    For the panel's fixtures, once a vocabulary's tests are done: each test process then
+    holds one panel vocabulary at a time (tests/conftest.py collects what it leaves). A
+    cache that has moved is skipped (the tests still pass, only the memory bound is lost).
+    """
+    _load.cache_clear()
+    for module_name, name in VOCABULARY_CACHES:
+        try:
+            cache = getattr(importlib.import_module(module_name), name, None)
+        except ImportError:
+            continue
+        if hasattr(cache, "cache_clear"):
+            cache.cache_clear()
+        elif cache is not None:
+            cache.clear()

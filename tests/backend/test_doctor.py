@@ -38,6 +38,7 @@ def qwen_dir(tmp_path_factory):
     return path, start
 
 
+@pytest.mark.slow
 def test_doctor_reports_a_bos_less_model_in_full(qwen_dir):
     path, _ = qwen_dir
     report = model_report(str(path))
@@ -85,6 +86,7 @@ def test_cache_check_agrees_on_a_sentencepiece_model():
     assert found.ok and found.max_abs_error < 1e-3
 
 
+@pytest.mark.slow
 def test_big_weights_use_the_registered_tiny_builder(qwen_dir, monkeypatch):
     import genlm_lab.backend.doctor as doctor
 

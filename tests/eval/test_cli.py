@@ -6,6 +6,7 @@ from genlm_lab.cli import main
 from genlm_lab.eval import ResultsStore
 
 
+@pytest.mark.slow
 def test_run_report_merge(tmp_path, capsys):
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     common = [

@@ -14,6 +14,9 @@ from genlm_lab.cli import main
 from genlm_lab.eval import Method, ModelOutput, ModelResponse, ResultsStore, run_evaluation
 from genlm_lab.eval.cluster import ModelSpec, RayCluster, require_ray
 
+# A local Ray: make test runs this file beside the main lane; make test-quick leaves it out.
+pytestmark = pytest.mark.integration
+
 PATTERNS = ["a+b", "(ab)+", "c?a+", "[ab]{2}", "(a|c)b?", "a|b", "b+", "ab?c?"]
 METHOD = Method(kind="smc", n_particles=4, max_tokens=4)
 

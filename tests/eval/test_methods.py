@@ -14,6 +14,7 @@ def _ends_with_b(text: str) -> float:
     return float(text.endswith("b"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["smc", "awrs_smc"])
 async def test_weighted_accuracy_matches_the_exact_posterior_expectation(kind):
     lm = toy_lm()

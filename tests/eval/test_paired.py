@@ -77,6 +77,7 @@ def test_one_or_two_pairs_give_a_wide_interval_and_an_exact_p(n):
         assert math.isnan(c.mde) and "unsizeable" in c.summary()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("effect", [0.0, 0.15])
 def test_the_interval_covers_the_true_difference_at_its_nominal_rate(effect):
     n_seeds, n = 300, 40

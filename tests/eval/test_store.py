@@ -92,6 +92,7 @@ def test_not_a_store_is_one_clear_error(tmp_path):
         ResultsStore(bad)
 
 
+@pytest.mark.integration
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     db = tmp_path / "runs.sqlite"
     proc = _spawn(str(db), "slow", "24", "0.15")
@@ -122,6 +123,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     ).all()
 
 
+@pytest.mark.integration
 def test_two_writers_share_one_file(tmp_path):
     db = tmp_path / "shared.sqlite"
     procs = [_spawn(str(db), name, "30", "0.002") for name in ("writer_a", "writer_b")]

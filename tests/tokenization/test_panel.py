@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tokenizer_panel import PANEL, load_panel_tokenizer, panel_params
+from tokenizer_panel import PANEL, load_panel_tokenizer, panel_params, release_vocabulary_caches
 
 from genlm_lab.tokenization import decode_vocab, inspect_vocab
 
@@ -24,15 +24,25 @@ _PARAMS = panel_params(big_marks=(pytest.mark.slow,))
 _SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-_decoded: dict[str, tuple] = {}
+_BY_NAME = {p.values[0]: p for p in _PARAMS}
 
 
-def _panel(name):
-    """`(tokenizer, decoding)` of a panel tokenizer, decoded once per session."""
-    tokenizer = load_panel_tokenizer(name)
-    if name not in _decoded:
-        _decoded[name] = (tokenizer, inspect_vocab(tokenizer))
-    return _decoded[name]
+@pytest.fixture(scope="module", params=_PARAMS)
+def panel(request):
+    """`(name, tokenizer, decoding)` of one panel tokenizer, decoded once for all its tests.
+
+    Module-scoped and parametrized, so each tokenizer's tests run together; the
+    per-vocabulary caches are emptied between tokenizers, so that a test process holds
+    one panel vocabulary at a time.
+    """
+    tokenizer = load_panel_tokenizer(request.param)
+    yield request.param, tokenizer, inspect_vocab(tokenizer)
+    release_vocabulary_caches()
+
+
+def _one(name: str):
+    """Parametrize a test with the `panel` fixture for one tokenizer (its marks included)."""
+    return pytest.mark.parametrize("panel", [_BY_NAME[name]], indirect=True)
 
 
 def _strips_one_leading_space(tokenizer) -> bool:
@@ -60,21 +70,18 @@ def _matches_lossy(text: str, decoded: str) -> bool:
     return re.fullmatch("[\\s\\S]+?".join(parts), text) is not None
 
 
-@pytest.mark.parametrize("name", _PARAMS)
-def test_strategy_follows_the_family(name):
-    _, found = _panel(name)
-    tokenizer = load_panel_tokenizer(name)
+def test_strategy_follows_the_family(panel):
+    name, tokenizer, found = panel
     assert found.strategy == PANEL[name].family
     # Every id the tokenizer knows has bytes, also past len() where the vocabulary has holes.
     top = max(tokenizer.get_vocab().values()) + 1
     assert len(found.byte_vocab) == max(len(tokenizer), top)
 
 
-@pytest.mark.parametrize("name", _PARAMS)
 @_SETTINGS
 @given(data=st.data())
-def test_random_token_sequences_decode_like_the_tokenizer(name, data):
-    tokenizer, found = _panel(name)
+def test_random_token_sequences_decode_like_the_tokenizer(panel, data):
+    _, tokenizer, found = panel
     excluded = set(found.special_ids) | set(found.unmapped)
     n = len(found.byte_vocab)
     ids = data.draw(
@@ -91,11 +98,10 @@ def test_random_token_sequences_decode_like_the_tokenizer(name, data):
         assert "\ufffd" in decoded and _matches_lossy(text, decoded)
 
 
-@pytest.mark.parametrize("name", _PARAMS)
-def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(name):
+def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(panel):
     from genlm_lab.tokenization.vocab import SAMPLES
 
-    tokenizer, found = _panel(name)
+    _, tokenizer, found = panel
     extra = ["<think>x</think>", "tabs\t\t\tand    spaces", "ﬁ ligature, Å, e\u0301"]
     assert len(SAMPLES) > 0
     for text in (*SAMPLES, *extra):
@@ -105,13 +111,12 @@ def test_sample_texts_round_trip_through_the_tokenizers_own_decoding(name):
         assert joined in (expected, b" " + expected), text
 
 
-@pytest.mark.parametrize("name", _PARAMS)
-def test_special_and_unmapped_ids_are_never_allowed_by_a_text_constraint(name):
+def test_special_and_unmapped_ids_are_never_allowed_by_a_text_constraint(panel):
     from genlm_lab.backend import MockAsyncLM
     from genlm_lab.control import BoolFSA, PromptedLLM, coerce
     from genlm_lab.tokenization import control_token_ids
 
-    tokenizer, found = _panel(name)
+    _, tokenizer, found = panel
     llm = PromptedLLM(MockAsyncLM(tokenizer))
     # Any text at all, special tokens' spellings included.
     anything = coerce(BoolFSA.from_regex(r"[\s\S]*"), llm, f=b"".join)
@@ -138,17 +143,18 @@ def _is_utf8(b: bytes) -> bool:
     return True
 
 
-def test_qwen3_nfc_normaliser_is_the_tokenizers_business():
-    tokenizer, found = _panel("qwen3")
+@_one("qwen3")
+def test_qwen3_nfc_normaliser_is_the_tokenizers_business(panel):
+    _, tokenizer, found = panel
     ids = tokenizer.encode("cafe\u0301", add_special_tokens=False)
     # The normaliser composed e + U+0301 into é: the bytes are the composed text.
     assert b"".join(found.byte_vocab[i] for i in ids) == "café".encode()
     assert tokenizer.bos_token_id is None
 
 
-@pytest.mark.slow
-def test_gemma3_whitespace_runs_are_spaces_not_literal_markers():
-    tokenizer, found = _panel("gemma3")
+@_one("gemma3")
+def test_gemma3_whitespace_runs_are_spaces_not_literal_markers(panel):
+    _, tokenizer, found = panel
     runs = {i: p for i, p in enumerate(found.pieces) if p and set(p) == {"\u2581"}}
     assert len(runs) >= 30
     for i, piece in runs.items():
@@ -157,8 +163,9 @@ def test_gemma3_whitespace_runs_are_spaces_not_literal_markers():
     assert b"".join(found.byte_vocab[i] for i in ids) == b"a        b"
 
 
-def test_llama2_byte_fallback_and_prefix_space():
-    tokenizer, found = _panel("llama2")
+@_one("llama2")
+def test_llama2_byte_fallback_and_prefix_space(panel):
+    _, tokenizer, found = panel
     pieces = found.pieces
     byte_ids = [i for i, p in enumerate(pieces) if re.fullmatch(r"<0x[0-9A-F]{2}>", p)]
     assert sorted(found.byte_vocab[i] for i in byte_ids) == [bytes([b]) for b in range(256)]
@@ -166,8 +173,9 @@ def test_llama2_byte_fallback_and_prefix_space():
     assert b"".join(found.byte_vocab[i] for i in ids) == b" Hello"
 
 
-def test_holes_in_a_real_vocabulary_load_with_one_warning():
-    tokenizer = load_panel_tokenizer("gpt35turbo")
+@_one("gpt35turbo")
+def test_holes_in_a_real_vocabulary_load_with_one_warning(panel):
+    _, tokenizer, _ = panel
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         byte_vocab, _ = decode_vocab(tokenizer)

@@ -76,6 +76,7 @@ async def _draws(sampler, context: list, n: int) -> list[tuple]:
     return [await sampler.sample(context) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_a_guided_direct_draw_is_properly_weighted_for_the_twisted_step():
     """E[w 1{t = y}] = p(y) c(y) psi(x + y) / psi(x), psi = penalty ** over, token by token."""
     llm, constraint = _setup()
@@ -118,6 +119,7 @@ def test_an_ended_text_carries_no_twist():
     assert budget.untwist(context) == pytest.approx(math.log(budget.penalty))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "runs"), [("direct", 200), ("awrs", 100)])
 def test_a_guided_run_is_unbiased_and_its_posterior_is_the_exact_conditional(kind, runs):
     llm, constraint = _setup()

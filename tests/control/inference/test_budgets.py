@@ -80,6 +80,7 @@ def test_the_budgeted_run_is_unbiased_for_the_constraint_within_max_tokens(kind)
     assert stats["refused"] > 0  # the budget did refuse tokens
 
 
+@pytest.mark.slow
 def test_the_budgeted_posterior_is_the_exact_conditional_and_no_particle_is_cut():
     llm, constraint = _setup()
     exact = _normalise(run(exact_completions(llm * constraint, 5)))
@@ -183,6 +184,7 @@ def _misguided(llm, constraint, max_tokens: int):
     return sampler.budgeted(budget), budget
 
 
+@pytest.mark.slow
 def test_a_guided_draw_is_properly_weighted_for_the_twisted_step():
     """E[w 1{t = y}] = p(y) c(y) psi(x + y) / psi(x), token by token, where the guide misjudges."""
     llm, constraint = _setup()
@@ -206,6 +208,7 @@ def test_a_guided_draw_is_properly_weighted_for_the_twisted_step():
     assert budget.guide_stats["plain"] > 0 and budget.guide_stats["overran"] > 0
 
 
+@pytest.mark.slow
 def test_a_misjudging_guide_steers_but_sets_nothing_aside():
     llm, constraint = _setup()
     exact = run(exact_completions(llm * constraint, 6))

@@ -101,6 +101,7 @@ def check_pairs(tokenizer, f, pairs):
     return len(pairs)
 
 
+@pytest.mark.slow
 def test_smollm2_random_pairs_are_allowed_iff_the_tokenizer_produces_them(smol):
     tokenizer, f = smol
     rng = random.Random(0)
@@ -178,6 +179,7 @@ def test_derivations_follow_bpe_even_when_merges_disagree():
             assert f((None, f._decode[a]))[b] == want
 
 
+@pytest.mark.slow
 def test_potential_weights_match_the_filter_and_tokenizations_are_canonical():
     llm = PromptedLLM(load_model_by_name("tiny-random", backend="mock"))
     potential = CanonicalTokenization.from_llm(llm)

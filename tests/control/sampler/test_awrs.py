@@ -195,6 +195,7 @@ class _AllowedSet(TablePotential):
         return 0.0 if context and context[0] in self.allowed else -math.inf
 
 
+@pytest.mark.slow
 def test_awrs_is_unbiased_over_a_large_vocabulary_with_many_rejections():
     # 400 tokens, the allowed 20 carry a few percent of the mass: hundreds of
     # distinct rejections per call, drawn from the lazily sorted order.

@@ -133,6 +133,7 @@ def test_the_schema_is_read_from_the_database():
         sql_grammar(DATABASE / "missing.sqlite")
 
 
+@pytest.mark.slow
 def test_queries_that_sqlite_runs_are_accepted_by_lark_and_the_potential(cfg, lark_parser):
     gold = (DATABASE / "dev_gold.sql").read_text().split("\t")[0].strip()
     accepted = 0
@@ -174,6 +175,7 @@ def mutations(text: str, rng: random.Random, n: int) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_complete_agrees_with_lark_on_near_misses(cfg, lark_parser):
     rng = random.Random(0)
     agreed = rejected = 0
