@@ -69,18 +69,23 @@ test: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
-	( bash scripts/setup.sh vllm; s=$$?; \
+	( t0=$$(date +%s); bash scripts/setup.sh vllm; s=$$?; t1=$$(date +%s); \
 	  OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
-	  OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
-	  w=$$?; echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
+	  t2=$$(date +%s); OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q \
+	    --durations=3; w=$$?; t3=$$(date +%s); \
+	  echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
 	  [ $$s -eq 0 ] && OMP_NUM_THREADS=1 VLLM_LOGGING_LEVEL=WARNING $(VLLM_VENV)/bin/python -m pytest \
 	    $(VLLM_TESTS) -m vllm -p no:cacheprovider -q -W ignore::DeprecationWarning \
 	    -W ignore::FutureWarning --durations=3; \
-	  v=$$?; [ $$s -eq 0 ] && [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
+	  v=$$?; t4=$$(date +%s); echo "side lane: $$((t4 - t0)) s: $(VLLM_VENV)'s set-up $$((t1 - t0)) s," \
+	    "conformance $$((t2 - t1)) s, BESIDE $$((t3 - t2)) s, vLLM lane $$((t4 - t3)) s"; \
+	  [ $$s -eq 0 ] && [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
 	  > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
+	m0=$$(date +%s); \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks $(addprefix --ignore=,$(BESIDE)) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \
+	echo "main lane: $$(($$(date +%s) - m0)) s"; \
 	wait $$beside; suites=$$?; \
 	echo "--- the side lane: $(VLLM_VENV)'s set-up, conformance, $(BESIDE), the vLLM lane ($(CONFORMANCE_LOG)):"; \
 	grep -v "^ *Preparing\|^ *Getting\|^WARNING: Location" $(CONFORMANCE_LOG); \
