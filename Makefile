@@ -38,8 +38,9 @@ lab: setup
 #
 # One BLAS/torch thread per process: pytest's workers, the notebook kernels, chromium and
 # the GenLM suites share the machine's cores, and oversubscribed threads make small
-# forwards crawl. The models are converted once first, so that the parallel processes
-# find the cache ready.
+# forwards crawl. The main lane converts the models before its workers start, so that they
+# find the cache ready (mostly disk: a minute on a fresh clone, while the side lane starts
+# with pip; a second converter that races it loses the rename and keeps the first copy).
 #
 # The main lane: tests and notebooks on $(PYTEST_WORKERS) xdist workers, --dist loadfile: a
 # file's tests stay on one worker (a notebook's cells share one kernel, a module's own
@@ -67,7 +68,6 @@ test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')"
 	@mkdir -p $(dir $(CONFORMANCE_LOG)); \
 	( t0=$$(date +%s); bash scripts/setup.sh vllm; s=$$?; t1=$$(date +%s); \
 	  OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
@@ -82,6 +82,7 @@ test: setup
 	  [ $$s -eq 0 ] && [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
 	  > $(CONFORMANCE_LOG) 2>&1 & beside=$$!; \
 	m0=$$(date +%s); \
+	$(PY) -c "from genlm_lab.backend.models import local_model_dir as d; d('default'); d('tiny-random')" && \
 	OMP_NUM_THREADS=1 $(PY) -m pytest tests notebooks $(addprefix --ignore=,$(BESIDE)) --nbval-lax \
 		--nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
 		$(XDIST) --durations=10; pytest=$$?; \

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import io
 import re
 import tokenize
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,12 +129,19 @@ def parse_blocks(path: Path, text: str | None = None) -> list[Block]:
 
 
 def _fresh_compile(*args: object, **kwargs: object) -> object:
-    """`compile` on a thread of its own. CPython 3.11's AST converter checks its recursion
-    depth against the thread's, which a RecursionError caught earlier in this thread (by
-    another test in the same worker) can leave off: "SystemError: AST constructor recursion
-    depth mismatch", about nothing in the block."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(compile, *args, **kwargs).result()
+    """`compile` with the garbage collector held off. CPython 3.11.7's AST converter keeps
+    its recursion depth in module state, not per call: a finalizer run by a collection in
+    the middle (an unawaited coroutine left by another test, whose warning pytest formats
+    with `ast.parse`) converts a tree of its own and leaves the outer count off,
+    "SystemError: AST constructor recursion depth mismatch", about nothing in the block."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return compile(*args, **kwargs)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _compile(block: Block) -> ast.Module:
@@ -402,3 +409,29 @@ def test_the_async_style_is_checked() -> None:
     ]
     said = "<!-- script -->\n```python\n# a script: python run.py\nimport asyncio\n```\n"
     assert problems(page, said) == []
+
+
+class _ParsesWhenCollected:
+    """A cycle whose finalizer parses Python, as pytest's hook for an unawaited coroutine's
+    warning does when it formats the traceback."""
+
+    def __init__(self) -> None:
+        self.itself = self
+
+    def __del__(self) -> None:
+        ast.parse("a = (1 + (2 + (3 + 4)))")
+
+
+def test_a_collection_during_compile_cannot_upset_the_ast_depth_count() -> None:
+    source = "\n".join(f"x{i} = [{i}, ({i}, {{'k': {i}}})]" for i in range(300))
+    threshold = gc.get_threshold()
+    gc.set_threshold(5)
+    try:
+        trees = []
+        for _ in range(50):
+            for _ in range(50):
+                _ParsesWhenCollected()
+            trees.append(_fresh_compile(source, "s", "exec", flags=ast.PyCF_ONLY_AST))
+    finally:
+        gc.set_threshold(*threshold)
+    assert len(trees) == 50 and all(len(tree.body) == 300 for tree in trees)
