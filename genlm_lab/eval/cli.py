@@ -17,114 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from genlm_lab.eval.cli_paper import add_paper_parser
+from genlm_lab.eval.method_args import HelpWithMethods, method_help, parse_method
 from genlm_lab.eval.wording import plural
 
 __all__ = ["add_eval_parser", "method_help", "parse_method"]
-
-#: One line per method kind (`genlm_lab.eval.methods` has the full table).
-KIND_HELP = {
-    "base": "the LM alone, n plain samples",
-    "lcd": "locally constrained decoding: LM x constraint renormalised per token (1 particle)",
-    "sample_rerank": "n LM samples, weighted by the constraint (and critic) once finished",
-    "smc": "SMC on LM x constraint, critic twisting, resampling below ess_threshold",
-    "awrs_smc": "SMC with AWRS proposals: the constraint checked only on drawn tokens",
-}
-#: What each `--method` key sets.
-KEY_HELP = {
-    "n_particles": "particles (samples for base and sample_rerank)",
-    "ess_threshold": "resample below this fraction of n_particles (smc, awrs_smc)",
-    "max_tokens": "longest answer in tokens, EOS included",
-    "seed": "the experiment's seed (each instance and replicate derives its own)",
-    "name": "the label shown in tables (default: the kind)",
-    "budget": "hand max_tokens to the constraint: a token after which the answer cannot "
-    "end in time gets weight zero at once, not at the cut (budget=false: off)",
-}
-
-
-def method_help() -> str:
-    """The method kinds and the keys `--method KIND:key=value,...` takes, with their defaults."""
-    from genlm_lab.eval.methods import KINDS, Method
-
-    lines = ["method kinds (--method KIND or KIND:key=value,...):"]
-    lines += [f"  {kind:<14} {KIND_HELP.get(kind, '')}" for kind in KINDS]
-    lines.append("keys (default):")
-    for key, field in Method.model_fields.items():
-        if key == "kind":
-            continue
-        default = "" if field.default is None else f" ({field.default})"
-        lines.append(f"  {key + default:<19} {KEY_HELP.get(key, '')}")
-    lines.append("e.g. --method awrs_smc:n_particles=10,max_tokens=64 --method lcd")
-    return "\n".join(lines)
-
-
-class _HelpWithMethods(argparse._HelpAction):
-    """`eval run --help`, ending with the method kinds and keys (read only when asked:
-    the methods module imports torch, which every other command can do without)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        parser.epilog = method_help()
-        super().__call__(parser, *args, **kwargs)
-
-
-def _valid_keys() -> list[str]:
-    from genlm_lab.eval.methods import Method
-
-    return [k for k in Method.model_fields if k != "kind"]
-
-
-def parse_method(text: str, **defaults: Any) -> Any:
-    """`Method.parse` with errors that name the valid kinds, keys and what was wrong.
-
-    Raises:
-        ValueError: "bad method 'awrs_smc:particles=3': unknown key 'particles' (did you
-            mean n_particles?); valid keys: n_particles, ...".
-    """
-    from genlm_lab.eval.methods import KINDS, Method
-
-    kind, _, rest = text.partition(":")
-    kind = kind.strip()
-    keys = ", ".join(_valid_keys())
-    if kind not in KINDS:
-        near = difflib.get_close_matches(kind, KINDS, n=1)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        raise ValueError(
-            f"bad method {text!r}: unknown kind {kind!r}{hint}; kinds: {', '.join(KINDS)}"
-        )
-    fields: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq:
-            raise ValueError(
-                f"bad method {text!r}: {item!r} must look like key=value; keys: {keys}"
-            )
-        if key not in _valid_keys():
-            near = difflib.get_close_matches(key, _valid_keys(), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise ValueError(f"bad method {text!r}: unknown key {key!r}{hint}; valid keys: {keys}")
-        fields[key] = value.strip()
-    try:
-        return Method.parse(text, **defaults)
-    except ValueError:
-        pass
-    from pydantic import ValidationError
-
-    try:
-        Method(kind=kind, **{**defaults, **fields})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc'])}={e.get('input')!r}: {e['msg'].lower()}"
-            for e in exc.errors()
-        )
-        raise ValueError(f"bad method {text!r}: {problems}") from None
-    raise ValueError(f"bad method {text!r}")  # pragma: no cover - parse and the model agree
 
 
 def add_eval_parser(sub: argparse._SubParsersAction) -> None:
@@ -142,14 +45,18 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )
-    run.add_argument("-h", "--help", action=_HelpWithMethods, help="show this help and exit")
+    run.add_argument("-h", "--help", action=HelpWithMethods, help="show this help and exit")
     run.add_argument("domain", choices=sorted(DOMAINS))
     run.add_argument(
         "--method",
         action="append",
-        required=True,
         help="KIND[:key=value,...], e.g. awrs_smc:n_particles=5 (repeat for several; "
         "kinds and keys below)",
+    )
+    run.add_argument(
+        "--preset",
+        help="a named set of methods at a paper's settings, its replicates and max_tokens "
+        "(awrs-colm-2025: the AWRS paper's five methods); with --method, both run",
     )
     run.add_argument("--limit", type=int, help="the first N instances")
     run.add_argument("--db", required=True, help="the SQLite results file (created if missing)")
@@ -164,10 +71,12 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
         help="the models' backend (default: vllm where CUDA and vLLM are, else hf); "
         "vllm on the CPU needs its CPU build (docs/scaling-out.md)",
     )
-    run.add_argument("--replicates", type=int, default=1)
+    run.add_argument(
+        "--replicates", type=int, help="runs per instance (default 1, or the preset's)"
+    )
     run.add_argument("--concurrency", type=int, default=8, help="instances in flight at once")
     run.add_argument("--shard", help="i/n: run only shard i of n (Slurm arrays, Ray tasks)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, help="the experiment's seed (default 0, or the preset's)")
     run.add_argument("--max-tokens", type=int, help="default max_tokens for every method")
     run.add_argument(
         "--ray",
@@ -178,6 +87,7 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
         "'auto' or ray://host:port: join one; needs genlm-lab[ray])",
     )
     run.set_defaults(func=_cmd_run)
+    add_paper_parser(esub)
 
     report = esub.add_parser("report", help="write a standalone HTML report of a store")
     report.add_argument("db")
@@ -220,10 +130,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from genlm_lab.eval.domains import load_domain
     from genlm_lab.eval.runner import parse_shard
 
+    methods = []
+    if args.preset is not None:  # its settings, unless the command line says otherwise
+        from genlm_lab.eval.presets import preset
+
+        chosen = preset(args.preset)
+        args.seed = chosen.seed if args.seed is None else args.seed
+        args.replicates = chosen.replicates if args.replicates is None else args.replicates
+        methods += [
+            m.model_copy(update={"seed": args.seed, "max_tokens": args.max_tokens or m.max_tokens})
+            for m in chosen.methods_for(args.domain)
+        ]
+    args.seed = 0 if args.seed is None else args.seed
+    args.replicates = 1 if args.replicates is None else args.replicates
     defaults = {"seed": args.seed}
     if args.max_tokens is not None:
         defaults["max_tokens"] = args.max_tokens
-    methods = [parse_method(text, **defaults) for text in args.method]
+    methods += [parse_method(text, **defaults) for text in args.method or []]
+    if not methods:
+        raise ValueError("eval run needs --method (repeatable) or --preset")
     parse_shard(args.shard)  # fail before loading a model
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")

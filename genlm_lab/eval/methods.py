@@ -12,6 +12,7 @@ instance coerced onto the LM's tokens, and the domain's critic:
 | `lcd` | LM x c, renormalised per token (locally constrained decoding) | n (1 by default) | uniform: local renormalisation, no correction |
 | `sample_rerank` | the LM alone, c (and the critic) applied to finished samples | n | c x critic (no resampling) |
 | `smc` | LM x c (direct sampler), critic twisting | n | SMC's weights, resampling below ess_threshold |
+| `twisted_smc` | the LM alone, c (and the critic) as the twist | n | SMC's weights, resampling below ess_threshold |
 | `awrs_smc` | AWRS(LM, c): c checked only on drawn tokens | n | SMC's weights |
 
 With `budget` (on by default) the run hands `max_tokens` to the constraint
@@ -37,17 +38,19 @@ from genlm_lab.eval.domain import Domain
 from genlm_lab.eval.identity import model_identity
 from genlm_lab.smc import get_rng
 
-__all__ = ["KINDS", "Method", "MethodAdaptor"]
+__all__ = ["KINDS", "RESAMPLING_KINDS", "Method", "MethodAdaptor"]
 
-Kind = Literal["base", "lcd", "sample_rerank", "smc", "awrs_smc"]
-KINDS: tuple[str, ...] = ("base", "lcd", "sample_rerank", "smc", "awrs_smc")
+Kind = Literal["base", "lcd", "sample_rerank", "smc", "twisted_smc", "awrs_smc"]
+KINDS: tuple[str, ...] = ("base", "lcd", "sample_rerank", "smc", "twisted_smc", "awrs_smc")
+#: The kinds that resample (the others keep ess_threshold at 0: importance sampling).
+RESAMPLING_KINDS: tuple[str, ...] = ("smc", "twisted_smc", "awrs_smc")
 
 
 class Method(BaseModel):
     """What to run on each instance (hashed into the store).
 
     Attributes:
-        kind: "base", "lcd", "sample_rerank", "smc" or "awrs_smc".
+        kind: "base", "lcd", "sample_rerank", "smc", "twisted_smc" or "awrs_smc".
         n_particles: particles (samples for base / sample_rerank).
         ess_threshold: resample below this fraction of n_particles (smc, awrs_smc).
         max_tokens: longest answer, EOS included.
@@ -163,7 +166,7 @@ class MethodAdaptor:
         if kind == "base":
             return direct_token_sampler(llm), None
         constraint = self.domain.constraint(instance).coerce(llm, f=b"".join)
-        if kind == "sample_rerank":
+        if kind in ("sample_rerank", "twisted_smc"):  # they differ in resampling only
             return direct_token_sampler(llm), constraint if critic is None else constraint * critic
         if kind == "lcd":
             return direct_token_sampler(llm * constraint), None
@@ -184,7 +187,7 @@ class MethodAdaptor:
         )
         sampler, critic = self._sampler_and_critic(llm, instance)
         m = self.method
-        resample = m.kind in ("smc", "awrs_smc")
+        resample = m.kind in RESAMPLING_KINDS
         sequences = await SMC(sampler, critic)(
             m.n_particles,
             m.ess_threshold if resample else 0.0,

@@ -15,7 +15,7 @@ def _ends_with_b(text: str) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["smc", "awrs_smc"])
+@pytest.mark.parametrize("kind", ["smc", "twisted_smc", "awrs_smc"])
 async def test_weighted_accuracy_matches_the_exact_posterior_expectation(kind):
     lm = toy_lm()
     exact = await exact_expectation(lm, PATTERN, _ends_with_b, MAX_TOKENS)
@@ -58,14 +58,14 @@ async def test_lcd_and_constrained_methods_only_answer_inside_the_constraint():
 
     lm = toy_lm()
     domain = toy_domain(["(ab)+c?", "c[ab]"])
-    for kind in ("lcd", "smc", "awrs_smc", "sample_rerank"):
+    for kind in ("lcd", "smc", "awrs_smc", "sample_rerank", "twisted_smc"):
         method = Method(kind=kind, n_particles=6, max_tokens=6)
         results = await run_evaluation(domain.dataset, method.adaptor(domain, lm), domain.evaluator)
         outputs = results["all_instance_outputs"]
         assert len(outputs) == len(list(domain.dataset)) == 2
         for instance, outs in zip(domain.dataset, outputs, strict=True):
             responses = outs[0].responses
-            if kind == "sample_rerank" and not responses:
+            if kind in ("sample_rerank", "twisted_smc") and not responses:
                 continue  # samples drawn without the constraint may all miss it: nothing kept
             assert responses, (kind, instance.pattern)  # the constrained methods always answer
             for r in responses:
