@@ -16,6 +16,7 @@ DOMAINS: dict[str, str] = {
     "pattern_matching": "genlm_lab.eval.domains.pattern_matching:PatternMatchingDomain",
     "json_schema": "genlm_lab.eval.domains.json_schema:JsonSchemaDomain",
     "spider": "genlm_lab.eval.domains.spider:SpiderDomain",
+    "goal_inference": "genlm_lab.eval.domains.goal_inference:GoalInferenceDomain",
     "molecular_synthesis": "genlm_lab.eval.domains.molecular_synthesis:MolecularSynthesisDomain",
 }
 
