@@ -1,18 +1,29 @@
-// CodeBox: "Copy as code" puts the Python of the current choices on the clipboard where the
-// browser allows it; the box below always opens with the code selected (Ctrl+C copies it).
-function drawCodeBox(model) {
+// CodeBox: "Copy as code" puts the box's Python on the clipboard where the browser allows
+// it; the box below always opens with the code selected (Ctrl+C copies it). A label says
+// what the code describes (the run shown, a changed form, nothing run yet); the copy's
+// message lasts until Python clears `copied` (the code or its label changed).
+function drawCodeBox(model, el) {
   const box = h("textarea", { class: "genlm-code-text", readonly: "readonly", rows: 12,
                               spellcheck: "false", style: "width: 100%; display: none" });
+  const label = h("span", { class: "genlm-note genlm-code-label" }, "");
   const note = h("span", { class: "genlm-note genlm-code-note" }, "");
   const show = () => {
     box.value = model.get("code") || "";
     box.style.display = model.get("shown") ? "block" : "none";
+    label.textContent = model.get("label") || "";
+    for (const state of ["not_run", "shown", "changed"]) {
+      el.classList.toggle(`genlm-code-${state}`, model.get("state") === state);
+    }
+  };
+  const tell = () => {
+    const how = model.get("copied");
+    note.textContent = how === "clipboard" ? "copied to the clipboard"
+      : how === "selected" ? "selected: press Ctrl+C (Cmd+C) to copy" : "";
   };
   const said = (how) => {
     model.set("copied", how);
     model.save_changes();
-    note.textContent = how === "clipboard"
-      ? "copied to the clipboard" : "selected: press Ctrl+C (Cmd+C) to copy";
+    tell();
   };
   const copy = () => {
     const code = model.get("code") || "";
@@ -34,19 +45,21 @@ function drawCodeBox(model) {
   };
   const button = h("button", { class: "jupyter-button genlm-code-button", onclick: copy },
                    "Copy as code");
-  model.on("change:code", show);
-  model.on("change:shown", show);
+  const events = ["change:code", "change:shown", "change:label", "change:state"];
+  for (const event of events) model.on(event, show);
+  model.on("change:copied", tell);
   show();
-  return [h("div", {}, button, " ", note), box, () => {
-    model.off("change:code", show);
-    model.off("change:shown", show);
+  tell();
+  return [h("div", {}, button, " ", label, " ", note), box, () => {
+    for (const event of events) model.off(event, show);
+    model.off("change:copied", tell);
   }];
 }
 
 export default {
   render({ model, el }) {
     el.classList.add("genlm-view", "genlm-live", "genlm-codebox");
-    const [bar, box, off] = drawCodeBox(model);
+    const [bar, box, off] = drawCodeBox(model, el);
     el.replaceChildren(bar, box);
     return off;
   },

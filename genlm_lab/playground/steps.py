@@ -1,5 +1,7 @@
 """A particle's tokens at any step of a recorded `control.SMC` run, read back from its record.
 
+Steps are numbered as the record, its alarms and the genealogy number them:
+step 1 draws the first token (step entry 0, whose "step" key is 1).
 Each step entry of the record holds the label of the token every particle
 drew (`extras[i]["token"]`, None where a finished particle did not step) and,
 through `SMCRecord.parents()`, which particle of the previous step it
@@ -18,12 +20,13 @@ __all__ = ["context_at"]
 
 
 def context_at(record: Any, step: int, particle: int, vocab_eos: Sequence[Any]) -> list[Any]:
-    """The tokens particle `particle` of step entry `step` held before that step's draw.
+    """The tokens the particle in slot `particle` of step `step` held before that step's draw.
 
     Args:
         record: the `SMCRecord` of a `control.SMC` run (its `Sequences.record`).
-        step: a step entry's index (0: before the first token).
-        particle: a particle's index in that entry.
+        step: a step as alarms and the genealogy number it: 1 draws the first
+            token (so its context is empty), `len(record.steps)` the last.
+        particle: a slot of that step's population (its index in the step's lists).
         vocab_eos: the target's tokens and EOS, to turn recorded labels back into tokens.
 
     Raises:
@@ -31,9 +34,12 @@ def context_at(record: Any, step: int, particle: int, vocab_eos: Sequence[Any]) 
             `vocab_eos` has (a record of another vocabulary).
     """
     steps = record.steps
-    if not 0 <= step < len(steps):
-        raise ValueError(f"step must be in [0, {len(steps) - 1}], got {step}")
-    n = len(steps[step]["log_weights"])
+    if not 1 <= step <= len(steps):
+        raise ValueError(
+            f"step must be in [1, {len(steps)}] (step 1 draws the first token), got {step}"
+        )
+    entry = step - 1  # the step's entry in record.steps
+    n = len(steps[entry]["log_weights"])
     if not 0 <= particle < n:
         raise ValueError(f"particle must be in [0, {n - 1}] at step {step}, got {particle}")
     by_label = {}
@@ -42,7 +48,7 @@ def context_at(record: Any, step: int, particle: int, vocab_eos: Sequence[Any]) 
     parents = record.parents()
     labels = []
     here = particle
-    for t in range(step - 1, -1, -1):
+    for t in range(entry - 1, -1, -1):
         links = parents[t + 1]
         here = here if links is None else links[here]
         extras = steps[t].get("extras") or [None] * len(steps[t]["log_weights"])

@@ -2,7 +2,8 @@
 
 Above: the prompt, a model picker, a constraint editor whose errors show
 inline at their line and column, the method's settings, Run / Stop, and
-copy-as-code (the current choices, on the clipboard where the browser allows):
+copy-as-code (the code of the run shown, on the clipboard where the browser
+allows; marked when the form has changed since, or when nothing has run):
 the `Choices` of `genlm_lab.playground.controls`.
 Below, while the run goes: the live `ParticleView` (with the alarms that say
 why a run degenerated), where the time went (every run is profiled), and the
@@ -142,13 +143,14 @@ class Playground(w.VBox):
 
     # -- what a saved notebook shows -------------------------------------------------
     def static_html(self) -> str:
-        """The choices and the last run's particles and alarms, as static HTML."""
-        config = self.current_config().to_dict()
+        """The settings of the run shown (else the form's) and its particles and alarms, as HTML."""
+        run = self.choices.run_shown
         rows = "".join(
             f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
-            for k, v in config.items()
+            for k, v in (run or self.current_config()).to_dict().items()
         )
-        parts = [f"<div class='genlm-view'><b>Playground</b><table>{rows}</table>"]
+        what = "the settings of the run shown" if run else "the form's settings, not yet run"
+        parts = [f"<div class='genlm-view'><b>Playground</b> ({what})<table>{rows}</table>"]
         if self.record is not None:
             parts.append(self.particles._repr_html_())  # its alarms included
         return "".join(parts) + "</div>"
@@ -198,6 +200,7 @@ class Playground(w.VBox):
         finally:
             self._quiet = False
         self.record, self.sequences = None, None
+        self.choices.show_run(None)  # the code box too: no run is shown
 
     def _reveal(self, _entry: Any = None) -> None:
         """Show the run's views (its first step has come: they have something true to say)."""
@@ -225,6 +228,7 @@ class Playground(w.VBox):
         self.status.value = "<i>loading the model...</i>"
         lm = self._model(config.model)
         self._run = build_run(config, lm)
+        self.choices.show_run(config)  # the settings of the run the panels will show
         self.status.value = "<i>running...</i>"
         self._started = time.perf_counter()
         sequences = await self._run.smc(
@@ -280,16 +284,19 @@ class Playground(w.VBox):
         self.run_button.disabled, self.stop_button.disabled = False, True
         if task.cancelled():
             self.status.value = "<b>stopped</b>"
+            if self.choices.run_shown is not None:  # stopped after it started: its steps show
+                self.choices.show_run(self.choices.run_shown, stopped=True)
         elif task.exception() is not None:
             error = task.exception()
             self.status.value = error_html(f"{type(error).__name__}: {error}")
 
     # -- the mask at a step ------------------------------------------------------------
     async def mask_at(self, step: int, particle: int) -> MaskView:
-        """The `MaskView` of the run's target for `particle`'s context before `step`'s token.
+        """The `MaskView` of the run's target for slot `particle`'s context before `step`'s token.
 
-        `step` is a record entry's index: 0 holds the first token, which the
-        slider, the alarms and the genealogy call step 1. A reopened run builds its potentials (and loads its model) the first time.
+        Steps count as the slider, the alarms and the genealogy count them: step 1
+        draws the first token. A reopened run builds its potentials (and loads
+        its model) the first time.
         """
         if self.record is None:
             raise ValueError("no finished run yet: run the Playground first")
@@ -340,6 +347,7 @@ class Playground(w.VBox):
             view.add_class(f"genlm-pg-{name}")
         playground._swap_views(particles, profile)
         playground.record = record
+        playground.choices.show_run(config)
         playground._show_record(record)
         return playground
 
@@ -352,7 +360,7 @@ class Playground(w.VBox):
             asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a plain script): `await mask_at(...)` instead
             return None
-        task = asyncio.ensure_future(self.mask_at(step - 1, particle))  # record entry step - 1
+        task = asyncio.ensure_future(self.mask_at(step, particle))
         head = (
             f"<span class='genlm-note'>slot {particle} of step {step} (the particle in that "
             f"place of the step's population) before it draws the step's token"

@@ -4,6 +4,8 @@ A one-cell notebook shows a Playground on the tiny-random model. In the page:
 a broken regex shows its error at its column; a fixed one clears it; Run
 fills the live ParticleView and Stop ends that run with "stopped"; a second
 run finishes, and moving the step slider draws the MaskView of that step.
+Copy as code copies the run shown, and says so; a form changed after the run
+leaves that code in the box, marked, with no claim of a copy.
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ def _panels(page, kind: str) -> dict:
         "profile": _text(page, ".genlm-pg-profile"),
         "particles": _text(page, ".genlm-pg-particles"),
         "code": _copied_code(page),
+        "label": _text(page, ".genlm-pg-code .genlm-code-label"),
     }
 
 
@@ -175,6 +178,9 @@ def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, noteb
     assert not page.locator(".genlm-pg-profile").is_visible()
     body = page.locator(".genlm-playground").inner_text()
     assert "SMC running" not in body and "profile=True" not in body
+    # the code box offers the form's code, greyed and labelled as never run
+    _wait_text(page, ".genlm-pg-code .genlm-code-label", "not yet run", timeout=30_000)
+    assert page.locator(".genlm-playground .genlm-code-not_run").count() == 1
 
     # an error is red, not plain black
     _type(page, ".genlm-pg-source textarea", "ab(c")
@@ -197,6 +203,7 @@ def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, noteb
         page.locator("button.genlm-pg-run-button").click()
         panels = _panels(page, kind)
         runs.append(panels)
+        assert "this code reproduces the run shown" in panels["label"]
         assert needle in panels["mask"] and other not in panels["mask"], panels["mask"]
         assert needle in panels["code"] and other not in panels["code"]
         assert (source if kind == "regex" else "integer") in panels["code"]
@@ -204,6 +211,15 @@ def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, noteb
         assert "profile=True" not in panels["profile"] and "step" in panels["profile"]
         assert "SMC finished" in panels["particles"] or "SMC all_dead" in panels["particles"]
     assert runs[0]["code"] != runs[1]["code"] != runs[2]["code"]
+
+    # the form changes after the run: the code stays the run's, marked, and no copy is claimed
+    assert "copied" in _text(page, ".genlm-pg-code .genlm-code-note")
+    page.locator(".genlm-pg-seed input").fill("41")
+    page.locator(".genlm-pg-seed input").press("Enter")
+    _wait_text(page, ".genlm-pg-code .genlm-code-label", "the form has changed since the run")
+    assert not _text(page, ".genlm-pg-code .genlm-code-note").strip()
+    box = page.locator(".genlm-pg-code textarea.genlm-code-text")
+    assert box.input_value() == runs[2]["code"] and "seed=41" not in box.input_value()
     errors = [e for e in page.console_errors if not NOISE.search(e)]
     assert not errors, errors
     context.close()

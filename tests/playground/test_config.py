@@ -1,9 +1,9 @@
 """A Playground run's choices: checked, located errors, and code that reproduces the run."""
 
 import json
-import textwrap
 
 import pytest
+from _pasted_code import run_pasted
 
 from genlm_lab.backend import load_model_by_name
 from genlm_lab.playground import PlaygroundConfig, build_run, constraint_error, to_code
@@ -75,13 +75,6 @@ def test_settings_round_trip_and_unknown_keys_are_named():
         PlaygroundConfig.from_dict({"particles": 3})
 
 
-async def _run_code(code: str):
-    namespace: dict = {}
-    body = textwrap.indent(code.replace("sequences.decoded_posterior\n", ""), "    ")
-    exec(f"async def _reproduce():\n{body}\n    return sequences\n", namespace)
-    return await namespace["_reproduce"]()
-
-
 @pytest.mark.parametrize(
     "config",
     [
@@ -109,7 +102,7 @@ async def test_the_code_reproduces_the_run(config):
         max_tokens=config.max_tokens,
         seed=config.seed,
     )
-    theirs = await _run_code(to_code(config))
+    theirs = await run_pasted(to_code(config))
     assert len(ours.contexts) == config.n_particles
     assert ours.contexts == theirs.contexts
     assert list(ours.log_weights) == pytest.approx(list(theirs.log_weights), nan_ok=True)

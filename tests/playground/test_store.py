@@ -4,7 +4,7 @@ import pytest
 
 from genlm_lab.backend import load_model_by_name
 from genlm_lab.eval.store import ResultsStore
-from genlm_lab.playground import Playground, PlaygroundConfig
+from genlm_lab.playground import Playground, PlaygroundConfig, to_code
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,7 @@ async def test_a_saved_run_reopens_with_its_choices_and_particles(tiny, tmp_path
 
     again = Playground.reopen(str(path), run_id, lm=tiny)
     assert again.current_config() == config
+    assert again.code.state == "shown" and again.code.code == to_code(config)  # the run reopened
     shown = again.particles.view_data()
     assert [p["text"] for p in shown["particles"]] == [
         p["text"] for p in pg.particles.view_data()["particles"]
@@ -37,7 +38,7 @@ async def test_a_saved_run_reopens_with_its_choices_and_particles(tiny, tmp_path
     assert reopened.keys() == live.keys()
     settled = set(live) - {"observers", "other"}
     assert {k: reopened[k] for k in settled} == pytest.approx({k: live[k] for k in settled})
-    mask = await again.mask_at(1, 0)  # the reopened run builds its potentials on demand
+    mask = await again.mask_at(1, 0)  # step 1; the reopened run builds its potentials on demand
     assert mask.view_data()["n_allowed"] == (await pg.mask_at(1, 0)).view_data()["n_allowed"]
 
     with ResultsStore(path) as store:

@@ -3,9 +3,12 @@
 import asyncio
 
 import pytest
+from _pasted_code import run_pasted
 
 from genlm_lab.backend import load_model_by_name
-from genlm_lab.playground import Playground, PlaygroundConfig
+from genlm_lab.playground import Playground, PlaygroundConfig, context_at, to_code
+from genlm_lab.playground.controls import NOT_RUN
+from genlm_lab.widgets import MaskView
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +37,18 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     # steps count as alarms and the genealogy do: the first token is step 1
     assert (pg.step.min, pg.step.max) == (1, len(record.steps)) and not pg.step.disabled
     assert list(pg.particle.options) == list(range(3))
-    mask = await pg.mask_at(1, 0)
+    # mask_at numbers steps as the slider does: step 1 draws the first token, from nothing
+    target = pg._run.smc.unit_sampler.target
+    empty = (await MaskView.of(target, [])).view_data()
+    assert (await pg.mask_at(1, 2)).view_data() == empty
+    with pytest.raises(ValueError, match="step 1 draws the first token"):
+        await pg.mask_at(0, 0)
+    mask = await pg.mask_at(2, 0)
     data = mask.view_data()
     assert data["n_allowed"] > 0  # a live particle's next token has allowed choices
+    assert (
+        data == (await MaskView.of(target, context_at(record, 2, 0, target.vocab_eos))).view_data()
+    )
     pg.step.value = 2  # what moving the slider does: the mask of that step appears below
     for _ in range(200):  # until step 2's mask replaces the step 1 one drawn after the run
         if "step 2" in pg.mask_head.value:
@@ -46,7 +58,7 @@ async def test_a_run_fills_the_views_and_reopens_its_masks(tiny):
     assert "slot 0 of step 2 " in pg.mask_head.value
     assert "a place in the population, not a line of descent" in pg.particle.tooltip
     shown = pg.mask_view
-    assert shown.view_data()["n_allowed"] == data["n_allowed"]
+    assert shown.view_data() == data
     assert "log ML" in pg.status.value
 
 
@@ -63,6 +75,7 @@ async def test_stop_cancels_and_the_model_stays_usable(tiny):
         await task
     await asyncio.sleep(0)
     assert "stopped" in pg.status.value
+    assert pg.code.state == "shown" and "which was stopped" in pg.code.label
     assert pg.run_button.disabled is False and pg.stop_button.disabled is True
     pg.source.value, pg.max_tokens.value = "[a-z]{1,60}", 5
     again = await pg.run()
@@ -77,6 +90,7 @@ async def test_a_failed_run_says_why(tiny):
         await task
     await asyncio.sleep(0)
     assert "InvalidGrammar" in pg.status.value
+    assert pg.code.state == "not_run" and "ab(c" not in pg.code.code  # nothing ran
 
 
 def test_before_any_run_the_panels_say_nothing_untrue(tiny):
@@ -85,6 +99,7 @@ def test_before_any_run_the_panels_say_nothing_untrue(tiny):
     assert pg.particles.layout.display == "none" and pg.profile.layout.display == "none"
     assert pg.mask_head.value == "" and pg.mask_view.layout.display == "none"
     assert pg.step.disabled
+    assert pg.code.state == "not_run" and pg.code.code.startswith(NOT_RUN)
 
 
 async def test_each_run_owns_every_panel(tiny):
@@ -140,3 +155,27 @@ async def test_a_saved_notebook_shows_the_choices_and_the_run(tiny):
     data, _ = pg._repr_mimebundle_()
     assert "genlm-particles" in data["text/html"]
     assert "<script" not in data["text/html"]
+
+
+async def test_copy_as_code_describes_the_run_shown_whatever_the_form_says(tiny):
+    pg = _playground(tiny, constraint="[a-z]{2}[0-9]", n_particles=3, max_tokens=6, seed=2)
+    ran = pg.current_config()
+    sequences = await pg.run()
+    assert pg.code.state == "shown" and pg.code.code == to_code(ran)
+    pg.code.copied = "clipboard"  # the browser's report of a copy
+    pg.seed.value = 11
+    pg.prompt.value = "Never run: "
+    pg.kind.value = "json_schema"
+    pg.source.value = '{"type": "object", "properties": {"a": {"$ref": "#/nowhere"'  # broken
+    assert pg.error.value  # the editor says the schema is broken
+    assert pg.code.code == to_code(ran) and pg.code.state == "changed"
+    assert "the form has changed since the run shown" in pg.code.label
+    assert pg.code.copied == ""  # no claim of a copy made before the form changed
+    for never_run in ("seed=11", "Never run", "nowhere", "JsonSchema"):
+        assert never_run not in pg.code.code
+    assert "Never run" not in pg.static_html() and "the run shown" in pg.static_html()
+    # pasted and run, the copied code gives the texts and weights on screen
+    pasted = await run_pasted(pg.code.code)
+    assert pasted.contexts == sequences.contexts and len(pasted.contexts) == 3
+    assert list(pasted.log_weights) == pytest.approx(list(sequences.log_weights), nan_ok=True)
+    assert pasted.decoded_posterior == pytest.approx(sequences.decoded_posterior)
