@@ -1,12 +1,15 @@
 """JSON schemas: write a JSON document that a schema accepts.
 
-The panel holds small schemas written for this package and two real ones
-from SchemaStore (GitHub discussion forms and the issue-template chooser,
-Apache-2.0), as vendored by check-jsonschema; the license is in
-`data/schemas/`. The prompt shows a schema without its prose (description,
-title, $comment, examples), which only lengthens it. The constraint is
-`genlm_lab.control.JsonSchema` (llguidance; sound, may over-approximate); the
-checker is `jsonschema` with format checking, which has the last word.
+The panel holds small schemas written for this package, two real ones from
+SchemaStore (GitHub discussion forms and the issue-template chooser,
+Apache-2.0) as vendored by check-jsonschema, with the license in
+`data/schemas/`, and then the benchmarks' 57-schema SchemaStore panel
+(`eval.domains.json_schema_panel`, licences in `data/schemas/panel/`; one of
+its schemas is the discussion-forms one again, shown once): 66 in all. The
+prompt shows a schema without its prose (description, title, $comment,
+examples), which only lengthens it. The constraint is
+`genlm_lab.control.JsonSchema` (llguidance; sound, may over-approximate);
+the checker is `jsonschema` with format checking, which has the last word.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import jsonschema
 from genlm_lab.control import JsonSchema
 from genlm_lab.eval.core import Dataset, EvaluationResult, Evaluator, Instance
 from genlm_lab.eval.domain import Domain
+from genlm_lab.eval.domains.json_schema_panel import load_panel
 
 __all__ = [
     "JsonSchemaDataset",
@@ -84,6 +88,8 @@ _OWN: dict[str, dict] = {
 
 _VENDORED = ("github-discussion", "github-issue-config")
 _PROSE = {"description", "title", "$comment", "examples", "$id", "$schema"}
+#: Keys whose values map names (of properties, definitions) to schemas: a name is never prose.
+_NAMED = {"properties", "patternProperties", "definitions", "$defs", "dependentSchemas"}
 
 
 class JsonSchemaInstance(Instance):
@@ -97,13 +103,19 @@ class JsonSchemaInstance(Instance):
         return f"schema {self.instance_id} ({self.source})"
 
 
-def load_schemas() -> dict[str, tuple[dict, str]]:
-    """name -> (schema, source) for the whole panel: ours first, then the vendored ones."""
+def load_schemas(panel: bool = True) -> dict[str, tuple[dict, str]]:
+    """name -> (schema, source): ours first, then the two vendored ones, then the SchemaStore
+    panel (`panel=True`; a panel schema equal to one already in is left out)."""
     out = {name: (schema, "genlm_lab") for name, schema in _OWN.items()}
     base = resources.files("genlm_lab.eval").joinpath("data/schemas")
     for name in _VENDORED:
         schema = json.loads(base.joinpath(f"{name}.json").read_text("utf-8"))
         out[name] = (schema, "SchemaStore")
+    if panel:
+        seen = [schema for schema, _ in out.values()]
+        for entry in load_panel():
+            if entry.schema not in seen:
+                out[entry.id] = (entry.schema, "SchemaStore")
     return out
 
 
@@ -111,12 +123,13 @@ class JsonSchemaDataset(Dataset[JsonSchemaInstance]):
     """Schemas as instances.
 
     Args:
-        schemas: name -> schema; default: the shipped panel.
+        schemas: name -> schema; default: the shipped schemas.
+        panel: with the default schemas, whether to add the SchemaStore panel.
     """
 
-    def __init__(self, schemas: dict[str, dict] | None = None) -> None:
+    def __init__(self, schemas: dict[str, dict] | None = None, panel: bool = True) -> None:
         if schemas is None:
-            self.items = [(n, s, src) for n, (s, src) in load_schemas().items()]
+            self.items = [(n, s, src) for n, (s, src) in load_schemas(panel).items()]
         else:
             self.items = [(n, s, "user") for n, s in schemas.items()]
 
@@ -153,9 +166,9 @@ def _without_prose(value: Any) -> Any:
     if isinstance(value, dict):
         return {
             k: (
-                _without_prose(v)
-                if k != "properties"
-                else {p: _without_prose(s) for p, s in v.items()}
+                {p: _without_prose(s) for p, s in v.items()}
+                if k in _NAMED and isinstance(v, dict)
+                else _without_prose(v)
             )
             for k, v in value.items()
             if k not in _PROSE
@@ -169,14 +182,16 @@ class JsonSchemaDomain(Domain):
     """JSON documents for schemas; answers end at a newline (compact JSON on one line).
 
     Args:
-        schemas: name -> schema; default: the shipped panel.
+        schemas: name -> schema; default: the shipped schemas (66).
+        panel: with the default schemas, whether to add the SchemaStore panel
+            (False: the 10 schemas shipped before it).
     """
 
     name = "json_schema"
     eos = (b"\n",)
 
-    def __init__(self, schemas: dict[str, dict] | None = None) -> None:
-        super().__init__(JsonSchemaDataset(schemas), JsonSchemaEvaluator())
+    def __init__(self, schemas: dict[str, dict] | None = None, panel: bool = True) -> None:
+        super().__init__(JsonSchemaDataset(schemas, panel), JsonSchemaEvaluator())
 
     def prompt(self, instance: JsonSchemaInstance) -> str:
         example = json.dumps(_OWN["point"], separators=(",", ":"))
