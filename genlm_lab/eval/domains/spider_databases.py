@@ -22,6 +22,7 @@ from pathlib import Path
 
 __all__ = [
     "DATABASES",
+    "DIFFICULTIES",
     "build_database",
     "database_folder",
     "database_path",

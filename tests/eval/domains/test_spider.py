@@ -64,6 +64,8 @@ def test_every_gold_query_runs_returns_rows_and_scores_one(domain, instances):
         assert rows, (instance.instance_id, instance.gold)
         assert Path(instance.db_path) == database_path(instance.db_id)
         assert domain.evaluator.evaluate_sample(instance, instance.gold).score == 1
+        # No repeated row: taking DISTINCT rows or not never decides a question.
+        assert len(set(rows)) == len(rows), instance.instance_id
     assert len(instances) >= 150
 
 
