@@ -75,6 +75,8 @@ SMILES_BYTES = frozenset(
 
 _EXTRA = "pip install 'genlm-lab[domains]'"
 _VERDICTS = 1 << 18  # (text, whole) -> verdict entries kept per potential
+_COERCED = 2  # coercions onto LM vocabularies kept (`PartialSmiles.coerce`)
+_COERCIONS: OrderedDict[tuple, Potential] = OrderedDict()
 
 
 def require(module: str) -> Any:
@@ -212,6 +214,29 @@ class PartialSmiles(Potential):
                     stack.append((child, longer))
         out[-1] = 0.0 if self.accepts(data) else -math.inf
         return out
+
+    def coerce(
+        self,
+        other: Potential | Sequence[Any],
+        f: Callable[[Sequence[Any]], Any] | None = None,
+        prune: bool = True,
+    ) -> Potential:
+        """This check over `other`'s tokens (`Potential.coerce`), reused per vocabulary and lead.
+
+        Every instance of the domain coerces onto the same LM: the byte trie of
+        a 49,152-token vocabulary takes a good part of a second to build, so the
+        last few coercions (`_COERCED` of them) are kept and handed out again.
+        """
+        if not is_join(f) or not isinstance(other, Potential):
+            return super().coerce(other, f=f, prune=prune)
+        key = (self.lead, tuple(other.vocab), other.eos, prune)
+        found = _COERCIONS.get(key)
+        if found is None:
+            found = _COERCIONS[key] = super().coerce(other, f=f, prune=prune)
+            while len(_COERCIONS) > _COERCED:
+                _COERCIONS.popitem(last=False)
+        _COERCIONS.move_to_end(key)
+        return found
 
     def spawn(self) -> PartialSmiles:
         return PartialSmiles(self.lead)
