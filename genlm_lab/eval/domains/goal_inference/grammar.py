@@ -3,9 +3,13 @@
 A constrained sampler that writes a goal under this grammar writes
 `(:goal (and FACT ...))` with at least one fact, each fact one of the five
 Blocksworld predicates over the problem's own blocks, with the right number
-of arguments and never `(on x x)`. Blanks are spaces (answers end at a
-newline), required between two words and optional next to a parenthesis, as
-PDDL reads them. Everything the grammar derives parses with `parse_goal`
+of arguments and never `(on x x)`. A blank is one space (answers end at a
+newline), required between two words and optional next to a parenthesis.
+PDDL reads any run of blanks, and so does the checker; the constraint keeps
+one, so that a sampler spends no tokens on layout (a random model under a
+grammar with `/ +/` blanks wrote runs of a hundred spaces). Each blank
+belongs to the token before it, which keeps the grammar LALR(1): tests use
+lark's LALR parser as an independent check. Everything the grammar derives parses with `parse_goal`
 (tests check it), so the checker never sees malformed text from a
 constrained method; what a goal means is left to the checker.
 
@@ -24,15 +28,14 @@ __all__ = ["goal_grammar"]
 _BLOCK = re.compile(r"[a-z][a-z0-9_-]*")
 
 _CORE = r"""
-start: "(" _S? ":goal" _S? "(" _S? "and" facts _S? ")" _S? ")"
-facts: (_S? fact)+
-fact: "(" _S? atom _S? ")"
-atom: "on" _S on_args
-    | "on-table" _S block
-    | "clear" _S block
-    | "holding" _S block
-    | "arm-empty"
-_S: / +/
+start: "(" _S? ":goal" _S? "(" _S? "and" _S? fact+ ")" _S? ")"
+fact: "(" _S? atom ")" _S?
+atom: "on" _S on_args _S?
+    | "on-table" _S block _S?
+    | "clear" _S block _S?
+    | "holding" _S block _S?
+    | "arm-empty" _S?
+_S: " "
 """
 
 

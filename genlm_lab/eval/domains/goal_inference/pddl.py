@@ -118,6 +118,8 @@ def _read(text: str) -> list:
             done = stack.pop()
             stack[-1].append(done)
             if len(stack) == 1 and i + 1 < len(tokens):
+                if tokens[i + 1] == ")":
+                    raise ValueError("a ')' closes nothing")
                 raise ValueError(f"text after the goal: {' '.join(tokens[i + 1 : i + 6])!r}")
         else:
             stack[-1].append(token)
