@@ -253,9 +253,9 @@ class SmilesProduct(Product):
     keeps its native token masks and the parser walks the trie by itself.
 
     Attributes:
-        kind, source: both factors' (`source`: the grammar's text, then the
-            parser's version and lead), so that a run's stored identity changes
-            with either.
+        kind: both factors' kinds.
+        source: the grammar's text, then the parser's version and lead, so that
+            a run's stored identity changes with either.
     """
 
     def __init__(self, p1: Potential, p2: Potential) -> None:
