@@ -1,4 +1,4 @@
-"""Shipped evaluation domains, offline: pattern matching, JSON schemas, text-to-SQL.
+"""Shipped evaluation domains, offline: pattern matching, JSON, SQL, molecules, goal inference.
 
 `load_domain(name)` builds one by name (the CLI's `genlm-lab eval run DOMAIN`).
 Each module is imported only when its domain is asked for.
