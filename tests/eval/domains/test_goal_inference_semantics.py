@@ -223,6 +223,10 @@ def test_hand_picked_goals_agree_with_hand_and_brute_force(n, a, b, same):
     assert equivalent(b, a, _blocks(n)) == same
 
 
-def test_a_fact_over_an_unknown_block_is_refused():
+def test_a_fact_over_an_unknown_block_or_predicate_is_refused():
     with pytest.raises(ValueError, match="b7"):
         closure([(ON, "b1", "b7")], _blocks(3))
+    with pytest.raises(ValueError, match="not a Blocksworld fact"):
+        consistent([("ontop", "b1", "b2")])
+    with pytest.raises(ValueError, match="not a Blocksworld fact"):
+        consistent([(CLEAR, "b1", "b2")])

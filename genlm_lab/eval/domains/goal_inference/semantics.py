@@ -15,8 +15,9 @@ states and 3,549,177 more with a block in hand. Instead:
 
 1. *Consistency is local.* A conjunction G is satisfiable iff no block gets
    two places, no block carries two blocks, at most one block is held, the
-   `on` facts make no cycle, nothing is on or is a held block that G calls
-   clear, and G holds nothing if it says `(arm-empty)`. Necessity is plain;
+   `on` facts make no cycle, no block G calls clear carries a block or is
+   held, no held block carries one, and G holds nothing if it says
+   `(arm-empty)`. Necessity is plain;
    for sufficiency put every block G leaves unplaced on the table: the table
    holds any number of blocks, so this breaks none of those conditions and
    the result is a state satisfying G. `_Layout.admits(f)` decides whether a
@@ -32,11 +33,11 @@ states and 3,549,177 more with a block in hand. Instead:
    bottom of a fully specified tower is on the table; with every block
    placed the arm is empty) drop out.
 
-A closure costs O(blocks^4) admits-steps in the worst case, about 6,000 cheap
-steps for 9 blocks; tests check it against enumeration of every state of up
-to 5 blocks. Planetarium also counts a goal wrong when it cannot be reached
-(it asks for a plan), so an unsatisfiable goal is never equivalent, not even
-to another. Planetarium's graph matching also lets objects be renamed where
+A closure of a 9-block goal asks `admits` about 1,000 times (each fact's
+negation has at most 10 facts), each a walk down at most 9 blocks; tests
+check it against enumeration of every state of up to 5 blocks. Planetarium
+also counts a goal wrong when it cannot be reached (it asks for a plan), so
+an unsatisfiable goal is never equivalent, not even to another. Planetarium's graph matching also lets objects be renamed where
 the initial state is symmetric; the descriptions here name their blocks, so
 `equivalent` does not.
 """
@@ -67,6 +68,8 @@ class _Layout:
         """The layout of `facts`, or None if no state satisfies them all."""
         layout = cls()
         for fact in facts:
+            if fact[0] not in ARITY or len(fact) != ARITY[fact[0]] + 1:
+                raise ValueError(f"{fact} is not a Blocksworld fact ({', '.join(ARITY)})")
             if not layout.admits(fact):
                 return None
             layout.add(fact)
