@@ -112,6 +112,11 @@ if [ "$want_bench" = "bench" ] && [ "$(cat "$bench_stamp" 2>/dev/null)" != "$fin
     # its one need we lack is its FFI runtime; triton (GPU kernels, several hundred MB)
     # it imports only to apply a mask on a GPU, which the bench never does.
     pip_install --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
+    # outlines' JSON-schema mask (bench_json_gen's `outlines` column). --no-deps: outlines
+    # 1.3.3 pins outlines-core 0.2.14 and needs genson and diskcache beyond what we have
+    # (jinja2, cloudpickle, pydantic, jsonschema, pillow); its model extras stay unused.
+    pip_install --no-deps "outlines==1.3.3" "outlines-core==0.2.14" "genson==1.4.0" \
+        "diskcache==5.6.3"
     echo "$fingerprint" > "$bench_stamp"
 fi
 
