@@ -49,6 +49,11 @@ _INSTRUCTIONS = (
 #: Worked examples for the prompt: (initial towers bottom to top, description, goal).
 _SHOTS = (
     (
+        [["b3", "b1", "b2"]],
+        "Put every block on the table.",
+        "(:goal (and (on-table b1) (on-table b2) (on-table b3)))",
+    ),
+    (
         [["b1", "b2"], ["b3"]],
         "Your goal is that b3 is on b1 and b2 is on the table. Nothing else matters.",
         "(:goal (and (on b3 b1) (on-table b2)))",
@@ -58,11 +63,6 @@ _SHOTS = (
         "Build the tower b4-b1-b3 (top to bottom) on the table, with nothing on b4. "
         "Other blocks may be anywhere.",
         "(:goal (and (on-table b3) (on b1 b3) (on b4 b1) (clear b4)))",
-    ),
-    (
-        [["b3", "b1", "b2"]],
-        "Put every block on the table.",
-        "(:goal (and (on-table b1) (on-table b2) (on-table b3)))",
     ),
 )
 
