@@ -37,7 +37,7 @@ function drawResults(data, model) {
       "data-row": i, class: picked.includes(i) ? "genlm-clickable genlm-picked" : "genlm-clickable",
       style: picked.includes(i) ? "background: var(--jp-brand-color3, #bbdefb)" : null,
       title: "pick two rows to compare them", onclick: (ev) => pick(i, ev) },
-    h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain),
+    h("td", {}, r.model || ""), h("td", {}, r.method), h("td", {}, r.domain_label || r.domain),
     h("td", {}, bar(r.weighted_accuracy, 80), " ", h("span", { class: "genlm-num" }, accuracy(r.weighted_accuracy))),
     h("td", { class: "genlm-num", title: r.ci_tip || null },
       r.ci_low === null ? "" : `[${accuracy(r.ci_low)}, ${accuracy(r.ci_high)}]`),

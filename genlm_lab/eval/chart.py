@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from genlm_lab.eval.identity import UNKNOWN_MODEL
+from genlm_lab.eval.scores import domain_title
 from genlm_lab.eval.wording import plural
 from genlm_lab.widgets.render import CATEGORY_COLOURS, esc, fmt
 
@@ -185,7 +186,7 @@ def scatter_svg(
         x_of = lambda v, x0=x0, hi=hi: x0 + v / hi * panel  # noqa: E731
         parts.append(
             f"<text x='{x0 + panel / 2:.0f}' y='{top - 8}' text-anchor='middle' "
-            f"font-weight='bold'>{esc(domain)}</text>"
+            f"font-weight='bold'>{esc(domain_title(domain))}</text>"
             f"<path class='genlm-axis' d='M{x0},{top} V{top + height} H{x0 + panel}' fill='none'/>"
         )
         for v in (0, 0.25, 0.5, 0.75, 1.0):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from genlm_lab.eval.presets import PAPER_DOMAINS, Preset, preset
+from genlm_lab.eval.scores import score_name
 from genlm_lab.eval.summary import summarize, summary_markdown
 from genlm_lab.eval.wording import plural, readable
 
@@ -152,8 +153,9 @@ def paper_table(store: Any, chosen: Preset | str = "awrs-colm-2025", digits: int
         digits: decimals of the accuracies.
 
     Returns:
-        A DataFrame: columns model, method, then per domain "<domain> accuracy [95% CI]",
-        "<domain> s/run" and "<domain> n" (instances); "n/a" where nothing ran.
+        A DataFrame: columns model, method, then per domain "<domain> accuracy [95% CI]"
+        (or the domain's graded score: "molecular_synthesis QED [95% CI]", the expected
+        QED), "<domain> s/run" and "<domain> n" (instances); "n/a" where nothing ran.
     """
     import pandas as pd
 
@@ -188,7 +190,8 @@ def _cells(domain: str, r: Any, digits: int) -> dict[str, Any]:
     else:
         acc = f"{r['weighted_accuracy']:.{digits}f} [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
         wall, n = readable(float(r["wall_per_run"]), 3), int(r["n_instances"])
-    return {f"{domain} accuracy [95% CI]": acc, f"{domain} s/run": wall, f"{domain} n": n}
+    score = f"{domain} {score_name(domain)} [95% CI]"
+    return {score: acc, f"{domain} s/run": wall, f"{domain} n": n}
 
 
 def write_paper_table(
@@ -216,7 +219,8 @@ def write_paper_table(
     table = paper_table(summary, chosen)
     note = (
         f"Preset {chosen.name}: {chosen.replicates} replicates per instance; accuracy is the "
-        "weighted accuracy with its 95% Wilson interval over instances; s/run is the "
+        "weighted accuracy (for molecular synthesis the expected QED of the molecule, 0 for "
+        "an invalid one) with its 95% Wilson interval over instances; s/run is the "
         "method's wall time over its runs (one instance, one replicate)."
     )
     paths = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from genlm_lab.eval.chart import DEFAULT_COST, Encoding, check_cost
+from genlm_lab.eval.scores import domain_title
 from genlm_lab.eval.summary import summarize
 
 __all__ = ["plot_accuracy_cost"]
@@ -61,7 +62,7 @@ def plot_accuracy_cost(store: Any, cost: str = DEFAULT_COST, log_x: bool = False
                 linestyle="none",
                 markersize=7,
             )
-        ax.set_title(domain)
+        ax.set_title(domain_title(domain))
         ax.set_xlabel(label)
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)

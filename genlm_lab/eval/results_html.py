@@ -18,6 +18,7 @@ from typing import Any
 from genlm_lab.eval.chart import scatter_svg
 from genlm_lab.eval.identity import UNKNOWN_MODEL
 from genlm_lab.eval.labels import instance_label
+from genlm_lab.eval.scores import domain_title
 from genlm_lab.eval.stats import INTERVAL_METHODS, PAIRED_METHODS
 from genlm_lab.eval.store import ResultsStore
 from genlm_lab.eval.summary import FINISHED, summarize
@@ -106,7 +107,11 @@ def results_data(runs: Sequence[dict] | Any, max_rows: int | None = MAX_ROWS) ->
         for r in order.to_dict("records")[: max_rows or None]
     ]
     summary_rows = [
-        {**{k: _clean(v) for k, v in r.items()}, "ci_tip": ci_tip(r)}
+        {
+            **{k: _clean(v) for k, v in r.items()},
+            "ci_tip": ci_tip(r),
+            "domain_label": domain_title(r["domain"]),
+        }
         for r in summary.to_dict("records")
     ]
     return {
@@ -143,7 +148,7 @@ def _summary_rows(summary: Sequence[dict]) -> list[str]:
         )
         out.append(
             f"<tr data-row='{i}'><td>{esc(r.get('model') or '')}</td><td>{esc(r['method'])}</td>"
-            f"<td>{esc(r['domain'])}</td>"
+            f"<td>{esc(r.get('domain_label') or r['domain'])}</td>"
             f"<td>{bar(acc or 0.0, 80)} <span class='genlm-num'>{_accuracy(acc)}</span></td>"
             f"<td class='genlm-num' title='{esc(r.get('ci_tip') or ci_tip(r))}'>{esc(ci)}</td>"
             f"<td class='genlm-num'>{r['n_instances']}</td>"
