@@ -18,7 +18,15 @@ LABELS = {
     "gc": "genlm-control 0.4.1",
     "gc-ws": "genlm-control 0.4.1, leading whitespace fixed",
     "xgr": "xgrammar 0.2.8's mask",
+    "outlines": "outlines 1.3.3's mask",
 }
+NATIVE = {  # the foreign masks: what the adapter's step does, what the tool's own step is
+    "xgr": ("fork, `accept_token`, `fill_next_token_bitmask`, unpack onto our vocabulary",
+            "xgrammar's own (`accept_token` + `fill_next_token_bitmask` on one matcher)"),
+    "outlines": ("next state, `get_allowed_tokens` onto our vocabulary, cached per state",
+                 "outlines' own, as its logits processor steps (`Guide.advance` + "
+                 "`fill_next_token_bitmask`)"),
+}  # fmt: skip
 OURS = ("default", "off", "greedy", "direct")  # methods that use our JsonSchema's mask
 
 
@@ -126,15 +134,16 @@ def notes(rows: list[dict], methods: list[str]) -> list[str]:
             starts = {repr(t[:2]) for t in died}
             head += ["", f"`{m}`: {len(died)} dead particles shown, their texts starting with "
                      f"{', '.join(sorted(starts))} (first: {died[0]!r})."]  # fmt: skip
-    native = [r["xgr"]["mask_native"] for r in rows if "mask_native" in r.get("xgr", {})]
-    if native:
-        head += [
-            "",
-            "`xgr`'s mask per step is the adapter's (fork, `accept_token`, "
-            "`fill_next_token_bitmask`, unpack onto our vocabulary); xgrammar's own "
-            f"(`accept_token` + `fill_next_token_bitmask` on one matcher): median "
-            f"{statistics.median(native) * 1e3:.3f} ms.",
-        ]
+    for m, (adapter, own) in NATIVE.items():
+        native = [r[m]["mask_native"] for r in rows if "mask_native" in r.get(m, {})]
+        built = [r[m]["compile"] for r in rows if "compile" in r.get(m, {})]
+        if not native:
+            continue
+        head += ["", f"`{m}`'s mask per step is the adapter's ({adapter}); {own}: "
+                 f"median {statistics.median(native) * 1e3:.3f} ms."]  # fmt: skip
+        if built:
+            head[-1] += (f" Compiling the schema (in no column's wall): median "
+                         f"{statistics.median(built):.2f} s, worst {max(built):.2f} s.")  # fmt: skip
     return head
 
 
@@ -149,7 +158,7 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float,
         f"{prompt_chars} chars). Our options: {options or 'the defaults'}. Schemas: SchemaStore "
         "files vendored by check-jsonschema (licence per row). Mask: median per step along the "
         "shortest document, a fresh state each schema (ours: our coerced mask; llg: "
-        "llguidance's mask of the same grammar alone; xgr: xgrammar's; genlm-control: its "
+        "llguidance's mask of the same grammar alone; xgr, outlines: theirs; genlm-control: its "
         "`logw_next`, every token checked, timed once, halfway).",
         "",
         "Per schema: solved (a finished document valid under jsonschema; 'budget: cut' when "

@@ -28,6 +28,9 @@ budget of twice the shortest document's tokens plus 40 (the issue's rule):
 - `xgr`: AWRS-SMC with xgrammar 0.2.8's mask of the schema (compiled for the
   tokenizer, compact), no completion check, no budget, in `llg`'s place
   (`_xgrammar_json.py`);
+- `outlines`: the same with outlines 1.3.3's mask of the schema (outlines-core's
+  regex and token automaton, its default whitespace `[ ]?`; built under a
+  memory and time cap, `_outlines_json.py`);
 - `gc`: genlm-control 0.4.1's `JsonSchema` with AWRS-SMC, in a child process
   capped at `--their-cap` seconds (`_genlm_control_json.py`); `gc-ws` the same
   with its leading-whitespace regex grouped (as shipped, a first token "\\n\\n"
@@ -54,6 +57,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import time
@@ -62,6 +66,7 @@ from typing import Any
 
 import _genlm_control_json
 import _json_gen_report as report
+import _outlines_json
 import _xgrammar_json
 
 HERE = Path(__file__).resolve().parent
@@ -228,11 +233,11 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
     from genlm_lab.control.constraint.llg.grammar import GrammarPotential
 
     checker = JsonSchema(entry["schema"])
-    if method == "xgr":  # xgrammar's mask, used as llguidance's is in `llg`
+    if method in MASKS:  # xgrammar's or outlines' mask, used as llguidance's is in `llg`
         try:
-            constraint = _xgrammar_json.XgrammarMask(entry["schema"], llm)
-        except Exception as error:  # a schema xgrammar does not compile: measured nothing
-            return {"error": f"{type(error).__name__}: {error}"[:160], "wall": 0.0}
+            constraint = MASKS[method][0](entry["schema"], llm)
+        except Exception as error:  # a schema the tool does not compile: measured nothing
+            return {"error": f"{type(error).__name__}: {error}"[:160], "wall": math.nan}
     elif method == "llg":
         import llguidance
 
@@ -240,11 +245,11 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
             entry["schema"], overrides={"whitespace_flexible": False, "lenient": True}
         )
         potential = GrammarPotential(grammar, entry["id"], "JSON schema")
-    elif method != "xgr":
+    else:
         potential = JsonSchema(entry["schema"], **options)
     if method == "greedy":
         constraint = WithinBudget(potential, llm, budget, greedy=True)
-    elif method != "xgr":
+    elif method not in MASKS:
         constraint = potential.coerce(llm, f=b"".join)
     sampler = (
         direct_token_sampler(llm * constraint) if method == "direct" else AWRS(llm, constraint)
@@ -259,6 +264,8 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
         budget=method in ("default", "direct"),
     )
     row = _summary(sequences, checker.validate, time.perf_counter() - start, budget)
+    if method in MASKS:  # charged to no column's wall, as our grammar's build is not
+        row["compile"] = constraint.compile_s
     steps = sum(
         1 for s in (sequences.record.steps if sequences.record else []) for e in s.get("extras", []) if e
     )  # fmt: skip
@@ -300,6 +307,10 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 FOREIGN = ("gc", "gc-ws")  # run in a child process each (genlm-control), not through run_one
+MASKS = {  # other tools' masks, used as AWRS's condition: (the Potential, its mask_cost)
+    "xgr": (_xgrammar_json.XgrammarMask, _xgrammar_json.mask_cost),
+    "outlines": (_outlines_json.OutlinesMask, _outlines_json.mask_cost),
+}
 
 
 async def main() -> None:
@@ -326,6 +337,8 @@ async def main() -> None:
         methods.append("gc")
     if "xgr" in methods:
         import xgrammar  # noqa: F401  (fail before the model loads: `bash scripts/setup.sh bench`)
+    if "outlines" in methods:
+        import outlines  # noqa: F401  (the same)
 
     from genlm_lab.backend import load_model_by_name
     from genlm_lab.control import PromptedLLM
@@ -352,8 +365,8 @@ async def main() -> None:
                 lm.clear_cache()
             row[method] = await run_one(llm, entry, method, options, budget, args.seed)
         row["mask_ours"], row["mask_bare"] = mask_cost(llm, entry, options)
-        if "xgr" in methods:
-            row["xgr"]["mask"], row["xgr"]["mask_native"] = _xgrammar_json.mask_cost(
+        for m in (m for m in MASKS if m in methods and "error" not in row[m]):
+            row[m]["mask"], row[m]["mask_native"] = MASKS[m][1](
                 entry["schema"], llm, entry["shortest"]
             )
         rows.append(row)
