@@ -104,6 +104,11 @@ def add_eval_parser(sub: argparse._SubParsersAction) -> None:
     )
     export.add_argument("db", help="the store")
     export.add_argument("output", help="the copy to write (must not exist)")
+    export.add_argument(
+        "--no-records",
+        action="store_true",
+        help="leave out the runs' particle records (most of the bytes; scores stay)",
+    )
     export.set_defaults(func=_cmd_export)
 
     comp = esub.add_parser("compare", help="compare two methods or models, paired by instance")
@@ -313,7 +318,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     import sqlite3
 
     with ResultsStore(args.db) as store:
-        out = store.export(args.output)
+        out = store.export(args.output, records=not args.no_records)
     copy = sqlite3.connect(f"file:{out}?mode=ro", uri=True)  # read as it is: not made a store
     try:
         n = copy.execute("SELECT COUNT(*) FROM runs").fetchone()[0]

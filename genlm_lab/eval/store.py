@@ -369,9 +369,10 @@ class ResultsStore:
         """Fold the write-ahead log into the main file (see `genlm_lab.eval.store_copy`)."""
         return checkpoint(self._conn, "TRUNCATE")
 
-    def export(self, out: str | os.PathLike) -> Path:
-        """A single-file copy at `out`, safe while another process writes (`eval export`)."""
-        return export_store(self._conn, out)
+    def export(self, out: str | os.PathLike, records: bool = True) -> Path:
+        """A single-file copy at `out`, safe while another process writes (`eval export`);
+        `records=False` leaves the runs' particle records out (see `export_store`)."""
+        return export_store(self._conn, out, records=records)
 
     def close(self) -> None:
         """Fold the log into the file, then close the connection (the file stays)."""

@@ -44,11 +44,14 @@ def checkpoint(conn: sqlite3.Connection, mode: str = "PASSIVE") -> bool:
     return busy == 0 and log_pages == copied
 
 
-def export_store(conn: sqlite3.Connection, out: str | os.PathLike) -> Path:
+def export_store(conn: sqlite3.Connection, out: str | os.PathLike, records: bool = True) -> Path:
     """Write a single-file copy of the store at `out` (no `-wal` beside it).
 
     SQLite's online backup reads one consistent snapshot, so another process
     may go on writing runs meanwhile; they are in the next export.
+    `records=False` leaves out each run's `SMCRecord` (the particles' steps: most
+    of a store's bytes) and compacts the copy: every score, response and cost
+    stays, and a view opens no run's particles (a copy small enough to commit).
 
     Raises:
         ValueError: if `out` exists (an export never overwrites).
@@ -61,6 +64,10 @@ def export_store(conn: sqlite3.Connection, out: str | os.PathLike) -> Path:
     try:
         conn.backup(copy)
         copy.execute("PRAGMA journal_mode = DELETE")  # the copy is one file, no log beside it
+        if not records:
+            copy.execute("UPDATE runs SET record = NULL")
+            copy.commit()
+            copy.execute("VACUUM")
     finally:
         copy.close()
     return target

@@ -104,3 +104,23 @@ def test_eval_export_writes_the_copy_and_says_what_it_holds(tmp_path, capsys):
     assert _runs_in(out) == {"a", "b", "c"}
     assert main(["eval", "export", str(tmp_path / "missing.sqlite"), str(out)]) != 0
     assert "no results store at" in capsys.readouterr().err
+
+
+def test_an_export_without_records_keeps_every_score_and_drops_the_particles(tmp_path):
+    db, full, slim = tmp_path / "runs.sqlite", tmp_path / "full.sqlite", tmp_path / "slim.sqlite"
+    with ResultsStore(db) as store:
+        method = store.put_method("m", {"kind": "base"})
+        for i in range(20):
+            run = {"run_key": f"k{i}", "domain": "d", "instance_id": str(i), "method_hash": method}
+            run |= {"replicate": 0, "status": "ok", "weighted_accuracy": i / 20}
+            run["record"] = "x" * 50_000  # the particles' steps, as a stored SMCRecord's JSON
+            store.write_run(run, [{"response": i, "weight": 1.0, "score": i / 20}])
+        store.export(full)
+        store.export(slim, records=False)
+    assert os.path.getsize(slim) * 10 < os.path.getsize(full)
+    with ResultsStore(full) as a, ResultsStore(slim) as b:
+        kept = ["run_id", "instance_id", "weighted_accuracy", "status"]
+        assert a.runs_frame()[kept].equals(b.runs_frame()[kept])
+        assert a.to_pandas("responses").equals(b.to_pandas("responses"))
+        assert b.to_pandas("runs")["record"].isna().all()
+        assert a.to_pandas("runs")["record"].notna().all()
