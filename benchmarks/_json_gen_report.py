@@ -148,10 +148,11 @@ def notes(rows: list[dict], methods: list[str]) -> list[str]:
 
 
 def render(rows: list[dict], methods: list[str], options: dict, elapsed: float,
-           prompt_chars: int, particles: int, seed: int = 0) -> str:  # fmt: skip
-    """The RESULTS.md section: a summary table and one row per schema."""
+           prompt_chars: int, particles: int, seed: int = 0,
+           title: str = "bench_json_gen") -> str:  # fmt: skip
+    """The RESULTS.md section `title`: a summary table and one row per schema."""
     head = [
-        f"## bench_json_gen ({time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s)",
+        f"## {title} ({time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s)",
         "",
         f'SmolLM2-135M ("default"), CPU, {particles} particles, seed {seed}, budget 2 x the '
         "shortest valid document's tokens + 40; prompt: the schema (compact, cut at "
@@ -197,16 +198,22 @@ def render(rows: list[dict], methods: list[str], options: dict, elapsed: float,
     return "\n".join(head) + "\n"
 
 
-def write_section(report: str) -> None:
-    """Replace (or add) the bench_json_gen section of RESULTS.md, leaving the others alone."""
+def write_section(report: str, title: str = "bench_json_gen") -> None:
+    """Replace the `title` section of RESULTS.md, leaving the others alone; a new one goes
+    after the other bench_json_gen sections (a `--quick` run has its own: it does not
+    overwrite the whole panel's)."""
     path = HERE / "RESULTS.md"
     text = path.read_text()
-    start = text.find("\n## bench_json_gen (")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + report
-    else:
+    start = text.find(f"\n## {title} (")
+    if start >= 0:
         end = text.find("\n## ", start + 1)
         text = text[: start + 1] + report + ("" if end < 0 else text[end:])
+    elif (last := text.rfind("\n## bench_json_gen")) >= 0:
+        end = text.find("\n## ", last + 1)
+        end = len(text) if end < 0 else end
+        text = text[:end].rstrip("\n") + "\n\n" + report + text[end:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + report
     path.write_text(text)
 
 

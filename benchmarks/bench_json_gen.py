@@ -49,7 +49,8 @@ Run: `python benchmarks/bench_json_gen.py [--quick] [--methods ...] [--theirs N]
 `--set key_order=schema --set max_whitespace=0` passes options to our
 `JsonSchema` (how the defaults were chosen); `--merge` adds the columns an
 earlier run saved with `--json` (the foreign ones are slow: run them once).
-Rows go to RESULTS.md's bench_json_gen section (`_json_gen_report.py`).
+Rows go to RESULTS.md's bench_json_gen section (`_json_gen_report.py`); a
+`--quick` run's to a section of its own, so it does not replace the whole panel's.
 """
 
 from __future__ import annotations
@@ -376,12 +377,14 @@ async def main() -> None:
     for path in args.merge:
         methods += report.merge(rows, json.loads(Path(path).read_text()), methods)
     elapsed = time.perf_counter() - began
-    text = report.render(rows, methods, options, elapsed, PROMPT_CHARS, N_PARTICLES, args.seed)
+    title = "bench_json_gen --quick" if args.quick else "bench_json_gen"  # its own section
+    text = report.render(rows, methods, options, elapsed, PROMPT_CHARS, N_PARTICLES, args.seed,
+                         title)  # fmt: skip
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     if not args.no_write:
-        report.write_section(text)
+        report.write_section(text, title)
 
 
 if __name__ == "__main__":

@@ -46,3 +46,20 @@ def test_the_outlines_column_counts_failures_and_quotes_its_own_mask():
     assert f"median {native:.3f} ms. Compiling the schema" in text
     assert "median 2.50 s, worst 9.00 s" in text
     assert "failed (CompileFailed: outlines' Index passed 4" in text  # the schema's own row
+
+
+def test_a_quick_run_gets_its_own_section_beside_the_whole_panels(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "HERE", tmp_path)
+    results = tmp_path / "RESULTS.md"
+    results.write_text(
+        "# R\n\n## bench_a (1)\nA\n\n## bench_json_gen (1)\nFULL\n\n## bench_z (1)\nZ\n"
+    )
+    report.write_section("## bench_json_gen --quick (2)\nQUICK\n", "bench_json_gen --quick")
+    report.write_section("## bench_json_gen --quick (3)\nQUICK2\n", "bench_json_gen --quick")
+    text = results.read_text()
+    assert "FULL" in text and "QUICK2" in text and "QUICK\n" not in text
+    assert text.index("FULL") < text.index("QUICK2") < text.index("## bench_z") < text.index("Z\n")
+    report.write_section("## bench_json_gen (4)\nFULL2\n")
+    text = results.read_text()
+    assert "FULL\n" not in text and text.index("FULL2") < text.index("QUICK2")
+    assert text.count("## ") == 4
