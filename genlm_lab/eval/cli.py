@@ -135,11 +135,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from genlm_lab.eval.domains import load_domain
     from genlm_lab.eval.runner import parse_shard
 
-    methods = []
+    methods, options = [], {}
     if args.preset is not None:  # its settings, unless the command line says otherwise
         from genlm_lab.eval.presets import preset
 
         chosen = preset(args.preset)
+        options = dict(chosen.domain_options.get(args.domain, {}))
         args.seed = chosen.seed if args.seed is None else args.seed
         args.replicates = chosen.replicates if args.replicates is None else args.replicates
         methods += [
@@ -163,7 +164,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         require_ray()
         cluster = RayCluster(args.ray)
-    domain = load_domain(args.domain)
+    domain = load_domain(args.domain, **options)
     from genlm_lab.backend import load_model_by_name
 
     # A constraint nothing can satisfy ends a run with log_ml = -inf: the store says so per run.
@@ -176,7 +177,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 else load_model_by_name(model_name, backend=args.backend)
             )
             for method in methods:
-                _run_one(args, domain, method, llm, model_name, cluster)
+                _run_one(args, domain, method, llm, model_name, cluster, options)
     finally:
         if cluster is not None:
             cluster.shutdown()
@@ -190,8 +191,11 @@ def _run_one(
     llm: Any,
     model_name: str,
     cluster: Any = None,
+    options: dict | None = None,
 ) -> None:
-    """Evaluate one method with one model into the store and print its line."""
+    """Evaluate one method with one model into the store and print its line (`options`:
+    what the domain was built with, for the Ray actors to build it the same way)."""
+    options = options or {}
     from genlm_lab.eval.runner import run_evaluation
 
     if cluster is None:
@@ -199,7 +203,7 @@ def _run_one(
     else:
         from genlm_lab.eval.cluster import ModelSpec
 
-        model = ModelSpec.method(method, args.domain, model_name, backend=args.backend)
+        model = ModelSpec.method(method, args.domain, model_name, backend=args.backend, **options)
     started = time.perf_counter()
     results = asyncio.run(
         run_evaluation(

@@ -29,14 +29,15 @@ from genlm_lab.eval.wording import plural, readable
 __all__ = ["paper_table", "run_paper", "write_paper_table"]
 
 
-def _domains(names: Sequence[str]) -> list[Any]:
-    """Every domain built before any model loads, so a missing extra fails at once."""
+def _domains(names: Sequence[str], chosen: Preset) -> list[Any]:
+    """Every domain built (with the preset's options) before any model loads, so a missing
+    extra fails at once."""
     from genlm_lab.eval.domains import load_domain
 
     built = []
     for name in names:
         try:
-            built.append(load_domain(name))
+            built.append(load_domain(name, **chosen.domain_options.get(name, {})))
         except ImportError as exc:
             raise ImportError(f"the {name} domain needs {exc.name or exc}: {exc}") from exc
     return built
@@ -84,7 +85,7 @@ async def run_paper(
     chosen = preset(preset_name)
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
-    built = _domains(domains)
+    built = _domains(domains, chosen)
     if load_model is None:
         from genlm_lab.backend import load_model_by_name
 
@@ -105,7 +106,9 @@ async def run_paper(
                         started = time.perf_counter()
                         results = await run_evaluation(
                             domain.dataset,
-                            _adaptor(method, name, domain, llm, model_name, backend, cluster),
+                            _adaptor(
+                                method, name, domain, llm, model_name, backend, cluster, chosen
+                            ),
                             domain.evaluator,
                             max_instances=limit or math.inf,
                             n_replicates=chosen.replicates,
@@ -125,13 +128,21 @@ async def run_paper(
 
 
 def _adaptor(
-    method: Any, name: str, domain: Any, llm: Any, model_name: str, backend: Any, cluster: Any
+    method: Any,
+    name: str,
+    domain: Any,
+    llm: Any,
+    model_name: str,
+    backend: Any,
+    cluster: Any,
+    chosen: Preset,
 ) -> Any:
     if cluster is None:
         return method.adaptor(domain, llm, model_name=model_name)
     from genlm_lab.eval.model_spec import ModelSpec
 
-    return ModelSpec.method(method, name, model_name, backend=backend)
+    options = chosen.domain_options.get(name, {})
+    return ModelSpec.method(method, name, model_name, backend=backend, **options)
 
 
 def _line(label: str, domain: str, model: str, results: dict, started: float) -> str:

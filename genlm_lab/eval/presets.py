@@ -7,7 +7,8 @@ as its replication scripts run it (github.com/genlm/awrs-colm-2025, `scripts/*.s
 sample-rerank (10 samples), twisted SMC (10 particles, the LM as proposal and the
 constraint as twist, resampling below ESS 0.9) and AWRS-SMC (5 particles, ESS 0.5), two
 replicates, seed 80808, and each task's own `max_tokens` (100, JSON 450; goal inference
-150 as in Loula et al., ICLR 2025). The paper runs no budget: particles are cut at
+150 as in Loula et al., ICLR 2025); its JSON task has real-world schemas only (here the
+SchemaStore ones, `JsonSchemaDomain(ours=False)`). The paper runs no budget: particles are cut at
 `max_tokens`, so the preset sets `budget=False` (our default hands the budget to the
 constraint; `Method(..., budget=True)` for that).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from genlm_lab.eval.methods import Method
 
@@ -43,6 +45,7 @@ class Preset:
         default_max_tokens: for a domain `max_tokens` does not name.
         seed: the experiment's seed.
         source: where the settings come from.
+        domain_options: per domain, the options `load_domain` builds it with.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Preset:
     default_max_tokens: int = 100
     seed: int = 0
     source: str = ""
+    domain_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def methods_for(self, domain: str) -> list[Method]:
         """The methods with `domain`'s `max_tokens` and the preset's seed filled in."""
@@ -103,6 +107,8 @@ PRESETS: dict[str, Preset] = {
         },
         seed=80808,
         source="Lipkin et al., COLM 2025 (github.com/genlm/awrs-colm-2025, scripts/)",
+        # JSONSchemaBench's schemas are real-world ones: the SchemaStore schemas, not ours.
+        domain_options={"json_schema": {"ours": False}},
     ),
 }
 

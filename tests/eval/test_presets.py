@@ -31,6 +31,7 @@ def test_the_awrs_preset_has_the_papers_settings():
     assert [m.label for m in chosen.methods] == list(PAPER_METHODS)  # the table's row order
     assert not any(m.budget for m in chosen.methods)  # the paper cuts particles at max_tokens
     assert set(PAPER_DOMAINS) == set(PAPER_MAX_TOKENS)
+    assert chosen.domain_options == {"json_schema": {"ours": False}}  # real-world schemas
     for domain, limit in PAPER_MAX_TOKENS.items():
         methods = chosen.methods_for(domain)
         assert len(methods) == 5
@@ -53,3 +54,12 @@ def test_eval_run_without_a_method_or_preset_says_so(capsys, tmp_path, monkeypat
     assert "needs --method (repeatable) or --preset" in capsys.readouterr().err
     assert main(["eval", "run", "json_schema", "--preset", "nope", "--db", "x.sqlite"]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err
+
+
+def test_the_presets_json_domain_holds_only_real_world_schemas():
+    from genlm_lab.eval.domains import load_domain
+
+    options = preset("awrs-colm-2025").domain_options["json_schema"]
+    sources = {i.source for i in load_domain("json_schema", **options).dataset}
+    assert sources == {"SchemaStore"}
+    assert "genlm_lab" in {i.source for i in load_domain("json_schema").dataset}

@@ -103,10 +103,10 @@ class JsonSchemaInstance(Instance):
         return f"schema {self.instance_id} ({self.source})"
 
 
-def load_schemas(panel: bool = True) -> dict[str, tuple[dict, str]]:
-    """name -> (schema, source): ours first, then the two vendored ones, then the SchemaStore
-    panel (`panel=True`; a panel schema equal to one already in is left out)."""
-    out = {name: (schema, "genlm_lab") for name, schema in _OWN.items()}
+def load_schemas(panel: bool = True, ours: bool = True) -> dict[str, tuple[dict, str]]:
+    """name -> (schema, source): ours first (`ours=True`), then the two vendored ones, then
+    the SchemaStore panel (`panel=True`; a panel schema equal to one already in is left out)."""
+    out = {name: (schema, "genlm_lab") for name, schema in _OWN.items()} if ours else {}
     base = resources.files("genlm_lab.eval").joinpath("data/schemas")
     for name in _VENDORED:
         schema = json.loads(base.joinpath(f"{name}.json").read_text("utf-8"))
@@ -125,11 +125,15 @@ class JsonSchemaDataset(Dataset[JsonSchemaInstance]):
     Args:
         schemas: name -> schema; default: the shipped schemas.
         panel: with the default schemas, whether to add the SchemaStore panel.
+        ours: with the default schemas, whether to include the small ones written here
+            (False: real-world schemas only, as JSONSchemaBench's are).
     """
 
-    def __init__(self, schemas: dict[str, dict] | None = None, panel: bool = True) -> None:
+    def __init__(
+        self, schemas: dict[str, dict] | None = None, panel: bool = True, ours: bool = True
+    ) -> None:
         if schemas is None:
-            self.items = [(n, s, src) for n, (s, src) in load_schemas(panel).items()]
+            self.items = [(n, s, src) for n, (s, src) in load_schemas(panel, ours).items()]
         else:
             self.items = [(n, s, "user") for n, s in schemas.items()]
 
@@ -185,13 +189,17 @@ class JsonSchemaDomain(Domain):
         schemas: name -> schema; default: the shipped schemas (66).
         panel: with the default schemas, whether to add the SchemaStore panel
             (False: the 10 schemas shipped before it).
+        ours: whether to include the 8 small schemas written here (False: the 58
+            SchemaStore ones only, real-world schemas as the AWRS paper's JSON task has).
     """
 
     name = "json_schema"
     eos = (b"\n",)
 
-    def __init__(self, schemas: dict[str, dict] | None = None, panel: bool = True) -> None:
-        super().__init__(JsonSchemaDataset(schemas, panel), JsonSchemaEvaluator())
+    def __init__(
+        self, schemas: dict[str, dict] | None = None, panel: bool = True, ours: bool = True
+    ) -> None:
+        super().__init__(JsonSchemaDataset(schemas, panel, ours), JsonSchemaEvaluator())
 
     def prompt(self, instance: JsonSchemaInstance) -> str:
         example = json.dumps(_OWN["point"], separators=(",", ":"))
