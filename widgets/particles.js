@@ -154,8 +154,9 @@ function drawParticles(data) {
   const head = `SMC ${data.status}: step ${data.step}, ` +
     `${count}, ESS ${fmt(data.final_ess ?? (data.ess && data.ess[data.ess.length - 1]), 2)}, ` +
     `log_ml ${fmt(data.final_log_ml ?? (data.log_ml && data.log_ml[data.log_ml.length - 1]), 3)}`;
+  const scheme = data.resampling_method ? ` (${data.resampling_method})` : "";
   const resampled = (data.resampled || []).length
-    ? `resampled at step ${data.resampled.join(", ")}` : "no resampling yet";
+    ? `resampled${scheme} at step ${data.resampled.join(", ")}` : "no resampling yet";
   const tree = genealogy(data);
   return h("div", {},
     h("div", { class: "genlm-title genlm-status" }, head),

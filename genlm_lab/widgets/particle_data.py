@@ -31,6 +31,7 @@ def particle_data(
     reasons: dict | None = None,
     alarms: list | None = None,
     final: dict | None = None,
+    resampling_method: str | None = None,
 ) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
@@ -50,6 +51,8 @@ def particle_data(
             resampled, the rows are the particles the result holds (copies of
             the step's survivors, each with the average weight) and the
             header gives the result's ESS and log_ml.
+        resampling_method: the run's resampling scheme (the record's
+            `params["resampling_method"]`), named beside the resampling steps.
 
     Returns:
         The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
@@ -99,6 +102,7 @@ def particle_data(
         step=last["step"] if last else 0,
         particles=particles,
         n_kept=len(last["ancestors"]) if cut else None,
+        resampling_method=resampling_method,
         genealogy=genealogy(entries) if done else None,
         factor_names=factors["names"] if factors else None,
         awrs_column=any((p.get("last") or {}).get("awrs") for p in particles),
@@ -183,4 +187,5 @@ def record_data(record: Any) -> dict:
         reasons=death_reasons(rec.steps),
         alarms=rec.alarms,
         final=rec.final,
+        resampling_method=(rec.params or {}).get("resampling_method"),
     )

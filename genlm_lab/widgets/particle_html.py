@@ -155,8 +155,9 @@ def particles_html(data: dict) -> str:
         f"log_ml {fmt(head_ml)}"
     )
     resampled = data["resampled"]
+    scheme = f" ({data['resampling_method']})" if data.get("resampling_method") else ""
     note = (
-        f"resampled at step {', '.join(str(t) for t in resampled)}"
+        f"resampled{scheme} at step {', '.join(str(t) for t in resampled)}"
         if resampled
         else "no resampling yet"
     )

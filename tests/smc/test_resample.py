@@ -104,3 +104,58 @@ def test_get_resampling_fn_refuses_an_unknown_name():
 
     with pytest.raises(ValueError, match="Unknown resampling method 'nope'"):
         get_resampling_fn("nope")
+
+
+class _SameUniform:
+    """A stand-in generator whose every uniform is `r`: a scheme's draws as a function of r."""
+
+    def __init__(self, r: float) -> None:
+        self.r = r
+
+    def random(self, size=None):
+        return self.r if size is None else np.full(size, self.r)
+
+
+def _exact_expected_counts(w: np.ndarray, n: int, method: str) -> np.ndarray:
+    """E[offspring of i] by integrating over one uniform r, exactly.
+
+    Every scheme's count of i is a sum over its uniforms of an indicator that
+    depends on one uniform alone, so by linearity its mean is the integral over
+    r of the count when every uniform equals r; that count is constant between
+    the points where some cumulative weight (of w, of n*w modulo 1, or of the
+    residual weights) crosses r, so one midpoint per piece gives the integral.
+    """
+    cdf = np.cumsum(w) / w.sum()
+    residual = n * w - np.floor(n * w)
+    edges = [0.0, 1.0, *cdf, *np.mod(n * cdf, 1.0)]
+    if residual.sum() > 0:
+        edges += list(np.cumsum(residual) / residual.sum())
+    edges = np.unique(np.clip(edges, 0.0, 1.0))
+    log_w = np.log(np.where(w > 0, w, 1.0)) + np.where(w > 0, 0.0, -math.inf)
+    total = np.zeros(w.size)
+    pieces = 0
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        if hi - lo < 1e-15:
+            continue
+        counts = [
+            np.bincount(
+                resample(log_w, n, method, _SameUniform(lo + f * (hi - lo))), minlength=w.size
+            )
+            for f in (0.25, 0.5, 0.75)
+        ]
+        # the piece really is flat: the edges above are all the points where the draw changes
+        assert all(np.array_equal(c, counts[1]) for c in counts)
+        total += (hi - lo) * counts[1]
+        pieces += 1
+    assert pieces >= 1
+    return total
+
+
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
+def test_each_scheme_is_exactly_unbiased_by_integration_over_its_uniforms(method):
+    rng = np.random.default_rng(5)
+    cases = [(np.array([0.25, 0.25, 0.5]), 4), (np.array([0.1, 0.0, 0.9]), 3)]
+    cases += [(rng.dirichlet(np.ones(k)), n) for k in (2, 3, 5, 6) for n in (1, 2, 5, 7)]
+    for w, n in cases:
+        np.testing.assert_allclose(_exact_expected_counts(w, n, method), n * w, atol=1e-9)
+    assert len(cases) == 18

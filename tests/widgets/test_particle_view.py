@@ -443,3 +443,19 @@ def test_the_rest_column_has_a_legend_line_and_awrs_cells_count_checks_not_draws
         assert "306,183,867 i.i.d. draws" in cell.split(">", 1)[0]  # explained on hover
     plain = ParticleView.from_record(_record([_entry("p", 1, ["a"], [0.0])], "p")).view_data()
     assert "genlm-rest-note" not in particles_html(plain) + _draw_js(plain)
+
+
+def test_the_resampling_scheme_is_named_beside_the_resampling_steps_in_both_renderings():
+    steps = [
+        _entry("r", 1, ["a", "b"], [0.0, -3.0], ancestors=[0, 0]),
+        _entry("r", 2, ["aa", "ab"], [-1.0, -1.0]),
+    ]
+    rec = _record(steps, run_id="r")
+    rec.params = {"ess_threshold": 0.5, "resampling_method": "systematic"}
+    data = ParticleView.from_record(rec).view_data()
+    assert data["resampling_method"] == "systematic"
+    bare = ParticleView.from_record(_record(steps, run_id="r")).view_data()
+    assert bare["resampling_method"] is None  # a record without the scheme names none
+    drawn = [particles_html(data), _draw_js(data)]
+    assert all("resampled (systematic) at step 1" in m for m in drawn)
+    assert "resampled at step 1" in particles_html(bare)

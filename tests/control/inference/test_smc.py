@@ -413,3 +413,28 @@ def test_smc_terminate_when_keeps_every_sequence_within_the_condition():
     critic = LengthCritic(llm.vocab)
     assert SMC(direct_token_sampler(llm), critic).critic is critic.to_autobatched()
     assert SMC(direct_token_sampler(llm), critic, autobatch=False).critic is critic
+
+
+@pytest.mark.parametrize("scheme", ["multinomial", "stratified", "systematic", "residual"])
+def test_each_resampling_scheme_keeps_log_ml_unbiased_and_is_recorded(scheme):
+    llm, condition = _target()
+    target = llm * condition
+    exact = sum(run(exact_completions(target, 3)).values())
+    sampler = direct_token_sampler(target)
+    z, schemes, resamplings = [], set(), 0
+    for seed in range(40):
+        # ess 1.0: resample after every step whose weights differ, so the scheme matters
+        seqs = run(
+            SMC(sampler, record_factors=False)(8, 1.0, 3, seed=seed, resampling_method=scheme)
+        )
+        z.append(math.exp(seqs.log_ml))
+        schemes.add(seqs.record.params["resampling_method"])
+        resamplings += sum(bool(e["resampled"]) for e in seqs.record.steps)
+    assert within(np.array(z), exact), (np.mean(z), exact)
+    assert schemes == {scheme} and resamplings >= 20  # most runs resample at step 2
+
+
+def test_an_unknown_resampling_scheme_is_refused_by_name():
+    llm, condition = _target()
+    with pytest.raises(ValueError, match="unknown resampling method 'magic'"):
+        run(SMC(direct_token_sampler(llm * condition))(4, 0.5, 3, resampling_method="magic"))
