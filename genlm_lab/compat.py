@@ -90,7 +90,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.potential.autobatch": f"{_C}.potential.operators",
     "genlm.control.potential.operators": f"{_C}.potential.operators",
     "genlm.control.potential.product": f"{_C}.potential.operators",
-    "genlm.control.potential.tempered": f"{_C}.potential.operators",
+    "genlm.control.potential.tempered": f"{_C}.potential.tempered",
     "genlm.control.potential.normalized": f"{_C}.potential.normalized",
     "genlm.control.potential.testing": f"{_C}.potential.checks",
     "genlm.control.potential.coerce": f"{_C}.potential.coerce",
@@ -122,6 +122,9 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.smc": (f"{_C}.inference.smc", f"{_C}.inference.particle", _S),
     "genlm.control.sampler.unit": (f"{_C}.sampler.unit", f"{_C}.sampler.boundaries"),
     "genlm.control.sampler.resampling": f"{_S}.resample",
+    # genlm-control's KL metrics (evaluation/metrics.py)
+    "genlm.control.evaluation": (f"{_C}.evaluation",),
+    "genlm.control.evaluation.metrics": f"{_C}.evaluation.metrics",
     "genlm.control.util": (
         f"{_C}.core.util",
         f"{_C}.core.weights",

@@ -4,11 +4,11 @@ A `Potential` weighs token sequences; language models (`PromptedLLM`,
 `ByteLLM`), regexes (`BoolFSA`), Python `regex` patterns (`PythonRegex`),
 grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python checks
 (`BoolPredicate`) are all potentials, and
-`*`, `coerce` and `**` combine them (`Ensemble`: two by a weighted mean).
+`*`, `coerce` and `**` (`Tempered`) combine them (`Ensemble`: two by a weighted mean).
 Token samplers (`direct_token_sampler`, `AWRS`, ...) draw properly weighted
 next tokens from a potential; `SMC` runs them as particles on
-`genlm_lab.smc`'s machinery and returns `Sequences`. The names follow
-genlm-control.
+`genlm_lab.smc`'s machinery and returns `Sequences`; the KL metrics
+(`kl_divergence_*`) compare runs and models. The names follow genlm-control.
 """
 
 from genlm_lab.control.constraint.budget.within import WithinBudget
@@ -22,6 +22,13 @@ from genlm_lab.control.constraint.python_regex import PythonRegex
 from genlm_lab.control.core.constant import EOS, EOT, EndOfSequence
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.core.weights import LazyWeights
+from genlm_lab.control.evaluation.metrics import (
+    effective_sample_size,
+    kl_divergence_direct,
+    kl_divergence_potentials,
+    kl_divergence_sequences,
+    perplexity_from_kl,
+)
 from genlm_lab.control.inference.particle import SequenceModel
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
@@ -45,6 +52,7 @@ from genlm_lab.control.potential.streaming import (
     AsyncStreamingPotential,
     AsyncStreamingState,
 )
+from genlm_lab.control.potential.tempered import Tempered
 from genlm_lab.control.sampler.awrs import AWRS
 from genlm_lab.control.sampler.awrs_estimators import geometric_awrs, recursive_awrs
 from genlm_lab.control.sampler.boundaries import (
@@ -112,6 +120,7 @@ __all__ = [
     "SetSampler",
     "SetTokenSampler",
     "StatefulPotential",
+    "Tempered",
     "TokenConstraint",
     "TokenSampler",
     "TokenSetBoundary",
@@ -123,9 +132,14 @@ __all__ = [
     "convert_to_weighted_logop",
     "direct_token_sampler",
     "eager_token_sampler",
+    "effective_sample_size",
     "flatten_units",
     "geometric_awrs",
+    "kl_divergence_direct",
+    "kl_divergence_potentials",
+    "kl_divergence_sequences",
     "make_immutable",
+    "perplexity_from_kl",
     "recursive_awrs",
     "topk_token_sampler",
 ]

@@ -1,6 +1,6 @@
 """`Potential`, the weight function over token sequences, and its algebra.
 
-Products, powers, coercions, normalisation, autobatching, worker processes,
+Products, powers (`Tempered`), coercions, normalisation, autobatching, worker processes,
 ensembles, stateful and streaming potentials. The base class builds its
 operators' subclasses in methods (`p * q`, `p.coerce(...)`), and those
 subclasses' modules import the base: the one import circle of `control`,
@@ -40,6 +40,7 @@ from genlm_lab.control.potential.streaming import (
     RunningInTask,
     UniqueIdentifier,
 )
+from genlm_lab.control.potential.tempered import Tempered
 
 __all__ = [
     "AsyncSource",
@@ -64,6 +65,7 @@ __all__ = [
     "RunningInTask",
     "SHUTDOWN_TOKEN",
     "StatefulPotential",
+    "Tempered",
     "UniqueIdentifier",
     "WeightedLogOp",
     "autobatched",

@@ -282,14 +282,15 @@ class Potential(PotentialChecks, ABC):
         return Product(self, other)
 
     def __pow__(self, exponent: float) -> Potential:
-        """The tempered potential: every finite log-weight times `exponent`; zero stays zero.
+        """The tempered potential (`Tempered`): every finite log-weight times `exponent`.
 
-        `p ** 0` is the indicator of `p`'s support, `p ** -1` its inverse there.
+        Weight zero stays zero; `p ** 0` is the indicator of `p`'s support, `p ** -1`
+        its inverse there.
         """
         # operator overloading: the subclass lives in a module that imports this one
-        from genlm_lab.control.potential.operators import Power
+        from genlm_lab.control.potential.tempered import Tempered
 
-        return Power(self, exponent)
+        return Tempered(self, exponent)
 
     def normalize(self) -> Potential:
         """This potential with every next-token row renormalised to sum to one.
