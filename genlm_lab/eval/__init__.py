@@ -5,7 +5,7 @@ genlm-eval's API (`Instance`, `Dataset`, `Evaluator`, `EvaluationResult`,
 `run_evaluation` runs instances and replicates concurrently on one backend
 (results independent of the schedule) and stores them in a `ResultsStore`
 (one SQLite file: resume after a crash, several writers, `to_pandas()`);
-`Method` configs (base, lcd, sample_rerank, smc, awrs_smc) turn a `Domain`
+`Method` configs (base, lcd, sample_rerank, smc, twisted_smc, awrs_smc) turn a `Domain`
 (dataset + checker + constraint) into model adaptors; `summarize` gives
 weighted accuracy with Wilson score intervals per model, method and domain;
 `compare` tests two methods or models paired by instance (exact sign-flip
@@ -13,6 +13,8 @@ test, an interval for the difference, the minimum detectable effect; the
 methods are `genlm_lab.eval.stats`'s). A stored run is
 reused only when its model, method, instance (as the domain builds it),
 evaluator, replicate and seed are all the same (`genlm_lab.eval.identity`).
+`genlm_lab.eval.presets` names a paper's grid of methods (`awrs-colm-2025`), and
+`genlm_lab.eval.paper` runs it on the five domains into one store and its table.
 
 Names load on first use (PEP 562), so `genlm-lab` starts without importing
 torch for commands that do not need it.
