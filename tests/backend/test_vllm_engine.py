@@ -96,23 +96,26 @@ async def test_gathered_queries_are_one_generate_and_equal_one_at_a_time(vllm_de
 
 
 @pytest.fixture(scope="module")
-def default_without_prefix_caching():
+def tiny_without_prefix_caching():
+    # tiny-random, not a second SmolLM2: CPU engines live as long as the process, and the
+    # vLLM lane's one process must stay under 4 GB (a second SmolLM2 engine held 0.6 GB).
     from vllm_engines import vllm_test_engine
 
-    return vllm_test_engine("smollm2-135m", enable_prefix_caching=False)
+    small = {} if torch.cuda.is_available() else {"kv_cache_memory_bytes": 16 << 20}
+    return vllm_test_engine("tiny-random", enable_prefix_caching=False, **small)
 
 
 async def test_prefix_caching_on_and_off_give_the_same_numbers(
-    vllm_default, default_without_prefix_caching
+    vllm_tiny, tiny_without_prefix_caching
 ):
     # 40+ shared tokens: more than two of vLLM's 16-token KV blocks are reused when on
-    shared = _ids(vllm_default, "Once upon a time, in a village by the sea, " * 3)
-    contexts = [shared + vllm_default.tokenizer.encode(f" {word}") for word in ("a", "the", "an")]
-    for lm in (vllm_default, default_without_prefix_caching):
+    shared = _ids(vllm_tiny, "Once upon a time, in a village by the sea, " * 3)
+    contexts = [shared + vllm_tiny.tokenizer.encode(f" {word}") for word in ("a", "the", "an")]
+    for lm in (vllm_tiny, tiny_without_prefix_caching):
         lm.clear_cache()
     for context in contexts:  # one at a time, so each later one finds the shared prefix cached
-        on = await vllm_default.next_token_logprobs(context)
-        off = await default_without_prefix_caching.next_token_logprobs(context)
+        on = await vllm_tiny.next_token_logprobs(context)
+        off = await tiny_without_prefix_caching.next_token_logprobs(context)
         _assert_same_distribution(on, off, tolerance=1e-5)
 
 
