@@ -195,15 +195,19 @@ def _run_one(
 ) -> None:
     """Evaluate one method with one model into the store and print its line (`options`:
     what the domain was built with, for the Ray actors to build it the same way)."""
-    options = options or {}
+    from genlm_lab.eval.model_spec import method_model
     from genlm_lab.eval.runner import run_evaluation
 
-    if cluster is None:
-        model = method.adaptor(domain, llm, model_name=model_name)
-    else:
-        from genlm_lab.eval.cluster import ModelSpec
-
-        model = ModelSpec.method(method, args.domain, model_name, backend=args.backend, **options)
+    model = method_model(
+        method,
+        domain,
+        args.domain,
+        llm,
+        model_name,
+        cluster=cluster,
+        backend=args.backend,
+        domain_options=options,
+    )
     started = time.perf_counter()
     results = asyncio.run(
         run_evaluation(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-__all__ = ["EvaluationJob", "ModelSpec"]
+__all__ = ["EvaluationJob", "ModelSpec", "method_model"]
 
 
 def _load_named(name: str, backend: str | None, llm_opts: dict | None) -> Any:
@@ -100,3 +100,23 @@ class EvaluationJob:
     method: Any
     model_id: Any
     model_name: str | None
+
+
+def method_model(
+    method: Any,
+    domain: Any,
+    domain_name: str,
+    llm: Any,
+    model_name: str,
+    *,
+    cluster: Any = None,
+    backend: str | None = None,
+    domain_options: dict | None = None,
+) -> Any:
+    """What runs `method` on `domain`: its adaptor on `llm` here, or, with a Ray `cluster`,
+    the `ModelSpec` each actor builds its own replica from (the domain by `domain_name`
+    with `domain_options`, the model by `model_name`), so no weights travel."""
+    if cluster is None:
+        return method.adaptor(domain, llm, model_name=model_name)
+    options = domain_options or {}
+    return ModelSpec.method(method, domain_name, model_name, backend=backend, **options)

@@ -79,6 +79,7 @@ async def run_paper(
         ValueError: for an unknown preset or domain, or `limit` < 1.
         ImportError: a domain whose optional dependencies are missing (named).
     """
+    from genlm_lab.eval.model_spec import method_model
     from genlm_lab.eval.runner import run_evaluation
     from genlm_lab.eval.store import ResultsStore
 
@@ -106,8 +107,15 @@ async def run_paper(
                         started = time.perf_counter()
                         results = await run_evaluation(
                             domain.dataset,
-                            _adaptor(
-                                method, name, domain, llm, model_name, backend, cluster, chosen
+                            method_model(
+                                method,
+                                domain,
+                                name,
+                                llm,
+                                model_name,
+                                cluster=cluster,
+                                backend=backend,
+                                domain_options=dict(chosen.domain_options.get(name, {})),
                             ),
                             domain.evaluator,
                             max_instances=limit or math.inf,
@@ -125,24 +133,6 @@ async def run_paper(
     finally:
         if owned:
             handle.close()
-
-
-def _adaptor(
-    method: Any,
-    name: str,
-    domain: Any,
-    llm: Any,
-    model_name: str,
-    backend: Any,
-    cluster: Any,
-    chosen: Preset,
-) -> Any:
-    if cluster is None:
-        return method.adaptor(domain, llm, model_name=model_name)
-    from genlm_lab.eval.model_spec import ModelSpec
-
-    options = chosen.domain_options.get(name, {})
-    return ModelSpec.method(method, name, model_name, backend=backend, **options)
 
 
 def _line(label: str, domain: str, model: str, results: dict, started: float) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from genlm_lab.eval.methods import Method
+from genlm_lab.eval.methods import RESAMPLING_KINDS, Method
 
 __all__ = ["PAPER_DOMAINS", "PRESETS", "Preset", "preset"]
 
@@ -66,9 +66,7 @@ class Preset:
         """One line per method, then the replicates, token limits and source."""
         lines = [f"preset {self.name}: {self.replicates} replicates, seed {self.seed}"]
         for m in self.methods:
-            resample = (
-                f", ESS {m.ess_threshold}" if m.kind in ("smc", "twisted_smc", "awrs_smc") else ""
-            )
+            resample = f", ESS {m.ess_threshold}" if m.kind in RESAMPLING_KINDS else ""
             lines.append(f"  {m.label:<14} {m.kind}, {m.n_particles} particles{resample}")
         limits = ", ".join(f"{d} {n}" for d, n in self.max_tokens.items())
         lines.append(f"  max_tokens: {limits} (else {self.default_max_tokens})")

@@ -32,3 +32,19 @@ def test_an_adaptor_built_here_is_sent_as_it_is():
     adaptor = object()
     spec = ModelSpec.of(adaptor)
     assert spec.load() is adaptor and spec.adapt is None
+
+
+def test_method_model_adapts_here_without_a_cluster_and_sends_a_spec_with_one():
+    from genlm_lab.eval.methods import MethodAdaptor
+    from genlm_lab.eval.model_spec import method_model
+
+    domain, lm = toy_domain(["a+b"]), toy_lm(3)
+    here = method_model(METHOD, domain, "toy", lm, "toy")
+    assert isinstance(here, MethodAdaptor) and here.model_name == "toy"
+    options = {"ours": False}
+    spec = method_model(
+        METHOD, domain, "json_schema", None, "tiny-random", cluster=object(), backend="hf",
+        domain_options=options,
+    )  # fmt: skip
+    assert isinstance(spec, ModelSpec) and spec.load.args == ("tiny-random", "hf", None)
+    assert spec.adapt.args[:2] == (METHOD, "json_schema") and spec.adapt.args[2] == options
