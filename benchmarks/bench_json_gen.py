@@ -273,8 +273,13 @@ async def run_one(llm, entry: dict, method: str, options: dict, budget: int, see
     row["per_step"] = row["wall"] / max(steps, 1)
     if method == "greedy":
         row["budget_stats"] = dict(constraint.stats)
-    elif smc.budget_stats:
-        row["budget_stats"] = next(iter(smc.budget_stats.values()))
+    elif smc.budget_stats:  # every factor's (and the joint check's) counts, guide's aside
+        row["budget_stats"] = {
+            key: sum(
+                counts.get(key, 0) for name, counts in smc.budget_stats.items() if name != "guide"
+            )
+            for key in ("kept", "refused", "unproven")
+        }
     await constraint.cleanup()
     return row
 
