@@ -25,6 +25,12 @@ never asked about again, and runs of draws into the rejected set are skipped.
 A step that has made `mask_after` checks asks the condition for its mask and
 ends in closed form, with the same law (`awrs_proper`).
 
+A `proposal` (genlm-control #140) replaces q: the draws come from the
+proposal's normalised weights, so the pair above is properly weighted for
+proposal * condition, and multiplying w by potential(x) / proposal(x) makes
+it properly weighted for potential * condition (provided the proposal gives
+positive weight wherever the potential does).
+
 Termination: if every token with q > 0 is rejected, the target's mass is
 exactly zero and the weight is -inf (also when q itself is all zero). With a
 finite `max_rejects`, a call that rejects that many draws (skipped ones
@@ -44,11 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from genlm_lab.control.core.tokens import token_label
+from genlm_lab.control.core.tokens import check_log_weights, token_label
 from genlm_lab.control.potential.base import Potential
 from genlm_lab.control.sampler.awrs_order import UnseenTokens
 from genlm_lab.control.sampler.awrs_proper import ProperStep
-from genlm_lab.control.sampler.token import FactorRows, TokenSampler
+from genlm_lab.control.sampler.token import FactorRows, TokenSampler, _check_proposal
 
 __all__ = ["AWRS"]
 
@@ -61,7 +67,8 @@ class AWRS(TokenSampler):
     `math.inf` never does.
 
     Args:
-        potential: the proposal's weights (e.g. a `PromptedLLM`); its
+        potential: the weights the target multiplies by the condition (e.g. a
+            `PromptedLLM`), and the draws' too unless `proposal` is given; its
             `logw_next` is computed whole.
         condition: a boolean potential (log-weights 0 or -inf) over the same
             vocabulary, asked one token at a time: `score(context + [y])`, that
@@ -82,10 +89,16 @@ class AWRS(TokenSampler):
             out together. The condition is used as given: its checks are single
             tokens (wrap it with `to_autobatched()` if it has a batched path
             worth the wait, e.g. a model-based judge).
+        proposal: draw from this potential's next-token weights instead of
+            `potential`'s, and multiply each weight by potential / proposal
+            at the token returned (same tokens in the same order; positive
+            wherever `potential` is). With `proper_weights=False` it only
+            steers the draws, as in genlm-control.
 
     Raises:
         ValueError: for vocabularies that differ, max_accepts < 2 with proper
             weights, or max_rejects < 1.
+        TypeError: if `proposal` is given and is not a Potential.
     """
 
     mask_after: float = 512
@@ -100,6 +113,7 @@ class AWRS(TokenSampler):
         prune_logws: bool = True,
         proper_weights: bool = True,
         autobatch: bool = True,
+        proposal: Potential | None = None,
     ) -> None:
         for name, value in (("potential", potential), ("condition", condition)):
             if not isinstance(value, Potential):
@@ -118,8 +132,11 @@ class AWRS(TokenSampler):
                 f"({len(condition.vocab)} tokens) must have the same vocabulary; coerce the "
                 "condition onto the potential first, e.g. `regex.coerce(llm, f=b''.join)`"
             )
+        if proposal is not None:
+            _check_proposal(potential, proposal)
         self._rows = FactorRows(potential, autobatch)
         self.potential = self._rows.potential
+        self.proposal = proposal.to_autobatched() if autobatch and proposal else proposal
         self.condition = condition
         super().__init__(self.potential * self.condition, seed)
         self._checks = condition.factors()
@@ -230,19 +247,22 @@ class AWRS(TokenSampler):
             as escaped strings and EOS as "EOS".
         """
         context = list(context)
-        rows, logws = await self._rows(context)
+        rows, logws, drawn_from = await self._weights(context)
         trace: dict[str, Any] = {"drawn": [], "accepted": [], "rejected": []}
-        top = float(np.max(logws))
+        top = float(np.max(drawn_from))
         guide = self.budget if self.proper_weights and self.budget and self.budget.guides else None
         over, limit = guide.plan(context, self.rng) if guide is not None else (0, None)
         if top == -math.inf:
             token, logw, draws, checks = self.target.eos, -math.inf, 0, 0
         else:
-            q = np.exp(logws - top)
+            q = np.exp(drawn_from - top)
             log_w = top + math.log(float(q.sum()))
             run = self._proper if self.proper_weights else self._improper
             token, log_ratio, draws, checks = await run(context, q, trace, limit)
             logw = log_w + log_ratio if self.proper_weights else log_ratio
+            if drawn_from is not logws and self.proper_weights and logw > -math.inf:
+                index = self.target.lookup[token]  # drawn, so the proposal's weight is > 0
+                logw += float(logws[index]) - float(drawn_from[index])
         if guide is not None and logw > -math.inf:
             logw += guide.twist(context, token, over, limit)
         trace.update(n_draws=draws, n_checks=checks, logw=float(logw))
@@ -252,6 +272,18 @@ class AWRS(TokenSampler):
         else:
             info["factors"] = await self._factor_values(context, token, rows, logw > -math.inf)
         return token, float(logw), math.nan, info
+
+    async def _weights(self, context: list[Any]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """The potential's rows and their sum, and the row draws come from (the proposal's, if any)."""
+        if self.proposal is None:
+            rows, logws = await self._rows(context)
+            return rows, logws, logws
+        (rows, logws), proposed = await asyncio.gather(
+            self._rows(context), self.proposal.logw_next(context)
+        )
+        drawn_from = np.asarray(proposed.weights, dtype=float)
+        check_log_weights(drawn_from, f"{self.proposal.name}.logw_next")
+        return rows, logws, drawn_from
 
     async def _factor_values(
         self, context: list[Any], token: Any, rows: list[np.ndarray], allowed: bool
@@ -327,7 +359,8 @@ class AWRS(TokenSampler):
 
     def __repr__(self) -> str:
         budget = "" if self.budget is None else f", within {self.budget.max_tokens} tokens"
+        proposal = "" if self.proposal is None else f", proposal={self.proposal.name}"
         return (
             f"AWRS({self.potential.name}, {self.condition.name}, "
-            f"max_accepts={self.max_accepts}{budget})"
+            f"max_accepts={self.max_accepts}{proposal}{budget})"
         )

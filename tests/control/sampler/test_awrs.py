@@ -233,3 +233,100 @@ def test_a_grammar_condition_is_asked_through_its_engine_with_the_same_answers()
         for token in [*llm.vocab, EOS]:
             expected = run(condition.score([*context, token])) == 0
             assert run(sampler._accepts(context, token)) is expected, (context, token)
+
+
+# ------------------------------------------------ proposals from another source (#140)
+
+
+def _tables(vocab, seed):
+    """A target and a proposal over `vocab`: random next-token weights, fixed per context."""
+    rng = np.random.default_rng(seed)
+    rows = {}
+
+    def table(which):
+        def fn(ctx):
+            if (which, ctx) not in rows:
+                rows[which, ctx] = np.log(rng.uniform(0.05, 1.0, len(vocab) + 1))
+            return rows[which, ctx]
+
+        return TablePotential(vocab, fn)
+
+    return table("target"), table("proposal")
+
+
+class _Masked(RegexConstraint):
+    """The same condition with a `logw_next` of its own, so AWRS may ask it for its mask."""
+
+    async def logw_next(self, context):
+        return await super().logw_next(context)
+
+
+def test_awrs_with_a_proposal_draws_what_awrs_over_the_proposal_draws_reweighted_exactly():
+    # Same seed, same draws: the proposal drives the rejection loop, and the weight
+    # differs from AWRS's over the proposal by exactly log target(x) - log proposal(x).
+    vocab = [bytes([c]) for c in b"abcdef"]
+    target, proposal = _tables(vocab, seed=0)
+    condition = _Masked(vocab, rb"[ace]+")
+    context = [b"a"]
+    p = run(target.logw_next(context)).weights
+    q = run(proposal.logw_next(context)).weights
+    for mask_after in (math.inf, 0):  # the loop, and the closed-form finish
+        over_q = AWRS(proposal, condition, seed=11, autobatch=False)
+        with_q = AWRS(target, condition, seed=11, autobatch=False, proposal=proposal)
+        over_q.mask_after = with_q.mask_after = mask_after
+        pairs = [
+            (run(over_q.sample_with_info(context)), run(with_q.sample_with_info(context)))
+            for _ in range(200)
+        ]
+        for (tok_q, w_q, _, info_q), (tok, w, _, info) in pairs:
+            assert tok == tok_q and info["awrs"]["drawn"] == info_q["awrs"]["drawn"]
+            i = vocab.index(tok) if tok in vocab else len(vocab)
+            assert w == pytest.approx(w_q + p[i] - q[i], abs=1e-12)
+            assert info["factors"][0] == pytest.approx(p[i])  # the target's factor, not q's
+        finished = sum("summarised" in info["awrs"] for _, (_, _, _, info) in pairs)
+        assert finished == (200 if mask_after == 0 else 0)
+
+
+def test_awrs_with_a_proposal_is_properly_weighted_for_the_target():
+    vocab = [bytes([c]) for c in b"abcdef"]
+    target, proposal = _tables(vocab, seed=1)
+    condition = RegexConstraint(vocab, rb"b?[ace]*")
+    context = [b"c"]
+    exact = run(_exact_next(target, condition, context))  # target * condition, enumerated
+    sampler = AWRS(target, condition, seed=4, autobatch=False, proposal=proposal)
+    draws = run(_draws(sampler, context, 3000))
+    _check_properly_weighted(draws, exact)
+    # Without the correction the same draws weigh proposal * condition instead: the token
+    # where target and proposal differ most gets a weighted frequency far from its target.
+    q = run(proposal.logw_next(context)).weights
+    p = run(target.logw_next(context)).weights
+    allowed = [t for t, v in exact.items() if v > 0 and t in vocab]
+    y = max(allowed, key=lambda t: abs(p[vocab.index(t)] - q[vocab.index(t)]))
+    i = vocab.index(y)
+    assert abs(p[i] - q[i]) > 0.5
+    raw = [math.exp(w - p[i] + q[i]) if t == y else 0.0 for t, w, _, _ in draws]
+    assert not within(raw, exact[y], k=4.0)
+
+
+def test_awrs_with_a_proposal_and_improper_weights_only_steers_the_draws():
+    vocab = [b"a", b"b", b"c"]
+    target, _ = _tables(vocab, seed=2)
+    # the proposal puts nearly all its mass on "c": the first accepted draw is nearly always "c"
+    logits = np.log([1e-6, 1e-6, 1.0, 1e-6])
+    proposal = TablePotential(vocab, lambda ctx: logits)
+    condition = RegexConstraint(vocab, rb"[bc]")
+    sampler = AWRS(target, condition, seed=0, proper_weights=False, proposal=proposal)
+    draws = run(_draws(sampler, [], 50))
+    assert all(d[1] == 0.0 for d in draws)
+    assert sum(d[0] == b"c" for d in draws) >= 48
+
+
+def test_awrs_proposal_is_checked():
+    vocab = [b"a", b"b"]
+    target, _ = _tables(vocab, seed=3)
+    condition = RegexConstraint(vocab, rb"a*")
+    with pytest.raises(TypeError, match="proposal must be a Potential"):
+        AWRS(target, condition, proposal="llm")
+    with pytest.raises(ValueError, match="different tokenizers"):
+        AWRS(target, condition, proposal=_tables([b"a", b"c"], seed=3)[1])
+    assert "proposal=" in repr(AWRS(target, condition, proposal=_tables(vocab, seed=4)[1]))

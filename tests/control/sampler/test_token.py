@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import random
 
@@ -208,3 +209,36 @@ def test_direct_sampler_reports_each_factors_weight_of_the_token():
         assert info["factors"] == pytest.approx(expected)
     zero = TablePotential([b"a"], lambda ctx: np.full(2, -math.inf))
     assert run(direct_token_sampler(zero).sample_with_info([]))[3] == {"no_mass": True}
+
+
+def test_smc_with_a_proposal_from_another_source_is_exact_over_every_run():
+    # One particle, every draw enumerated: E[w 1{s}] is the target's complete(s) for
+    # every sequence s, so the weighted law is the exact target and E[w] its normaliser.
+    from _enumerate import enumerate_smc
+
+    vocab = [b"a", b"b"]
+    rng = np.random.default_rng(0)
+    rows = {}
+
+    def table(which):
+        def fn(ctx):
+            if (which, ctx) not in rows:
+                rows[which, ctx] = np.log(rng.uniform(0.05, 1.0, 3))
+            return rows[which, ctx]
+
+        return TablePotential(vocab, fn)
+
+    target, proposal = table("target"), table("proposal")
+    max_tokens = 4
+    mass = run(enumerate_smc(DirectTokenSampler(target, proposal=proposal), max_tokens))
+    exact = {}
+    for n in range(max_tokens):
+        for seq in itertools.product(vocab, repeat=n):
+            exact[(*seq, EOS)] = math.exp(run(target.complete(list(seq))))
+    assert set(mass) == set(exact)
+    for seq, value in exact.items():
+        assert mass[seq] == pytest.approx(value, rel=1e-9), seq
+    assert sum(mass.values()) == pytest.approx(sum(exact.values()), rel=1e-9)
+    # the proposal's own law is different: without the correction the mass is wrong
+    wrong = run(enumerate_smc(DirectTokenSampler(proposal), max_tokens))
+    assert sum(wrong.values()) != pytest.approx(sum(exact.values()), rel=1e-3)
