@@ -32,6 +32,7 @@ from genlm_lab.control.sampler.set import (
     eager_token_sampler,
     topk_token_sampler,
 )
+from genlm_lab.control.sampler.signal_boundaries import CriticBoundary, SurpriseBoundary
 from genlm_lab.control.sampler.token import (
     DirectTokenSampler,
     FactorRows,
@@ -44,6 +45,7 @@ __all__ = [
     "AWRS",
     "BoundaryPredicate",
     "CFGBoundary",
+    "CriticBoundary",
     "DRAW_METHODS",
     "DirectTokenSampler",
     "EagerSetSampler",
@@ -52,6 +54,7 @@ __all__ = [
     "MultiTokenUnitSampler",
     "SetSampler",
     "SetTokenSampler",
+    "SurpriseBoundary",
     "TokenSampler",
     "TokenSetBoundary",
     "TopKSetSampler",

@@ -12,6 +12,9 @@ do not.
 - `FixedLengthBoundary`: every unit has the same number of tokens.
 - `CFGBoundary`: the unit's text parses under a Lark grammar.
 
+`SurpriseBoundary` and `CriticBoundary` (`signal_boundaries`) end a unit
+where its weight, or a critic's, has moved by a threshold.
+
 After a boundary, `finalize_unit(buffer)` gives the unit the sampler returns;
 all three keep every token (dropping one would change which sequence the
 weight is for).
@@ -50,12 +53,20 @@ class BoundaryPredicate(ABC):
     """
 
     @abstractmethod
-    def __call__(self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any]) -> bool:
+    def __call__(
+        self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any], **kwargs: Any
+    ) -> bool:
         """Whether `subunit_buffer` (the tokens drawn since the last unit) is a whole unit.
+
+        May be async (return an awaitable bool): the sampler awaits it, so a
+        predicate can ask a critic (`CriticBoundary`).
 
         Args:
             unit_context: the particle's context so far: completed units (lists of tokens).
             subunit_buffer: the subunits of the unit being drawn, in order.
+            **kwargs: signals from `MultiTokenUnitSampler`, given only to a
+                predicate that declares them (or `**kwargs`): `cumulative_logw`,
+                the sum of the log-weights of the buffer's tokens.
         """
 
     def finalize_unit(self, subunit_buffer: list[Any]) -> list[Any]:
@@ -96,7 +107,9 @@ class TokenSetBoundary(BoundaryPredicate):
             raise ValueError("TokenSetBoundary needs at least one boundary token")
         self._keys = frozenset(_token_key(t) for t in self.boundary_tokens)
 
-    def __call__(self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any]) -> bool:
+    def __call__(
+        self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any], **kwargs: Any
+    ) -> bool:
         """Whether the buffer's last subunit is a boundary token (the context is not used)."""
         if not subunit_buffer:
             return False
@@ -127,7 +140,9 @@ class FixedLengthBoundary(BoundaryPredicate):
             raise ValueError(f"Length must be positive, got {length}")
         self.length = length
 
-    def __call__(self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any]) -> bool:
+    def __call__(
+        self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any], **kwargs: Any
+    ) -> bool:
         """Whether the buffer holds `length` subunits (or more)."""
         return len(subunit_buffer) >= self.length
 
@@ -194,7 +209,9 @@ class CFGBoundary(BoundaryPredicate):
         except Exception as e:  # Lark raises GrammarError, ConfigurationError, ...
             raise ValueError(f"Failed to create Lark parser: {e}") from e
 
-    def __call__(self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any]) -> bool:
+    def __call__(
+        self, unit_context: Sequence[Any], subunit_buffer: Sequence[Any], **kwargs: Any
+    ) -> bool:
         """Whether the buffer's text parses (with an accepted root); the context is not used.
 
         A failed parse (any `LarkError`) means "not yet a unit"; other errors propagate.

@@ -14,6 +14,13 @@ ones before it. A unit that meets no boundary within `max_subunits_per_unit`
 tokens gets weight -inf: such units are outside the unit-level target, and
 the particle that drew one dies. EOS ends a unit early.
 
+A predicate that declares a `cumulative_logw` parameter (or `**kwargs`) is
+also given the unit's running log-weight, and an async predicate is awaited
+(genlm-control #147: `SurpriseBoundary`, `CriticBoundary`). Such a boundary
+depends on the weights, but with a sampler whose token weights are a function
+of the context (the direct sampler's are) it is still a function of the
+tokens, and the identity above holds as it is.
+
 `SMC` runs it like any token sampler: the particle's context is then a list
 of units (lists of tokens), one per step, so `max_tokens` counts units; a
 unit that ends with EOS is stored as the unit without it followed by EOS.
@@ -22,6 +29,7 @@ unit that ends with EOS is stored as the unit without it followed by EOS.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,8 +58,9 @@ class MultiTokenUnitSampler(TokenSampler):
     Args:
         subunit_sampler: a `TokenSampler` drawing one token at a time.
         boundary_predicate: a `BoundaryPredicate` (or any callable
-            `(unit_context, buffer) -> bool`) saying when the buffer is a unit;
-            its `finalize_unit(buffer)`, if it has one, gives the unit returned.
+            `(unit_context, buffer) -> bool`, possibly async) saying when the
+            buffer is a unit; its `finalize_unit(buffer)`, if it has one, gives
+            the unit returned.
         max_subunits_per_unit: the most tokens one unit may take.
 
     Raises:
@@ -85,6 +94,33 @@ class MultiTokenUnitSampler(TokenSampler):
         self.subunit_sampler = subunit_sampler
         self.boundary_predicate = boundary_predicate
         self.max_subunits_per_unit = max_subunits_per_unit
+        # read once: whether the predicate is given the running weight (genlm-control's name)
+        self._boundary_accepts_cumulative_logw = self._predicate_accepts_cumulative_logw(
+            boundary_predicate
+        )
+
+    @staticmethod
+    def _predicate_accepts_cumulative_logw(predicate: Any) -> bool:
+        """Whether `predicate` declares a `cumulative_logw` keyword or `**kwargs`."""
+        try:
+            parameters = inspect.signature(predicate).parameters.values()
+        except (TypeError, ValueError):  # a builtin without a signature: the two arguments
+            return False
+        return any(
+            p.kind is inspect.Parameter.VAR_KEYWORD
+            or (p.name == "cumulative_logw" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+            for p in parameters
+        )
+
+    async def _is_boundary(self, context: Sequence[Any], buffer: list[Any], logw: float) -> bool:
+        """The predicate's answer (awaited if it is async), given the running weight if it asks."""
+        if self._boundary_accepts_cumulative_logw:
+            answer = self.boundary_predicate(context, buffer, cumulative_logw=logw)
+        else:
+            answer = self.boundary_predicate(context, buffer)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return bool(answer)
 
     @property
     def rng(self) -> Any:
@@ -131,7 +167,7 @@ class MultiTokenUnitSampler(TokenSampler):
             if isinstance(token, EndOfSequence) or logw == -math.inf:
                 # a weight of zero stays zero: no need to draw the rest of the unit
                 return buffer, logw, logp, {"subunits": len(buffer), "timed_out": False}
-            if self.boundary_predicate(context, buffer):
+            if await self._is_boundary(context, buffer, logw):
                 finalize = getattr(self.boundary_predicate, "finalize_unit", None)
                 unit = list(finalize(buffer)) if finalize is not None else buffer
                 return unit, logw, logp, {"subunits": len(buffer), "timed_out": False}
