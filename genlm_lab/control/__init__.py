@@ -70,6 +70,7 @@ from genlm_lab.control.sampler.set import (
     eager_token_sampler,
     topk_token_sampler,
 )
+from genlm_lab.control.sampler.signal_boundaries import CriticBoundary, SurpriseBoundary
 from genlm_lab.control.sampler.token import DirectTokenSampler, TokenSampler, direct_token_sampler
 from genlm_lab.control.sampler.unit import MultiTokenUnitSampler
 from genlm_lab.control.wcfg.potential import WCFG, WeightedGrammar
@@ -95,6 +96,7 @@ __all__ = [
     "BudgetTooSmall",
     "CFGBoundary",
     "Coerced",
+    "CriticBoundary",
     "DirectTokenSampler",
     "EagerSetSampler",
     "EndOfSequence",
@@ -120,6 +122,7 @@ __all__ = [
     "SetSampler",
     "SetTokenSampler",
     "StatefulPotential",
+    "SurpriseBoundary",
     "Tempered",
     "TokenConstraint",
     "TokenSampler",
