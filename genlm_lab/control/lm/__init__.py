@@ -1,13 +1,17 @@
-"""Language models as potentials: `PromptedLLM`, `ByteLLM`, token maps, canonical tokenization."""
+"""Language models as potentials: `PromptedLLM`, `ByteLLM`, `ByteEnsemble`, token maps, canonical
+tokenization."""
 
+from genlm_lab.control.lm.byte_ensemble import ByteEnsemble, EnsembleRows
 from genlm_lab.control.lm.bytellm import ByteLLM
 from genlm_lab.control.lm.canonical import CanonicalTokenization, FastCanonicalityFilterBPE
 from genlm_lab.control.lm.llm import PromptedLLM, TokenMappings
 from genlm_lab.control.lm.token_maps import TokenIndex, eos_order
 
 __all__ = [
+    "ByteEnsemble",
     "ByteLLM",
     "CanonicalTokenization",
+    "EnsembleRows",
     "FastCanonicalityFilterBPE",
     "PromptedLLM",
     "TokenIndex",
