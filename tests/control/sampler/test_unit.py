@@ -241,6 +241,46 @@ def test_the_predicate_sees_the_unit_context_and_finalize_unit_shapes_the_unit()
     assert seen == [(context, [b"b"]), (context, [b"b", SPACE])]
 
 
+# ------------------------------------------ the running weight and async predicates
+
+
+def test_a_predicate_that_asks_gets_the_running_unit_weight():
+    weights = np.array([3.0, 5.0, 2.0, 1.0])  # a, b, space, EOS: Z = 11 after every context
+    target = TablePotential(VOCAB, lambda ctx: np.log(weights))
+    seen = []
+
+    class Recording(BoundaryPredicate):
+        def __call__(self, unit_context, subunit_buffer, cumulative_logw=None):
+            seen.append(cumulative_logw)
+            return len(subunit_buffer) == 3
+
+    sampler = MultiTokenUnitSampler(DirectTokenSampler(target), Recording())
+    unit, logw, _ = run(sampler.sample([], draw=lambda chart: b"a"))
+    # each direct draw weighs log Z = log 11: the predicate sees 1, 2, 3 of them
+    assert seen == pytest.approx([math.log(11) * k for k in (1, 2, 3)])
+    assert unit == [b"a"] * 3 and logw == pytest.approx(3 * math.log(11))
+
+
+def test_async_predicates_are_awaited_and_two_argument_ones_get_two_arguments():
+    target = _table(VOCAB, seed=9)
+
+    class Async(BoundaryPredicate):
+        async def __call__(self, unit_context, subunit_buffer, **kwargs):
+            await asyncio.sleep(0)
+            return kwargs["cumulative_logw"] < -100 or len(subunit_buffer) == 2
+
+    def plain(unit_context, subunit_buffer):  # a function, not a BoundaryPredicate
+        return len(subunit_buffer) == 2
+
+    for predicate in (Async(), plain, TokenSetBoundary({SPACE}), FixedLengthBoundary(2)):
+        sampler = MultiTokenUnitSampler(DirectTokenSampler(target), predicate, 5)
+        script = iter([b"a", SPACE, b"b"])
+        unit, logw, _ = run(sampler.sample([], draw=lambda chart, s=script: next(s)))
+        assert unit == [b"a", SPACE] and logw > -math.inf, predicate
+    probe = MultiTokenUnitSampler._predicate_accepts_cumulative_logw
+    assert (probe(Async()), probe(plain), probe(TokenSetBoundary({SPACE}))) == (True, False, True)
+
+
 # --------------------------------------------------------------- SMC over units
 
 
