@@ -11,6 +11,9 @@ next tokens from a potential; `SMC` runs them as particles on
 (`kl_divergence_*`) compare runs and models. The names follow genlm-control.
 """
 
+from importlib import import_module
+from typing import Any
+
 from genlm_lab.control.constraint.budget.within import WithinBudget
 from genlm_lab.control.constraint.cfg import BoolCFG
 from genlm_lab.control.constraint.errors import FinishWarning, InvalidGrammar
@@ -104,6 +107,7 @@ __all__ = [
     "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
+    "InferenceVisualizer",
     "InvalidGrammar",
     "JsonSchema",
     "LazyWeights",
@@ -146,3 +150,16 @@ __all__ = [
     "recursive_awrs",
     "topk_token_sampler",
 ]
+
+#: Names whose home is a layer above control, looked up by name on first use so that
+#: control never imports it: genlm-control's door has `InferenceVisualizer`, which here
+#: opens genlm_lab's own views (`genlm_lab.widgets`) instead of serving a page.
+_LATE = {"InferenceVisualizer": "genlm_lab.widgets.inference_visualizer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATE:
+        value = getattr(import_module(_LATE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'genlm_lab.control' has no attribute {name!r}")

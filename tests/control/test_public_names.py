@@ -36,6 +36,7 @@ PUBLIC = [
     "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
+    "InferenceVisualizer",
     "InvalidGrammar",
     "JsonSchema",
     "LazyWeights",
