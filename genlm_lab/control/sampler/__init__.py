@@ -14,6 +14,7 @@ from genlm_lab.control.sampler.boundaries import (
     FixedLengthBoundary,
     TokenSetBoundary,
 )
+from genlm_lab.control.sampler.byte_ensemble import ByteEnsembleTokenSampler, token_shares
 from genlm_lab.control.sampler.draws import (
     DRAW_METHODS,
     draw_from,
@@ -44,6 +45,7 @@ from genlm_lab.control.sampler.unit import MultiTokenUnitSampler, flatten_units
 __all__ = [
     "AWRS",
     "BoundaryPredicate",
+    "ByteEnsembleTokenSampler",
     "CFGBoundary",
     "CriticBoundary",
     "DRAW_METHODS",
@@ -74,5 +76,6 @@ __all__ = [
     "recursive_awrs",
     "set_draw_method",
     "skipped_draws",
+    "token_shares",
     "topk_token_sampler",
 ]
