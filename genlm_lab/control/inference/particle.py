@@ -188,8 +188,9 @@ class SequenceModel(Model):
         }
         if forced:
             extras["cut"] = True
-        if "awrs" in info:
-            extras["awrs"] = info["awrs"]
+        for key in ("awrs", "ensemble"):  # AWRS's trace; an ensemble's models' shares of the token
+            if key in info:
+                extras[key] = info[key]
         self.step_extras = extras
         self.score(logw)
         if isinstance(token, list) and token and isinstance(token[-1], EndOfSequence):
