@@ -4,7 +4,8 @@ A `Potential` weighs token sequences; language models (`PromptedLLM`,
 `ByteLLM`), regexes (`BoolFSA`), Python `regex` patterns (`PythonRegex`),
 grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python checks
 (`BoolPredicate`) are all potentials, and
-`*`, `coerce` and `**` (`Tempered`) combine them (`Ensemble`: two by a weighted mean).
+`*`, `coerce` and `**` (`Tempered`) combine them (`Ensemble`: two by a weighted mean;
+`ByteEnsemble`: two models of any tokenizers, byte by byte).
 Token samplers (`direct_token_sampler`, `AWRS`, ...) draw properly weighted
 next tokens from a potential; `SMC` runs them as particles on
 `genlm_lab.smc`'s machinery and returns `Sequences`; the KL metrics
@@ -32,9 +33,11 @@ from genlm_lab.control.evaluation.metrics import (
     kl_divergence_sequences,
     perplexity_from_kl,
 )
+from genlm_lab.control.inference.ensemble import EnsembleSMC, SequencesExt
 from genlm_lab.control.inference.particle import SequenceModel
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
+from genlm_lab.control.lm.byte_ensemble import ByteEnsemble
 from genlm_lab.control.lm.bytellm import ByteLLM
 from genlm_lab.control.lm.canonical import CanonicalTokenization
 from genlm_lab.control.lm.llm import PromptedLLM
@@ -64,6 +67,7 @@ from genlm_lab.control.sampler.boundaries import (
     FixedLengthBoundary,
     TokenSetBoundary,
 )
+from genlm_lab.control.sampler.byte_ensemble import ByteEnsembleTokenSampler
 from genlm_lab.control.sampler.set import (
     EagerSetSampler,
     SetSampler,
@@ -94,6 +98,8 @@ __all__ = [
     "BoolFSA",
     "BoolPredicate",
     "BoundaryPredicate",
+    "ByteEnsemble",
+    "ByteEnsembleTokenSampler",
     "ByteLLM",
     "CanonicalTokenization",
     "BudgetTooSmall",
@@ -104,6 +110,7 @@ __all__ = [
     "EagerSetSampler",
     "EndOfSequence",
     "Ensemble",
+    "EnsembleSMC",
     "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
@@ -123,6 +130,7 @@ __all__ = [
     "PythonRegex",
     "SequenceModel",
     "Sequences",
+    "SequencesExt",
     "SetSampler",
     "SetTokenSampler",
     "StatefulPotential",

@@ -1,6 +1,7 @@
 """`SMC` over a token sampler and a critic, and the `Sequences` it returns."""
 
 from genlm_lab.control.inference.budgets import Budget, BudgetedSampler, budget_for, with_budget
+from genlm_lab.control.inference.ensemble import EnsembleSMC, SequencesExt
 from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
 from genlm_lab.control.inference.sequences import Sequences, SequencesLengthError
 from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
@@ -9,9 +10,11 @@ __all__ = [
     "Budget",
     "BudgetTooSmall",
     "BudgetedSampler",
+    "EnsembleSMC",
     "SMC",
     "SequenceModel",
     "Sequences",
+    "SequencesExt",
     "SequencesLengthError",
     "UnitSampler",
     "budget_for",
