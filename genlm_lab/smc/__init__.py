@@ -2,15 +2,17 @@
 
 Write a `Model` with an async `step`; draw from distributions (`LMContext`
 for tokens, `ByteLMContext` for bytes) and weight with `observe`,
-`condition`, `score`; run `smc_standard`, `smc_steer` or
-`importance_sampling` to get an `SMCResult` and its `SMCRecord`. A record
-says why particles died (`deaths`), what went wrong (`alarms`) and, with
-`profile=True`, where the time went (`profile`).
+`condition`, `score`; run `smc_standard`, `smc_steer`, `importance_sampling`
+or `csmc_standard` (conditional SMC around a retained path) to get an
+`SMCResult` and its `SMCRecord`. A record says why particles died
+(`deaths`), what went wrong (`alarms`) and, with `profile=True`, where the
+time went (`profile`).
 """
 
 from genlm_lab.smc.alarms import ALARM_KINDS, AlarmThresholds
 from genlm_lab.smc.byte_context import ByteLMContext, ByteMask, NextByte, byte_mask
 from genlm_lab.smc.cached_lm import CachedCausalLM
+from genlm_lab.smc.csmc import csmc_standard
 from genlm_lab.smc.deaths import AllParticlesDied
 from genlm_lab.smc.distributions import (
     Bernoulli,
@@ -66,6 +68,7 @@ __all__ = [
     "Transformer",
     "as_mask",
     "byte_mask",
+    "csmc_standard",
     "effective_sample_size",
     "importance_sampling",
     "resample",

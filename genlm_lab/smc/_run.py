@@ -155,6 +155,11 @@ class Run:
             "resampled": ancestors is not None,
             "ancestors": None if ancestors is None else [int(a) for a in ancestors],
         }
+        params = self.record.params
+        if ancestors is not None and params.get("resampling_method"):
+            entry["resampling_method"] = params["resampling_method"]  # live views show it
+        if params.get("retained") is not None:  # csmc_standard: the retained particle's slot
+            entry["retained"] = int(params["retained"])
         extras = step_extras(particles)
         if extras is not None:
             entry["extras"] = extras

@@ -16,6 +16,8 @@ observers receive (`on_step(entry)`) and views draw:
   "log_ml": float,               # running estimate of log Z: logmeanexp(log_weights)
   "resampled": bool,             # whether resampling followed this step
   "ancestors": [int, ...] | None # then: new particle i copies this step's particle ancestors[i]
+  "resampling_method": str       # only when it resampled: the scheme ("multinomial", ...)
+  "retained": int                # only in csmc_standard runs: the retained particle's slot
   "extras": [dict | None, ...]   # only if some particle set `step_extras` (see below)
   "alarms": [[step, kind, sentence], ...]  # only if this step raised some (see alarms.py)
   "profile": [[step, component, calls, seconds], ...]  # profiled runs: this step's rows so far
