@@ -37,6 +37,14 @@ def _scores(values: Sequence[float] | None, n: int, name: str) -> np.ndarray | N
     return out
 
 
+def _score(table: Any, context: Sequence[Any]) -> float:
+    """A model's recorded log-probability of a text (-inf if it never ended, or cannot be a key)."""
+    try:
+        return float(table.get(tuple(context), -math.inf))
+    except TypeError:  # a multi-token unit (a list) in the context: no ensemble sampler wrote it
+        return -math.inf
+
+
 class SequencesExt(Sequences):
     """`Sequences` with each ensemble model's log-probability of every sequence.
 
@@ -109,7 +117,7 @@ class EnsembleSMC(SMC):
         scores = []
         for name in _RECORDS:
             table = getattr(self.unit_sampler, name)
-            scores.append([float(table.get(tuple(c), -math.inf)) for c in sequences.contexts])
+            scores.append([_score(table, c) for c in sequences.contexts])
         return SequencesExt(
             sequences.contexts,
             sequences.log_weights,
