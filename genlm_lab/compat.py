@@ -120,11 +120,17 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
         f"{_C}.inference.sequences",
     ),
     "genlm.control.sampler.smc": (f"{_C}.inference.smc", f"{_C}.inference.particle", _S),
-    "genlm.control.sampler.unit": (f"{_C}.sampler.unit", f"{_C}.sampler.boundaries"),
+    "genlm.control.sampler.unit": (
+        f"{_C}.sampler.unit",
+        f"{_C}.sampler.boundaries",
+        f"{_C}.sampler.signal_boundaries",
+    ),
     "genlm.control.sampler.resampling": f"{_S}.resample",
     # genlm-control's KL metrics (evaluation/metrics.py)
     "genlm.control.evaluation": (f"{_C}.evaluation",),
     "genlm.control.evaluation.metrics": f"{_C}.evaluation.metrics",
+    # genlm-control's visualiser: here it opens the widgets' views, no server
+    "genlm.control.viz": "genlm_lab.widgets.inference_visualizer",
     "genlm.control.util": (
         f"{_C}.core.util",
         f"{_C}.core.weights",
@@ -158,10 +164,6 @@ UNMAPPED: dict[str, str] = {
     "genlm.backend.llm.mlx": "the Apple MLX backend is not implemented; use backend='hf'",
     "genlm.backend.llm.sgl": "the SGLang backend is not implemented; use backend='vllm'",
     "genlm.backend.cache": "genlm-backend's cache internals; genlm_lab caches in the backend",
-    "genlm.control.viz": (
-        "genlm-control's browser visualiser (a local HTTP server); genlm_lab draws SMC runs "
-        "with its widgets (ParticleView)"
-    ),
     "genlm.control.potential.harmony": (
         "gpt-oss Harmony chat potentials need the gpt-oss model, which is not on this machine"
     ),
