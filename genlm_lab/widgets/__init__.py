@@ -8,6 +8,7 @@ JupyterLab, Notebook 7 and VS Code. Updates flow kernel -> browser only.
 from genlm_lab.widgets.beam_view import BeamDebugger, BeamView, beam_data, beam_html
 from genlm_lab.widgets.ensemble_view import EnsembleView, ensemble_data, ensemble_html
 from genlm_lab.widgets.figures import ess_log_ml_figure, weight_histogram
+from genlm_lab.widgets.inference_visualizer import InferenceVisualizer
 from genlm_lab.widgets.mask_view import MaskView, mask_data, mask_data_of, mask_html
 from genlm_lab.widgets.monitor import BackendMonitor, monitor_data, monitor_html
 from genlm_lab.widgets.particle_view import ParticleView, particle_data, particles_html
@@ -20,6 +21,7 @@ __all__ = [
     "BeamDebugger",
     "BeamView",
     "EnsembleView",
+    "InferenceVisualizer",
     "MaskView",
     "ParticleView",
     "ProfileView",
