@@ -103,7 +103,10 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.potential.built_in.wfsa": f"{_C}.constraint.fsa",
     "genlm.control.potential.built_in.cfg": f"{_C}.constraint.cfg",
     "genlm.control.potential.built_in.wcfg": (f"{_C}.wcfg.potential", f"{_C}.constraint.cfg"),
-    "genlm.control.potential.built_in.json": f"{_C}.constraint.json.schema",
+    "genlm.control.potential.built_in.json": (
+        f"{_C}.constraint.json.schema",
+        f"{_C}.constraint.json.stream",
+    ),
     "genlm.control.potential.built_in.ensemble": f"{_C}.potential.ensemble",
     "genlm.control.potential.built_in.canonical": f"{_C}.lm.canonical",
     "genlm.control.sampler": (_C,),

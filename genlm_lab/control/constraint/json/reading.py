@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from jsonschema.exceptions import SchemaError
+
 from genlm_lab.control.constraint.errors import InvalidGrammar
 
 __all__ = [
+    "InvalidSchema",
     "RepeatedKey",
     "key_positions",
     "line_column",
@@ -25,6 +28,21 @@ __all__ = [
     "unique_keys",
     "validator_for",
 ]
+
+
+class InvalidSchema(InvalidGrammar, SchemaError):
+    """A JSON schema its draft's metaschema rejects.
+
+    Also `jsonschema`'s `SchemaError`, which genlm-control's `JsonSchema`
+    raises, so code written against either catches it.
+    """
+
+    def __init__(self, message: str) -> None:
+        SchemaError.__init__(self, message)
+        self.args = (message,)
+
+    def __reduce__(self) -> tuple:
+        return (type(self), self.args)  # jsonschema's unset markers do not survive a pickle
 
 
 def resolve_pointer(root: Any, ref: str) -> Any:
@@ -139,7 +157,7 @@ def validator_for(schema: Any, text: str | None = None):
     """jsonschema's validator for the schema's draft, with its format checker.
 
     Raises:
-        InvalidGrammar: naming the JSON path of the first keyword the metaschema rejects
+        InvalidSchema: naming the JSON path of the first keyword the metaschema rejects
             (and its line and column when the schema was given as text).
     """
     import jsonschema
@@ -149,5 +167,5 @@ def validator_for(schema: Any, text: str | None = None):
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(the root)"
         at = "" if text is None else line_column(text, list(error.absolute_path))
-        raise InvalidGrammar(f"invalid JSON schema at {where}{at}: {error.message}")
+        raise InvalidSchema(f"invalid JSON schema at {where}{at}: {error.message}")
     return cls(schema, format_checker=cls.FORMAT_CHECKER)

@@ -45,6 +45,20 @@ def test_load_schema_and_validator_name_where_the_schema_is_wrong():
     assert validator_for({"type": "string"}).is_valid("x")
 
 
+def test_a_schema_the_metaschema_rejects_is_also_jsonschemas_schema_error():
+    import pickle
+
+    from jsonschema.exceptions import SchemaError
+
+    from genlm_lab.control.constraint.json.reading import InvalidSchema
+
+    with pytest.raises(SchemaError, match="type: 'float' is not valid") as caught:
+        validator_for({"type": "float"})
+    assert isinstance(caught.value, InvalidSchema) and isinstance(caught.value, InvalidGrammar)
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert str(again) == str(caught.value) and type(again) is InvalidSchema
+
+
 def test_unique_keys_refuses_a_key_written_twice():
     assert json.loads('{"a": 1, "b": 2}', object_pairs_hook=unique_keys) == {"a": 1, "b": 2}
     with pytest.raises(RepeatedKey) as caught:
