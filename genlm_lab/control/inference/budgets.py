@@ -299,9 +299,14 @@ class BudgetedSampler:
         token, logw, logp, _ = await self.sample_with_info(context)
         return token, logw, logp
 
-    async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
+    async def sample_with_info(
+        self, context: Sequence[Any], draw: Any = None
+    ) -> tuple[Any, float, float, dict]:
+        """The wrapped sampler's draw (`draw`, if given, chooses the token: conditional SMC)."""
         context = list(context)  # one list: the budget encodes it once for all its questions
-        if hasattr(self.sampler, "sample_with_info"):
+        if draw is not None:
+            token, logw, logp, info = await self.sampler.sample_with_info(context, draw=draw)
+        elif hasattr(self.sampler, "sample_with_info"):
             token, logw, logp, info = await self.sampler.sample_with_info(context)
         else:
             (token, logw, logp), info = await self.sampler.sample(context), {}

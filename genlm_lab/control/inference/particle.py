@@ -109,6 +109,9 @@ class SequenceModel(Model):
         self.names = factor_names(target) if target is not None else []
         self.context: list[Any] = []
         self.step_extras: dict | None = None
+        #: Set by `csmc_standard` on the retained slot: draws then follow the sampler's
+        #: `retained_draw` (a `RetainedTokenSampler`'s path) until the path ends.
+        self.is_retained = False
 
     def immutable_properties(self) -> set[str]:
         return {"unit_sampler", "critic", "factors", "names"}
@@ -168,7 +171,13 @@ class SequenceModel(Model):
             eos = getattr(getattr(self.unit_sampler, "target", None), "eos", EOS)
             token, logw = eos, await self.unit_sampler.logw_eos(context)
         else:
-            if hasattr(self.unit_sampler, "sample_with_info"):
+            retained = (
+                getattr(self.unit_sampler, "retained_draw", None) if self.is_retained else None
+            )
+            draw = retained(context) if retained is not None else None
+            if draw is not None:  # the retained path's next token, weighed as if drawn
+                token, logw, _, info = await self.unit_sampler.sample_with_info(context, draw=draw)
+            elif hasattr(self.unit_sampler, "sample_with_info"):
                 token, logw, _, info = await self.unit_sampler.sample_with_info(context)
             else:  # a sampler with only genlm-control's `sample`
                 (token, logw, _), info = await self.unit_sampler.sample(context), {}

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -56,10 +56,11 @@ import numpy as np
 
 from genlm_lab.control.errors import BudgetTooSmall
 from genlm_lab.control.inference.budgets import with_budget
+from genlm_lab.control.inference.csmc import RetainedTokenSampler, check_retained
 from genlm_lab.control.inference.particle import SequenceModel, UnitSampler
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.potential.base import Potential, factor_names
-from genlm_lab.smc import PrintingObserver, RunOptions, smc_standard
+from genlm_lab.smc import PrintingObserver, RunOptions, csmc_standard, smc_standard
 
 __all__ = ["SMC", "BudgetTooSmall", "SequenceModel", "UnitSampler", "factor_names"]
 
@@ -131,6 +132,7 @@ class SMC:
         resampling_method: str = "multinomial",
         terminate_when: Callable[[list[Any]], bool] | None = None,
         budget: bool = True,
+        retained_sequence: Sequence[Any] | None = None,
         **options: Any,
     ) -> Sequences:
         """Run SMC and return the final particles as `Sequences` (`.record` holds the history).
@@ -150,6 +152,11 @@ class SMC:
                 at once (AWRS draws again); the target is unchanged. False:
                 particles are cut at `max_tokens` instead. `budget_stats`
                 holds the run's counts.
+            retained_sequence: run conditional SMC (`genlm_lab.smc.csmc_standard`):
+                particle 0 follows these tokens (EOS last, or a prefix it then
+                continues freely) and survives every resampling, which is
+                multinomial. One sweep of `ParticleGibbs`; needs a sampler whose
+                weight is a function of the token (`inference/csmc.py`).
             **options: the other options of `genlm_lab.smc.RunOptions`, as keywords
                 (observers, seed, progress, profile, alarms); a profile here also
                 times each potential's methods by name, the sampler and the critic.
@@ -163,9 +170,18 @@ class SMC:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens}")
-        sampler, guard = (
-            with_budget(self.unit_sampler, int(max_tokens)) if budget else (self.unit_sampler, None)
-        )
+        sampler = self.unit_sampler
+        if retained_sequence is not None:
+            if resampling_method != "multinomial":
+                raise ValueError(
+                    f"conditional SMC (retained_sequence=) resamples multinomially, as its "
+                    f"invariance needs; resampling_method={resampling_method!r} is not supported"
+                )
+            retained = await check_retained(
+                sampler.target, self.critic, retained_sequence, int(max_tokens)
+            )
+            sampler = RetainedTokenSampler(sampler, retained)
+        sampler, guard = with_budget(sampler, int(max_tokens)) if budget else (sampler, None)
         # what was stuck before this run (its own start check below may meet a new one)
         stuck_before = set(guard.unfinishable()) if guard is not None else set()
         refused = await guard.refuser([]) if guard is not None else None
@@ -191,13 +207,17 @@ class SMC:
         observers = list(observers) if not hasattr(observers, "on_step") else [observers]
         if verbosity > 0:
             observers.append(PrintingObserver())
-        result = await smc_standard(
-            model,
-            n_particles,
-            ess_threshold=ess_threshold,
-            resampling_method=resampling_method,
-            **replace(run_options, observers=observers).as_kwargs(),
-        )
+        run_kwargs = replace(run_options, observers=observers).as_kwargs()
+        if retained_sequence is not None:
+            result = await csmc_standard(model, n_particles, ess_threshold, **run_kwargs)
+        else:
+            result = await smc_standard(
+                model,
+                n_particles,
+                ess_threshold=ess_threshold,
+                resampling_method=resampling_method,
+                **run_kwargs,
+            )
         self.budget_stats = guard.stats() if guard is not None else {}
         record = result.record
         stuck = [x for x in guard.unfinishable() if x not in stuck_before] if guard else []
