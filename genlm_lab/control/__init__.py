@@ -8,7 +8,8 @@ grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python c
 `ByteEnsemble`: two models of any tokenizers, byte by byte).
 Token samplers (`direct_token_sampler`, `AWRS`, ...) draw properly weighted
 next tokens from a potential; `SMC` runs them as particles on
-`genlm_lab.smc`'s machinery and returns `Sequences`; the KL metrics
+`genlm_lab.smc`'s machinery and returns `Sequences` (`ParticleGibbs`: conditional
+SMC sweeps around a retained path, `RetainedTokenSampler`); the KL metrics
 (`kl_divergence_*`) compare runs and models. The names follow genlm-control.
 """
 
@@ -33,7 +34,9 @@ from genlm_lab.control.evaluation.metrics import (
     kl_divergence_sequences,
     perplexity_from_kl,
 )
+from genlm_lab.control.inference.csmc import RetainedTokenSampler, csmc_standard
 from genlm_lab.control.inference.ensemble import EnsembleSMC, SequencesExt
+from genlm_lab.control.inference.gibbs import ParticleGibbs, ParticleGibbsChain
 from genlm_lab.control.inference.particle import SequenceModel
 from genlm_lab.control.inference.sequences import Sequences
 from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
@@ -121,6 +124,8 @@ __all__ = [
     "MultiProcPotential",
     "MultiTokenUnitSampler",
     "Normalized",
+    "ParticleGibbs",
+    "ParticleGibbsChain",
     "ParticleState",
     "Potential",
     "Power",
@@ -128,6 +133,7 @@ __all__ = [
     "Product",
     "PromptedLLM",
     "PythonRegex",
+    "RetainedTokenSampler",
     "SequenceModel",
     "Sequences",
     "SequencesExt",
@@ -145,6 +151,7 @@ __all__ = [
     "WithinBudget",
     "coerce",
     "convert_to_weighted_logop",
+    "csmc_standard",
     "direct_token_sampler",
     "eager_token_sampler",
     "effective_sample_size",
