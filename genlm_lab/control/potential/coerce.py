@@ -43,6 +43,13 @@ def _target(other: Potential | Sequence[Hashable]) -> tuple[list[Hashable], EndO
     return list(other), None
 
 
+def _symbols(potential: Potential) -> set[Hashable] | dict[Hashable, int]:
+    """What an image may hold: `potential`'s tokens, and the byte values of `Token`s' bytes."""
+    if not any(isinstance(t, bytes) and hasattr(t, "token_id") for t in potential.vocab[:1]):
+        return potential.lookup
+    return set(potential.lookup) | {b for t in potential.vocab for b in bytes(t)}
+
+
 def _byte_level(potential: Potential) -> bool:
     """Whether the potential's tokens are the byte values 0..255 (ints)."""
     return all(isinstance(t, int) and 0 <= t < 256 for t in potential.vocab)
@@ -57,8 +64,8 @@ def coerce(
     """`potential` over `other`'s vocabulary (a potential's, or a list of tokens), through `f`.
 
     Raises:
-        ValueError: if some token of the new vocabulary maps (through `f`) to a
-            symbol outside `potential`'s vocabulary and `prune` is False.
+        ValueError: if `prune` leaves no token (every one maps, through `f`,
+            to a symbol outside `potential`'s vocabulary).
     """
     vocab, eos = _target(other)
     if is_join(f) and hasattr(potential, "_coerce_tokens"):
@@ -78,11 +85,13 @@ class Coerced(Potential):
             is accepted too).
         f: maps a list of new tokens to a list (or bytes) of `potential`'s
             tokens; default `b"".join`.
-        prune: drop (weight zero) tokens whose image leaves `potential`'s
-            vocabulary instead of raising.
+        prune: leave out of the vocabulary the tokens whose image holds a
+            symbol outside `potential`'s vocabulary (genlm-control's default).
+            With `prune=False` they stay, with weight zero.
 
     Raises:
         TypeError: if the new tokens are given under both names, or not at all.
+        ValueError: if pruning leaves no token.
     """
 
     def __init__(
@@ -97,29 +106,33 @@ class Coerced(Potential):
     ) -> None:
         if (target_vocab is None) == (vocabulary is None):
             raise TypeError("Coerced takes the new tokens once: target_vocab= (or vocabulary=)")
-        vocabulary = target_vocab if vocabulary is None else vocabulary
-        super().__init__(vocabulary, **({} if eos is None else {"eos": eos}))
+        vocabulary = list(target_vocab if vocabulary is None else vocabulary)
         self.potential = potential
         self.f = _join if f is None else f
-        self.is_boolean = potential.is_boolean
-        if is_join(f) and all(isinstance(t, (bytes, bytearray)) for t in self.vocab):
-            self._images = [list(t) for t in self.vocab]  # what `_image([t])` gives, faster
+        self.prune = prune
+        if is_join(f) and all(isinstance(t, (bytes, bytearray)) for t in vocabulary):
+            images = [list(t) for t in vocabulary]  # what `_image([t])` gives, faster
         else:
-            self._images = [self._image([t]) for t in self.vocab]
-        symbols = {s for img in self._images for s in img}
-        outside = (
-            [i for i, img in enumerate(self._images) if any(s not in potential.lookup for s in img)]
-            if any(s not in potential.lookup for s in symbols)
-            else []
-        )
-        if outside and not prune:
-            i = outside[0]
-            raise ValueError(
-                f"token {self.vocab[i]!r:.40} maps to {self._images[i]!r:.40}, which holds "
-                f"symbols outside {potential.name}'s vocabulary (pass prune=True to drop them)"
-            )
-        self._outside = np.zeros(len(self.vocab), dtype=bool)
-        self._outside[outside] = True
+            images = [self._image([t]) for t in vocabulary]
+        known = _symbols(potential)
+        if all(s in known for s in {s for img in images for s in img}):
+            inside = [True] * len(images)
+        else:
+            inside = [all(s in known for s in img) for img in images]
+        if prune and not all(inside):
+            kept = [i for i, ok in enumerate(inside) if ok]
+            if not kept:
+                raise ValueError(
+                    f"no token of the new vocabulary ({len(vocabulary)} tokens, e.g. "
+                    f"{vocabulary[0]!r:.30}) maps through f onto {potential.name}'s vocabulary"
+                )
+            vocabulary = [vocabulary[i] for i in kept]
+            images = [images[i] for i in kept]
+            inside = [True] * len(kept)
+        super().__init__(vocabulary, **({} if eos is None else {"eos": eos}))
+        self.is_boolean = potential.is_boolean
+        self._images = images
+        self._outside = ~np.array(inside, dtype=bool)
         self._walk = is_join(f) and _byte_level(potential)
         if self._walk:
             with gc_paused():  # a node per byte prefix: millions of objects, none of them garbage
@@ -153,7 +166,7 @@ class Coerced(Potential):
         return self.make_lazy_weights(await self._trie.walk(self.potential, self._image(context)))
 
     def spawn(self) -> Coerced:
-        return Coerced(self.potential.spawn(), self.vocab, self.f, True, self.eos)
+        return Coerced(self.potential.spawn(), self.vocab, self.f, self.prune, self.eos)
 
     async def cleanup(self) -> None:
         await self.potential.cleanup()

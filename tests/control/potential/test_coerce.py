@@ -87,8 +87,17 @@ def test_custom_f_and_pruning():
     coerced = fsa.coerce(words, f=lambda ctx: "".join(ctx).encode(), prune=True)
     w = run(coerced.logw_next([]))
     assert w["a"] == 0 and w["b"] == -math.inf and w["xyz"] == -math.inf
-    with pytest.raises(ValueError, match="outside"):
-        WFSA([97, 98]).coerce([b"ac"], prune=False)
+    ab = WFSA(vocabulary=[97, 98])  # a potential over the bytes a and b only
+    ab.add_I(0)
+    ab.add_arc(0, 97, 0, 0.25)
+    ab.add_arc(0, 98, 0, 0.25)
+    ab.add_F(0)
+    assert sorted(ab.vocab) == [97, 98]
+    assert Coerced(ab, [b"a", b"ac", b"ba"]).vocab == [b"a", b"ba"]  # b"ac" holds a c
+    kept = Coerced(ab, [b"a", b"ac"], prune=False)
+    assert kept.vocab == [b"a", b"ac"] and run(kept.logw_next([]))[b"ac"] == -math.inf
+    with pytest.raises(ValueError, match="no token of the new vocabulary"):
+        ab.coerce([b"ac"])
 
 
 def test_the_new_tokens_go_by_either_name_once():
