@@ -1,5 +1,6 @@
-// ParticleView: live rows per particle, ESS / log_ml lines, resampling events,
-// and the genealogy (steps x particles, lines to ancestors, click for lineage).
+// ParticleView: live rows per particle, ESS / log_ml lines, resampling events and their
+// draws, the genealogy (steps x particles, lines to ancestors, click for lineage), the
+// retained particle of a conditional SMC run, a tempered factor's temperature.
 
 function stateLabel(st) {
   return st === "active" ? "" : st;
@@ -9,13 +10,30 @@ const REST_NOTE = "log w minus the factor columns and the critic: the proposal's
   "(each draw's log Z minus the log-probability it was proposed with), the start weight, and " +
   "resampling, which gives every particle the average weight";
 
-function factorCells(p, names, awrs) {
+const RETAINED_NOTE = "conditional SMC: the retained particle follows a path fixed before the " +
+  "run (the last sweep's pick in particle Gibbs) and survives every resampling; the others draw freely";
+const DRAWS_SHOWN = 12;
+
+function factorHeader(name, temps) {
+  const t = (temps || {})[name];
+  return t === undefined || t === null ? `log w ${name}` : `log w ${name} (T ${fmt(t, 2)})`;
+}
+
+function temperatureTip(t) {
+  const beta = num(t) === Infinity ? 0 : 1 / num(t);
+  return `tempered at temperature ${fmt(t, 3)}: each log-weight is multiplied by ` +
+    `beta = 1/T = ${fmt(beta, 3)}`;
+}
+
+function factorCells(p, names, awrs, temps) {
   // control.SMC: summed log-weight per factor (this step's in the tooltip), critic, last draw, AWRS.
   if (!names.length) return [];
   const last = p.last || {};
   const step = last.factors || {};
+  const tip = (n) => (n in step ? `this step: ${fmt(step[n], 3)}` : "no step") +
+    ((temps || {})[n] !== undefined && (temps || {})[n] !== null ? `; ${temperatureTip(temps[n])}` : "");
   const cells = names.map((n) => h("td", { class: "genlm-num genlm-factor", "data-factor": n,
-    title: n in step ? `this step: ${fmt(step[n], 3)}` : "no step" }, fmt((p.factors || {})[n], 2)));
+    title: tip(n) }, fmt((p.factors || {})[n], 2)));
   cells.push(h("td", { class: "genlm-num" }, fmt(p.critic, 2)));
   cells.push(h("td", { class: "genlm-num genlm-rest", title: REST_NOTE }, fmt(p.rest, 2)));
   cells.push(h("td", {}, last.token === null || last.token === undefined ? "" : tokBox(last.token)));
@@ -63,12 +81,14 @@ function particleRows(data) {
   return (data.particles || []).map((p) =>
     h("tr", { class: `genlm-${p.state}`, "data-index": p.index },
       h("td", { class: "genlm-num" }, p.index),
-      h("td", {}, stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : "",
+      h("td", {}, p.retained ? h("span", { class: "genlm-badge genlm-retained", title: RETAINED_NOTE },
+        "\u25c6 retained") : null,
+        stateLabel(p.state) ? h("span", { class: "genlm-badge" }, p.state) : "",
         p.killed ? h("span", { class: "genlm-killed" },
           ` step ${p.killed.step}, by ${p.killed.by}${p.killed.why ? `: ${p.killed.why}` : ""}`) : null),
       h("td", {}, bar(p.weight), h("span", { class: "genlm-num genlm-weight" }, fmt(p.weight))),
       h("td", { class: "genlm-num" }, fmt(p.log_weight, 2)),
-      factorCells(p, names, data.awrs_column),
+      factorCells(p, names, data.awrs_column, data.factor_temperatures),
       textCell(p.text)));
 }
 
@@ -79,6 +99,40 @@ function deathsLine(data) {
   if (!keys.length) return h("div", { class: "genlm-note genlm-deaths" }, "no particle killed");
   const parts = keys.map((k) => `${k}: ${d[k].length} (step ${d[k].slice(0, 8).join(", ")}${d[k].length > 8 ? ", ..." : ""})`);
   return h("div", { class: "genlm-note genlm-deaths" }, `killed by ${parts.join("; ")}`);
+}
+
+function listed(items, more) {
+  const shown = items.slice(0, DRAWS_SHOWN).join(", ");
+  return items.length > DRAWS_SHOWN ? `${shown}, \u2026 (${items.length - DRAWS_SHOWN} ${more})` : shown;
+}
+
+function drawsList(data) {
+  // Each resampling: its scheme, the copies each particle got, those dropped, every new parent.
+  const draws = data.resamplings || [];
+  if (!draws.length) return null;
+  const rows = draws.map((d) => {
+    const kept = [], dropped = [];
+    d.offspring.forEach((c, i) => (c > 0 ? kept.push(`#${i}\u00d7${c}`) : dropped.push(`#${i}`)));
+    const parents = d.ancestors.slice(0, 2 * DRAWS_SHOWN).join(" ") +
+      (d.ancestors.length > 2 * DRAWS_SHOWN ? " \u2026" : "");
+    return h("tr", { "data-step": d.step }, h("td", { class: "genlm-num" }, d.step),
+      h("td", {}, d.method || ""), h("td", {}, listed(kept, "more")),
+      h("td", {}, dropped.length ? listed(dropped, "more") : "none"),
+      h("td", { class: "genlm-num" }, parents));
+  });
+  const box = h("details", { class: "genlm-draws" },
+    h("summary", { class: "genlm-note" }, `resampling draws (${draws.length} resampling` +
+      `${draws.length !== 1 ? "s" : ""}: the copies each particle got, those dropped, the parent ` +
+      "of each new particle)"),
+    table(["step", "scheme", "copies", "dropped", "parents of the new particles"], rows));
+  if (draws.length <= 6) box.open = true;
+  return box;
+}
+
+function retainedLine(data) {
+  if (data.retained === null || data.retained === undefined) return null;
+  return h("div", { class: "genlm-note genlm-retained-note" },
+    `\u25c6 slot ${data.retained}: ${RETAINED_NOTE}.`);
 }
 
 function alarmsLine(data) {
@@ -131,12 +185,20 @@ function genealogy(data) {
   };
   steps.forEach((st, t) => st.forEach((node, i) => {
     const w = Math.max(0, num(node.weight) || 0);
+    const r = 1.5 + 4 * Math.sqrt(w);
+    if (node.retained) {  // a ring around the retained particle's dot
+      svg.append(s("circle", { cx: X(t), cy: Y(i), r: (r + 2.5).toFixed(2),
+                               class: "genlm-retained-ring", "data-step": t, "data-index": i }));
+    }
     const c = s("circle", {
-      cx: X(t), cy: Y(i), r: (1.5 + 4 * Math.sqrt(w)).toFixed(2),
+      cx: X(t), cy: Y(i), r: r.toFixed(2),
       class: `genlm-node genlm-${node.state}`, "data-step": t, "data-index": i,
       onclick: () => highlight(t, i),
     }, s("title", {}, `step ${labels[t]}, slot ${i} (${node.state})\nweight ${fmt(node.weight)} ` +
                        `(log ${fmt(node.log_weight, 2)})\nincrement ${fmt(node.increment, 3)}\n` +
+                       (node.retained ? "retained particle\n" : "") +
+                       (node.children === null || node.children === undefined ? "" :
+                         `resampled: ${node.children} cop${node.children === 1 ? "y" : "ies"}\n`) +
                        (node.token === null || node.token === undefined ? "" : `token ${node.token}\n`) +
                        (node.killed_by ? `killed by ${node.killed_by}\n` : "") +
                        (node.awrs ? `${node.awrs}\n` : "") + node.text));
@@ -151,7 +213,8 @@ function drawParticles(data) {
   const kept = data.n_kept;
   const count = kept === null || kept === undefined
     ? `${ps.length} particles` : `${ps.length} candidates, ${kept} kept`;
-  const head = `SMC ${data.status}: step ${data.step}, ` +
+  const conditional = data.retained !== null && data.retained !== undefined;
+  const head = `${conditional ? "conditional SMC" : "SMC"} ${data.status}: step ${data.step}, ` +
     `${count}, ESS ${fmt(data.final_ess ?? (data.ess && data.ess[data.ess.length - 1]), 2)}, ` +
     `log_ml ${fmt(data.final_log_ml ?? (data.log_ml && data.log_ml[data.log_ml.length - 1]), 3)}`;
   const scheme = data.resampling_method ? ` (${data.resampling_method})` : "";
@@ -165,12 +228,15 @@ function drawParticles(data) {
       lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
                 { title: "log_ml estimate over steps" })),
     h("div", { class: "genlm-note genlm-resampled" }, resampled),
+    drawsList(data),
+    retainedLine(data),
     alarmsLine(data),
     data.held_note ? h("div", { class: "genlm-note genlm-held" }, data.held_note) : null,
     deathsLine(data),
     table(["#", "state", "weight", "log w",
            ...((data.factor_names || []).length
-             ? [...data.factor_names.map((n) => `log w ${n}`), "critic", "rest", "last token",
+             ? [...data.factor_names.map((n) => factorHeader(n, data.factor_temperatures)),
+                "critic", "rest", "last token",
                 ...(data.awrs_column ? ["AWRS"] : [])] : []),
            "text"], particleRows(data)),
     (data.factor_names || []).length

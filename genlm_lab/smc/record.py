@@ -29,8 +29,10 @@ step (None for one that did not step). `genlm_lab.control.SMC` puts
 {"token", "logw", "logZ", "factors": {name: logw}, "critic", "killed_by",
 "killed_why"? (why it died, e.g. jsonschema's error at EOS, or "cut at
 max_tokens inside a string at $.name"), "cut"? (True where EOS was forced
-at max_tokens), "awrs"?} there; the floats under the keys "logw", "logZ", "critic" and the
-values of "factors" are read back like log_weights (-inf survives JSON).
+at max_tokens), "awrs"?, "temperatures"? ({factor: temperature} of the
+tempered factors, in a particle's first step)} there; the floats under the
+keys "logw", "logZ", "critic" and the values of "factors" and
+"temperatures" are read back like log_weights (-inf survives JSON).
 
 Lists have one entry per particle of that step. smc_steer records its
 candidates: each particle kept by the previous step (the previous step's

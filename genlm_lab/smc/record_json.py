@@ -61,8 +61,8 @@ def _decode_extras(value: Any) -> Any:
     for key, item in value.items():
         if key in _EXTRA_FLOATS:
             out[key] = _maybe_float(item, f"extras.{key}")
-        elif key == "factors" and isinstance(item, dict):
-            out[key] = {k: _maybe_float(v, "extras.factors") for k, v in item.items()}
+        elif key in ("factors", "temperatures") and isinstance(item, dict):
+            out[key] = {k: _maybe_float(v, f"extras.{key}") for k, v in item.items()}
         else:
             out[key] = _decode_extras(item)
     return out

@@ -7,8 +7,10 @@ particle ("killed_by") and, for AWRS, its trace. `FactorTally` follows the
 particles through resampling and keeps, for each particle of the newest
 step, the sum of each factor's log-weights along its lineage (its weight
 split by factor), the latest critic score, and where and by what it was
-killed; it also counts the deaths per factor over the run. Adding a step
-costs O(particles x factors): cheap enough for live views.
+killed; it also counts the deaths per factor over the run, and keeps the
+temperature of each tempered factor (`Tempered`: 1 / beta; a first step's
+"temperatures"). Adding a step costs O(particles x factors): cheap enough
+for live views.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class FactorTally:
         self.names: list[str] = []
         self.rows: list[dict] = []
         self.deaths: dict[str, list[int]] = {}
+        #: {factor name: temperature} of the tempered factors, as the steps reported them.
+        self.temperatures: dict[str, float] = {}
         self._ancestors: list[int] | None = None
         self.seen = False
 
@@ -99,6 +103,9 @@ class FactorTally:
             extra = particle_extra(raw)
             if extra is None:
                 continue
+            for name, t in (raw.get("temperatures") or {}).items():
+                if _num(t) is not None:
+                    self.temperatures[str(name)] = _num(t)
             self.seen = True
             row = rows[i]
             row["last"] = extra
@@ -132,6 +139,7 @@ class FactorTally:
                 for r in self.rows
             ],
             "deaths": {k: list(v) for k, v in self.deaths.items()},
+            "temperatures": dict(self.temperatures),
         }
 
 

@@ -3,8 +3,10 @@
 `particle_data` turns normalised step entries (`smc_data.step_entries`) into
 the dict `ParticleView` sends to the browser and `particle_html` draws:
 rows per particle (weight, state, factors of a `control.SMC` run, where it
-was killed and why), the run's summary, the genealogy when done.
-`record_data` does it for a finished record.
+was killed and why), the run's summary, the genealogy when done, each
+resampling's draws (`resampling_draw`: which parent each new particle
+copies, how many copies each parent got), and in a conditional SMC run the
+retained particle's slot. `record_data` does it for a finished record.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from genlm_lab.util import logmeanexp, normalize_log_weights
 from genlm_lab.widgets._factor_data import tally_of
 from genlm_lab.widgets.smc_data import as_record, genealogy, run_summary, step_entries
 
-__all__ = ["death_reasons", "final_status", "particle_data", "record_data"]
+__all__ = [
+    "death_reasons",
+    "final_status",
+    "particle_data",
+    "record_data",
+    "resampling_draw",
+    "resampling_draws",
+    "retained_slot",
+]
 
 
 def particle_data(
@@ -32,6 +42,8 @@ def particle_data(
     alarms: list | None = None,
     final: dict | None = None,
     resampling_method: str | None = None,
+    resamplings: list[dict] | None = None,
+    retained: int | None = None,
 ) -> dict:
     """View data of SMC history entries (the last one gives the rows).
 
@@ -53,15 +65,23 @@ def particle_data(
             header gives the result's ESS and log_ml.
         resampling_method: the run's resampling scheme (the record's
             `params["resampling_method"]`), named beside the resampling steps.
+        resamplings: `resampling_draws` of the run's steps so far, or None to
+            read them from `entries`.
+        retained: the retained particle's slot in a conditional SMC run
+            (`csmc_standard`: 0), or None.
 
     Returns:
         The summary plus the rows (`particles`), the `genealogy` and `n_kept`:
         how many candidates smc_steer's cut kept at the last step (the run's
         particles; the rest are "pruned"), None where no cut dropped any.
-        With `factors`: "factor_names", "deaths" ({factor: [steps]}) and per
-        row "factors" ({name: summed log-weight}), "critic", "killed"
-        ({step, by} or None) and "last" (the newest step's token, factor
-        weights and AWRS summary).
+        With `factors`: "factor_names", "deaths" ({factor: [steps]}),
+        "factor_temperatures" ({name: temperature} of the tempered factors)
+        and per row "factors" ({name: summed log-weight}), "critic",
+        "killed" ({step, by} or None) and "last" (the newest step's token,
+        factor weights and AWRS summary). "resamplings" lists the draws of
+        each resampling; "retained" is the retained slot, marked in its row
+        and in the genealogy ("retained": True), whose nodes also count the
+        copies each particle got where its step resampled ("children").
     """
     last = entries[-1] if entries else None
     particles = []
@@ -91,6 +111,12 @@ def particle_data(
     held = done and last is not None and _resampled_at_the_end(last)
     if held:
         particles = _held(particles, last["ancestors"])
+    if retained is not None:  # the slot's, not the path's: a copy of it is a free particle
+        for row in particles:
+            row["retained"] = row["index"] == retained
+    if resamplings is None:
+        resamplings = resampling_draws(entries, resampling_method)
+    tree = _marked(genealogy(entries), entries, retained) if done else None
     cut = last is not None and last["ancestors"] is not None
     cut = cut and len(last["ancestors"]) < len(last["particles"])
     data = dict(summary) if summary is not None else run_summary(entries)
@@ -103,8 +129,11 @@ def particle_data(
         particles=particles,
         n_kept=len(last["ancestors"]) if cut else None,
         resampling_method=resampling_method,
-        genealogy=genealogy(entries) if done else None,
+        resamplings=resamplings,
+        retained=retained,
+        genealogy=tree,
         factor_names=factors["names"] if factors else None,
+        factor_temperatures=(factors or {}).get("temperatures") or {},
         awrs_column=any((p.get("last") or {}).get("awrs") for p in particles),
         deaths=factors["deaths"] if factors else None,
         alarms=[{"step": int(a[0]), "kind": str(a[1]), "text": str(a[2])} for a in alarms or []],
@@ -119,6 +148,47 @@ def particle_data(
         data["final_ess"] = final.get("ess")
         data["final_log_ml"] = final.get("log_ml")
     return data
+
+
+def resampling_draw(entry: dict, method: str | None = None) -> dict | None:
+    """One resampling's draws, from a step entry (raw or normalised); None if it did not resample.
+
+    Returns:
+        {"step", "method" (the entry's scheme, else `method`), "ancestors"
+        (the parent of each new particle), "offspring" (how many copies each
+        particle of the step got; 0: dropped)}.
+    """
+    ancestors = entry.get("ancestors")
+    if ancestors is None:
+        return None
+    n = len(entry["particles"]) if "particles" in entry else len(entry["contents"])
+    offspring = [0] * n
+    for a in ancestors:
+        if 0 <= int(a) < n:
+            offspring[int(a)] += 1
+    return {
+        "step": int(entry["step"]),
+        "method": entry.get("resampling_method") or method,
+        "ancestors": [int(a) for a in ancestors],
+        "offspring": offspring,
+    }
+
+
+def resampling_draws(steps: list[dict], method: str | None = None) -> list[dict]:
+    """`resampling_draw` of every step that resampled (`method`: the run's scheme)."""
+    return [d for d in (resampling_draw(e, method) for e in steps) if d is not None]
+
+
+def _marked(tree: list[list[dict]], entries: list[dict], retained: int | None) -> list[list[dict]]:
+    """The genealogy with the retained slot marked and each resampled node's copies counted."""
+    for column, entry in zip(tree, entries, strict=True):
+        draw = resampling_draw(entry)
+        for i, node in enumerate(column):
+            if retained is not None and i == retained:
+                node["retained"] = True
+            if draw is not None and i < len(draw["offspring"]):
+                node["children"] = draw["offspring"][i]
+    return tree
 
 
 def _resampled_at_the_end(last: dict) -> bool:
@@ -188,4 +258,14 @@ def record_data(record: Any) -> dict:
         alarms=rec.alarms,
         final=rec.final,
         resampling_method=(rec.params or {}).get("resampling_method"),
+        resamplings=resampling_draws(rec.steps, (rec.params or {}).get("resampling_method")),
+        retained=retained_slot(rec.params or {}, rec.steps),
     )
+
+
+def retained_slot(params: dict, steps: list[dict]) -> int | None:
+    """The retained particle's slot of a conditional SMC run (params or step entries), or None."""
+    slot = params.get("retained")
+    if slot is None:
+        slot = next((e["retained"] for e in steps if e.get("retained") is not None), None)
+    return None if slot is None else int(slot)

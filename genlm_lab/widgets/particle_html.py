@@ -6,7 +6,10 @@ chart's axis runs from 0 to the number of particles (a fall from 2.73 to
 2.41 of 3 is drawn as the small fall it is); a particle's text longer than
 `TEXT_SHOWN` characters is cut in its row, the whole of it on hover and one
 click away; the "rest" column is explained in a line under the table, not
-only in a cell's tooltip.
+only in a cell's tooltip. Each resampling lists its draws (`draws_html`); a
+conditional SMC run marks its retained particle (`RETAINED_NOTE`) in its
+row and as a ringed dot in the genealogy; a tempered factor's column names
+its temperature (`factor_header`).
 """
 
 from __future__ import annotations
@@ -30,11 +33,15 @@ from genlm_lab.widgets.render import (
 from genlm_lab.widgets.smc_data import awrs_counts
 
 __all__ = [
+    "DRAWS_SHOWN",
     "REST_NOTE",
+    "RETAINED_NOTE",
     "TEXT_SHOWN",
     "awrs_tip",
     "count_text",
+    "draws_html",
     "ess_axis",
+    "factor_header",
     "genealogy_svg",
     "particles_html",
     "record_html",
@@ -51,6 +58,63 @@ REST_NOTE = (
     "log Z minus the log-probability it was proposed with), the start weight, and resampling, "
     "which gives every particle the average weight"
 )
+
+
+#: What the retained particle is, beside its mark (◆ in rows, a ring in the genealogy).
+RETAINED_NOTE = (
+    "conditional SMC: the retained particle follows a path fixed before the run (the last "
+    "sweep's pick in particle Gibbs) and survives every resampling; the others draw freely"
+)
+
+#: Particles named per resampling in the draws list (the rest are counted).
+DRAWS_SHOWN = 12
+
+
+def factor_header(name: str, temperatures: dict | None) -> str:
+    """A factor column's label: "log w NAME", and its temperature if it is tempered."""
+    t = (temperatures or {}).get(name)
+    return f"log w {name}" if t is None else f"log w {name} (T {fmt(t, 2)})"
+
+
+def _temperature_tip(t: float) -> str:
+    beta = 0.0 if math.isinf(t) else 1.0 / t
+    return (
+        f"tempered at temperature {fmt(t, 3)}: each log-weight is multiplied by "
+        f"beta = 1/T = {fmt(beta, 3)}"
+    )
+
+
+def draws_html(data: dict) -> str:
+    """Each resampling's draws: its scheme, the copies each particle got, those it dropped."""
+    draws = data.get("resamplings") or []
+    if not draws:
+        return ""
+    rows = []
+    for d in draws:
+        kept = [(i, c) for i, c in enumerate(d["offspring"]) if c > 0]
+        dropped = [i for i, c in enumerate(d["offspring"]) if c == 0]
+        copies = ", ".join(f"#{i}×{c}" for i, c in kept[:DRAWS_SHOWN])
+        if len(kept) > DRAWS_SHOWN:
+            copies += f", … ({len(kept) - DRAWS_SHOWN} more)"
+        gone = ", ".join(f"#{i}" for i in dropped[:DRAWS_SHOWN])
+        if len(dropped) > DRAWS_SHOWN:
+            gone += f", … ({len(dropped) - DRAWS_SHOWN} more)"
+        parents = " ".join(str(a) for a in d["ancestors"][: 2 * DRAWS_SHOWN])
+        if len(d["ancestors"]) > 2 * DRAWS_SHOWN:
+            parents += " …"
+        rows.append(
+            f"<tr data-step='{d['step']}'><td class='genlm-num'>{d['step']}</td>"
+            f"<td>{esc(d.get('method') or '')}</td><td>{esc(copies)}</td>"
+            f"<td>{esc(gone or 'none')}</td><td class='genlm-num'>{esc(parents)}</td></tr>"
+        )
+    opened = " open" if len(draws) <= 6 else ""
+    return (
+        f"<details class='genlm-draws'{opened}><summary class='genlm-note'>resampling draws "
+        f"({len(draws)} resampling{'s' if len(draws) != 1 else ''}: the copies each particle "
+        "got, those dropped, the parent of each new particle)</summary>"
+        + table(["step", "scheme", "copies", "dropped", "parents of the new particles"], rows)
+        + "</details>"
+    )
 
 
 def genealogy_svg(data: dict) -> str:
@@ -92,14 +156,26 @@ def genealogy_svg(data: dict) -> str:
             tip = (
                 f"step {labels[t]}, slot {i} ({node['state']})\nweight {fmt(node['weight'])} "
                 f"(log {fmt(node['log_weight'], 2)})\nincrement {fmt(node['increment'])}\n"
+                + ("retained particle\n" if node.get("retained") else "")
+                + (
+                    f"resampled: {node['children']} cop{'y' if node['children'] == 1 else 'ies'}\n"
+                    if node.get("children") is not None
+                    else ""
+                )
                 + (f"token {node['token']}\n" if node.get("token") is not None else "")
                 + (f"killed by {node['killed_by']}\n" if node.get("killed_by") else "")
                 + (f"{node['awrs']}\n" if node.get("awrs") else "")
                 + f"{node['text']}"
             )
+            r = 1.5 + 4 * math.sqrt(max(0.0, w))
+            if node.get("retained"):  # a ring around the retained particle's dot
+                out.append(
+                    f"<circle cx='{left + t * dx}' cy='{top + i * dy}' r='{r + 2.5:.2f}' "
+                    f"class='genlm-retained-ring' data-step='{t}' data-index='{i}'/>"
+                )
             out.append(
                 f"<circle cx='{left + t * dx}' cy='{top + i * dy}' "
-                f"r='{1.5 + 4 * math.sqrt(max(0.0, w)):.2f}' class='genlm-node "
+                f"r='{r:.2f}' class='genlm-node "
                 f"genlm-{esc(node['state'])}' data-step='{t}' data-index='{i}'>"
                 f"<title>{esc(tip)}</title></circle>"
             )
@@ -149,8 +225,10 @@ def particles_html(data: dict) -> str:
     ess, log_ml = data["ess"], data["log_ml"]
     head_ess = data.get("final_ess", ess[-1] if ess else None)
     head_ml = data.get("final_log_ml", log_ml[-1] if log_ml else None)
+    retained = data.get("retained")
     head = (
-        f"SMC {data['status']}: step {data['step']}, "
+        f"{'conditional SMC' if retained is not None else 'SMC'} {data['status']}: "
+        f"step {data['step']}, "
         f"{count_text(data)}, ESS {fmt(head_ess, 2)}, "
         f"log_ml {fmt(head_ml)}"
     )
@@ -161,14 +239,22 @@ def particles_html(data: dict) -> str:
         if resampled
         else "no resampling yet"
     )
+    retained_line = (
+        f"<div class='genlm-note genlm-retained-note'>◆ slot {retained}: {esc(RETAINED_NOTE)}."
+        "</div>"
+        if retained is not None
+        else ""
+    )
+    temps = data.get("factor_temperatures") or {}
     names = data.get("factor_names") or []
     rows = [
         f"<tr class='genlm-{esc(p['state'])}' data-index='{p['index']}'>"
         f"<td class='genlm-num'>{p['index']}</td>"
-        f"<td>{badge(p['state']) if p['state'] != 'active' else ''}{_killed_html(p)}</td>"
+        f"<td>{_retained_html(p)}{badge(p['state']) if p['state'] != 'active' else ''}"
+        f"{_killed_html(p)}</td>"
         f"<td>{bar(p['weight'])}<span class='genlm-num genlm-weight'>{esc(fmt(p['weight']))}"
         f"</span></td><td class='genlm-num'>{esc(fmt(p['log_weight'], 2))}</td>"
-        + _factor_cells(p, names, data.get("awrs_column", False))
+        + _factor_cells(p, names, data.get("awrs_column", False), temps)
         + text_cell(p["text"])
         + "</tr>"
         for p in ps
@@ -185,6 +271,8 @@ def particles_html(data: dict) -> str:
     body = (
         f"<div class='genlm-title genlm-status'>{esc(head)}</div>{charts}"
         f"<div class='genlm-note genlm-resampled'>{esc(note)}</div>"
+        + draws_html(data)
+        + retained_line
         + alarms_html(data.get("alarms"))
         + (
             f"<div class='genlm-note genlm-held'>{esc(data['held_note'])}</div>"
@@ -198,7 +286,7 @@ def particles_html(data: dict) -> str:
                 "state",
                 "weight",
                 "log w",
-                *_factor_headers(names, data.get("awrs_column", False)),
+                *_factor_headers(names, data.get("awrs_column", False), temps),
                 "text",
             ],
             rows,
@@ -222,11 +310,19 @@ def _killed_html(p: dict) -> str:
     return f"<span class='genlm-killed'> step {k['step']}, by {esc(k['by'])}{why}</span>"
 
 
-def _factor_headers(names: list[str], awrs: bool) -> list[str]:
+def _retained_html(p: dict) -> str:
+    if not p.get("retained"):
+        return ""
+    return (
+        f"<span class='genlm-badge genlm-retained' title='{esc(RETAINED_NOTE)}'>◆ retained</span>"
+    )
+
+
+def _factor_headers(names: list[str], awrs: bool, temperatures: dict | None = None) -> list[str]:
     if not names:
         return []
     return [
-        *(f"log w {n}" for n in names),
+        *(factor_header(n, temperatures) for n in names),
         "critic",
         "rest",
         "last token",
@@ -234,7 +330,7 @@ def _factor_headers(names: list[str], awrs: bool) -> list[str]:
     ]
 
 
-def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
+def _factor_cells(p: dict, names: list[str], awrs: bool, temperatures: dict | None = None) -> str:
     """Cells of a control.SMC row: summed log-weight per factor, critic, last draw, AWRS."""
     if not names:
         return ""
@@ -243,6 +339,8 @@ def _factor_cells(p: dict, names: list[str], awrs: bool) -> str:
     cells = []
     for n in names:
         title = f"this step: {fmt(step.get(n), 3)}" if n in step else "no step"
+        if (temperatures or {}).get(n) is not None:
+            title += f"; {_temperature_tip(temperatures[n])}"
         cells.append(
             f"<td class='genlm-num genlm-factor' data-factor='{esc(n)}' title='{esc(title)}'>"
             f"{esc(fmt(p.get('factors', {}).get(n), 2))}</td>"

@@ -16,13 +16,17 @@ from genlm_lab.widgets.particle_data import (
     final_status,
     particle_data,
     record_data,
+    resampling_draw,
 )
 from genlm_lab.widgets.particle_html import (
     REST_NOTE,
+    RETAINED_NOTE,
     TEXT_SHOWN,
     awrs_tip,
     count_text,
+    draws_html,
     ess_axis,
+    factor_header,
     genealogy_svg,
     particles_html,
     record_html,
@@ -33,12 +37,15 @@ from genlm_lab.widgets.smc_data import as_record, normalize_entry, step_entries,
 
 __all__ = [
     "REST_NOTE",
+    "RETAINED_NOTE",
     "TEXT_SHOWN",
     "ParticleView",
     "awrs_tip",
     "count_text",
     "death_reasons",
+    "draws_html",
     "ess_axis",
+    "factor_header",
     "final_status",
     "genealogy_svg",
     "particle_data",
@@ -61,7 +68,11 @@ class ParticleView(LiveView):
     (the proposal's correction, the start weight, resampling), and a killed
     particle says by what and why (e.g. "cut at max_tokens inside a string at
     $.name"). A finished run that ended on a resampling shows the particles
-    the result holds.
+    the result holds. Each resampling lists its draws (the scheme, how many
+    copies each particle got, which it dropped) as it happens; in a
+    conditional SMC run (`csmc_standard`, `ParticleGibbs`) the retained
+    particle is marked in its row and in the genealogy; a tempered factor's
+    column names its temperature.
     Updates are throttled (at most one push per `throttle_s` seconds), the
     final state is always sent. A view may follow several runs in turn (each
     new run starts afresh), but not two at once.
@@ -75,6 +86,8 @@ class ParticleView(LiveView):
         self._tally = FactorTally()
         self._reasons: dict[tuple[int, int], str] = {}
         self._alarms: list = []
+        self._draws: list[dict] = []
+        self._retained: int | None = None
         self._points: list[tuple] = []
         self._entries: list[dict] = []
         self._run_id: str | None = None
@@ -105,11 +118,15 @@ class ParticleView(LiveView):
                 is going on; the view is then left as it was.
         """
         point = summary_point(entry)  # checked before the view changes: a bad entry leaves it
+        try:
+            draw = resampling_draw(entry)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"step entry {entry.get('step')!r}: bad ancestors ({err})") from None
         run_id = entry.get("run_id")
         if self._done or self._run_id is None:
             self._raw, self._points, self._entries, self._done = [], [], [], False
             self._tally = FactorTally()
-            self._reasons, self._alarms = {}, []
+            self._reasons, self._alarms, self._draws, self._retained = {}, [], [], None
             self._run_id = run_id
         elif run_id != self._run_id:
             raise ValueError(
@@ -119,6 +136,10 @@ class ParticleView(LiveView):
         self._tally.add(entry)  # O(particles x factors): weights split by factor
         self._reasons.update(death_reasons([entry]))
         self._alarms.extend(entry.get("alarms") or [])
+        if draw is not None:
+            self._draws.append(draw)
+        if entry.get("retained") is not None:
+            self._retained = int(entry["retained"])
         self._raw.append(entry)
         self._points.append(point)
         self.push(self._build_live)
@@ -152,6 +173,9 @@ class ParticleView(LiveView):
             factors=self._tally.view(),
             reasons=self._reasons,
             alarms=self._alarms,
+            resampling_method=next((d["method"] for d in reversed(self._draws)), None),
+            resamplings=list(self._draws),
+            retained=self._retained,
         )
 
     @staticmethod

@@ -1,13 +1,23 @@
-"""widgets/particle_data.py directly: rows, held particles after a last resampling, deaths' reasons."""
+"""widgets/particle_data.py directly: rows, held particles after a last resampling, deaths' reasons,
+each resampling's draws and the retained particle of a conditional SMC run."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
 from genlm_lab.smc import SMCRecord
-from genlm_lab.widgets.particle_data import death_reasons, final_status, particle_data
+from genlm_lab.widgets.particle_data import (
+    death_reasons,
+    final_status,
+    particle_data,
+    record_data,
+    resampling_draw,
+    resampling_draws,
+    retained_slot,
+)
 from genlm_lab.widgets.smc_data import normalize_entry
 
 
@@ -57,3 +67,57 @@ def test_death_reasons_and_final_status():
     assert death_reasons(steps) == {(3, 1): "cut at max_tokens"}
     assert final_status(SMCRecord(n_particles=1)) == "unfinished"
     assert final_status(SMCRecord(n_particles=1, final={"status": "all_dead"})) == "all_dead"
+
+
+# -- resampling draws and the retained particle (conditional SMC) ------------------------
+
+
+def test_each_resampling_lists_the_copies_its_particles_got():
+    first = {**_raw(1, [0.0, -1.0, -2.0, 0.5], ancestors=[3, 0, 3, 3])}
+    first["resampling_method"] = "residual"  # the entry's own scheme wins over the run's
+    steps = [first, _raw(2, [0.0] * 4), _raw(3, [0.0, 1.0, 2.0, 3.0], ancestors=[1, 1, 2, 0])]
+    draws = resampling_draws(steps, "stratified")
+    assert [(d["step"], d["method"]) for d in draws] == [(1, "residual"), (3, "stratified")]
+    for d, step in zip(draws, (steps[0], steps[2]), strict=True):
+        counted = Counter(step["ancestors"])  # counted apart: copies of particle i
+        assert d["offspring"] == [counted[i] for i in range(4)]
+        assert d["ancestors"] == step["ancestors"]
+    assert resampling_draw(steps[1]) is None
+    normalised = [normalize_entry(s) for s in steps]
+    assert particle_data(normalised, resampling_method="stratified")["resamplings"][1] == draws[1]
+
+
+def test_the_retained_slot_is_marked_in_its_row_and_every_genealogy_column():
+    steps = [
+        normalize_entry(_raw(1, [0.0, -1.0, -9.0], ancestors=[0, 0, 1])),
+        normalize_entry(_raw(2, [0.0, 0.0, -1.0], ancestors=[0, 0, 0])),
+    ]
+    data = particle_data(steps, done=True, retained=0)
+    # the last step resampled: rows 1 and 2 are copies of the retained path, yet free slots
+    assert [p["copy_of"] for p in data["particles"]] == [0, 0, 0]
+    assert [p["retained"] for p in data["particles"]] == [True, False, False]
+    marks = [[bool(node.get("retained")) for node in col] for col in data["genealogy"]]
+    assert marks == [[True, False, False]] * 2
+    assert [node.get("children") for node in data["genealogy"][0]] == [2, 1, 0]
+    assert [node.get("children") for node in data["genealogy"][1]] == [3, 0, 0]
+    plain = particle_data(steps, done=True)
+    assert plain["retained"] is None and "retained" not in plain["particles"][0]
+    assert not any(node.get("retained") for col in plain["genealogy"] for node in col)
+
+
+async def test_a_conditional_run_names_its_retained_slot_and_scheme_from_the_record():
+    from _toys import RegexConstraint, toy_llm
+
+    from genlm_lab.control import EOS, SMC, direct_token_sampler
+
+    llm = toy_llm(vocab=[b"a", b"b", b"c", b"<eos>"])
+    target = llm * RegexConstraint(llm.vocab, rb"(ab|b|c)*")
+    b, c = llm.vocab[1], llm.vocab[2]
+    seqs = await SMC(direct_token_sampler(target))(4, 1.0, 4, retained_sequence=[c, b, EOS], seed=2)
+    data = record_data(seqs.record)
+    assert data["retained"] == 0 == retained_slot({}, seqs.record.steps)
+    resampled = [s for s in seqs.record.steps if s["resampled"]]
+    assert [d["step"] for d in data["resamplings"]] == [s["step"] for s in resampled]
+    assert {d["method"] for d in data["resamplings"]} == {"multinomial"}
+    assert all(d["ancestors"][0] == 0 for d in data["resamplings"])  # the retained survives
+    assert resampled and all(sum(d["offspring"]) == 4 for d in data["resamplings"])

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from genlm_lab.backend import ToyLM
-from genlm_lab.control import BoolFSA, BoolPredicate, PromptedLLM
+from genlm_lab.control import BoolFSA, BoolPredicate, PromptedLLM, Tempered
 from genlm_lab.control.inference.smc import SMC
 from genlm_lab.control.sampler.awrs import AWRS
 from genlm_lab.control.sampler.token import direct_token_sampler
@@ -152,3 +152,24 @@ def test_awrs_run_with_a_killing_critic(llm):
     assert data["awrs_column"] and "<th>AWRS</th>" in particles_html(data)
     again = ParticleView.from_record(seqs.record.to_json()).view_data()
     assert [p["factors"] for p in again["particles"]] == [p["factors"] for p in data["particles"]]
+
+
+def test_a_tempered_factor_carries_its_temperature_to_its_column(llm, tmp_path):
+    fsa = BoolFSA.from_regex(r"(a|b)+").coerce(llm)
+    target = Tempered(llm, 0.25) * fsa * Tempered(fsa, 0.0)  # T 4, and T inf (support only)
+    path = tmp_path / "run.jsonl"
+    seqs = asyncio.run(SMC(direct_token_sampler(target))(4, 0.5, 4, json_path=path, seed=1))
+    names = [f.name for f in target.factors()]
+    want = {names[0]: 1 / 0.25, names[2]: math.inf}  # 1 / beta, by hand; the plain FSA has none
+    first = seqs.record.steps[0]["extras"]
+    assert all(e["temperatures"] == want for e in first)
+    assert all("temperatures" not in e for s in seqs.record.steps[1:] for e in s["extras"] if e)
+    for rec in (seqs.record, SMCRecord.load(path)):  # inf survives JSON
+        data = ParticleView.from_record(rec).view_data()
+        assert data["factor_temperatures"] == want
+    html = particles_html(data)
+    assert f"<th>log w {names[0]} (T 4)</th>" in html and f"<th>log w {names[1]}</th>" in html
+    assert f"<th>log w {names[2]} (T ∞)</th>" in html
+    assert "each log-weight is multiplied by beta = 1/T = 0.250" in html
+    plain = asyncio.run(SMC(direct_token_sampler(llm * fsa))(2, 0.5, 3, seed=0))
+    assert ParticleView.from_record(plain.record).view_data()["factor_temperatures"] == {}

@@ -459,3 +459,32 @@ def test_the_resampling_scheme_is_named_beside_the_resampling_steps_in_both_rend
     drawn = [particles_html(data), _draw_js(data)]
     assert all("resampled (systematic) at step 1" in m for m in drawn)
     assert "resampled at step 1" in particles_html(bare)
+
+
+def test_live_steps_show_the_scheme_draws_retained_slot_and_temperature_before_the_end():
+    import asyncio
+
+    from _toys import RegexConstraint, toy_llm
+
+    from genlm_lab.control import EOS, SMC, Tempered, direct_token_sampler
+
+    llm = toy_llm(vocab=[b"a", b"b", b"c", b"<eos>"])
+    target = Tempered(llm, 0.5) * RegexConstraint(llm.vocab, rb"(ab|b|c)*")
+    b, c = llm.vocab[1], llm.vocab[2]
+    smc = SMC(direct_token_sampler(target))
+    record = asyncio.run(smc(4, 1.0, 4, retained_sequence=[c, b, EOS], seed=2)).record
+    view, live = ParticleView(), []
+    for entry in record.steps:  # as the run sends them, before on_finish
+        view.on_step(entry)
+        live.append(view._build_live())
+    final = ParticleView.from_record(record).view_data()
+    resampled = [s["step"] for s in record.steps if s["resampled"]]
+    assert resampled and all(d["retained"] == 0 for d in live)
+    for t, data in zip(range(1, len(live) + 1), live, strict=True):
+        assert [d["step"] for d in data["resamplings"]] == [s for s in resampled if s <= t]
+        assert data["factor_temperatures"] == {target.factors()[0].name: 2.0}
+    assert live[-1]["resamplings"] == final["resamplings"]
+    early = live[resampled[0] - 1]
+    assert early["resampling_method"] == "multinomial" and not early["done"]
+    assert f"resampled (multinomial) at step {resampled[0]}" in particles_html(early)
+    assert "◆ retained" in particles_html(early) and "(T 2)" in particles_html(early)

@@ -68,6 +68,16 @@ def _explainer(factor: Any, depth: int = 3) -> Callable[[Any], str | None] | Non
     return None
 
 
+def _temperatures(names: list[str], factors: list[Any]) -> dict[str, float]:
+    """`{name: temperature}` of the factors that have one other than 1 (`Tempered`: 1 / beta)."""
+    out = {}
+    for name, factor in zip(names, factors, strict=True):
+        t = getattr(factor, "temperature", None)
+        if isinstance(t, int | float) and not isinstance(t, bool) and t != 1.0:
+            out[name] = float(t)
+    return out
+
+
 class SequenceModel(Model):
     """One particle: a token sequence extended by the unit sampler, with forced EOS at max_tokens.
 
@@ -107,6 +117,8 @@ class SequenceModel(Model):
         self.record_factors = record_factors and target is not None
         self.factors = target.factors() if target is not None else []
         self.names = factor_names(target) if target is not None else []
+        #: Each tempered factor's temperature (`Tempered`, a PromptedLLM's own), for the views.
+        self.temperatures = _temperatures(self.names, self.factors)
         self.context: list[Any] = []
         self.step_extras: dict | None = None
         #: Set by `csmc_standard` on the retained slot: draws then follow the sampler's
@@ -114,7 +126,7 @@ class SequenceModel(Model):
         self.is_retained = False
 
     def immutable_properties(self) -> set[str]:
-        return {"unit_sampler", "critic", "factors", "names"}
+        return {"unit_sampler", "critic", "factors", "names", "temperatures"}
 
     def __deepcopy__(self, memo: dict) -> SequenceModel:
         # Tokens and extras are never mutated: a new context list is all a copy needs.
@@ -197,6 +209,8 @@ class SequenceModel(Model):
         }
         if forced:
             extras["cut"] = True
+        if not context and self.temperatures:  # once per run: the first step of each particle
+            extras["temperatures"] = dict(self.temperatures)
         for key in ("awrs", "ensemble"):  # AWRS's trace; an ensemble's models' shares of the token
             if key in info:
                 extras[key] = info[key]
