@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from functools import lru_cache
+from typing import Any
 
 import llguidance
 
 from genlm_lab.control.constraint.budget import BudgetHooks
 from genlm_lab.control.constraint.cfg.earley import LarkChart, parse_lark
 from genlm_lab.control.constraint.cfg.finish import finish
+from genlm_lab.control.constraint.cfg.from_cfg import lark_of_cfg
 from genlm_lab.control.constraint.cfg.superset import regular_superset
 from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.constraint.llg.engine import check_grammar
@@ -21,11 +23,41 @@ __all__ = ["BoolCFG"]
 class BoolCFG(GrammarPotential, BudgetHooks):
     """A Lark grammar as a constraint over bytes: the whole string must derive from `start`.
 
-    Build one with `BoolCFG.from_lark(text)`. Terminals are strings and
+    Build one with `BoolCFG.from_lark(text)`, or `BoolCFG(cfg)` from a
+    genlm-grammar `CFG` (or a `WeightedGrammar`): its rules of nonzero weight
+    are written as Lark (`cfg.from_cfg`). Terminals are strings and
     regexes as in Lark; `%ignore` and `%import common.*` work. Masks come from
     llguidance's Earley parser over a lazy lexer, so ambiguous terminals are
     split wherever the grammar allows.
+
+    Attributes:
+        cfg: the grammar it was built from: the `CFG` given, or the Lark text.
     """
+
+    def __init__(self, grammar: Any, source: str | None = None, kind: str = "Lark grammar") -> None:
+        """From a grammar object (`BoolCFG(cfg)`); `from_lark` passes llguidance's text and the source.
+
+        Raises:
+            TypeError: for text without its source (Lark text goes to `from_lark`).
+            InvalidGrammar: if the grammar derives no text or has a terminal Lark cannot write.
+        """
+        self._cfg = None
+        if isinstance(grammar, str):
+            if source is None:
+                raise TypeError(
+                    "BoolCFG(text) is internal; for a Lark grammar use BoolCFG.from_lark"
+                )
+            super().__init__(grammar, source, kind)
+            return
+        lark = lark_of_cfg(grammar)
+        super().__init__(_compile(lark), lark, "Lark grammar")
+        self._check_derives_text()
+        self._cfg = grammar
+
+    @property
+    def cfg(self) -> Any:
+        """The grammar it was built from: the `CFG` given to `BoolCFG(cfg)`, else the Lark text."""
+        return self.source if self._cfg is None else self._cfg
 
     @classmethod
     def from_lark(cls, grammar: str) -> BoolCFG:
@@ -38,16 +70,19 @@ class BoolCFG(GrammarPotential, BudgetHooks):
         if not isinstance(grammar, str):
             raise ValueError(f"a Lark grammar must be a str, got {type(grammar).__name__}")
         out = cls(_compile(grammar), grammar, "Lark grammar")
-        endless = _never_ending(grammar)
+        out._check_derives_text()
+        return out
+
+    def _check_derives_text(self) -> None:
+        endless = _never_ending(self.source)
         if endless:
             raise InvalidGrammar(
                 "the Lark grammar derives no text: every expansion of "
                 + ", ".join(f"'{r}'" for r in endless)
                 + " needs a rule that never ends (no finite derivation)"
             )
-        if not out.allowed([]).any():
+        if not self.allowed([]).any():
             raise InvalidGrammar("the Lark grammar derives no text: no terminal can start it")
-        return out
 
     def superset_regex(self) -> str | None:
         """A regular grammar's regular superset (`cfg.superset`), for token budgets."""
