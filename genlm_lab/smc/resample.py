@@ -3,6 +3,12 @@
 All four schemes are unbiased (each index is expected `n * w_i` times);
 stratified, systematic and residual resampling have lower variance than
 multinomial resampling.
+
+`RESAMPLING_METHODS` is the registry `resample` (and so every SMC run's
+`resampling_method=`) reads: a function put there under a new name, or in
+place of a built-in one, is what runs for that name. A built-in draws from
+the run's seeded generator; a registered function gets the normalised
+probabilities and returns one ancestor index per weight, llamppl-style.
 """
 
 from __future__ import annotations
@@ -70,8 +76,28 @@ def resample(
             f"unknown resampling method {method!r}; expected one of {list(RESAMPLING_METHODS)}"
         )
     n = check_n("n", n)
+    w = _weights(log_weights)
+    fn = RESAMPLING_METHODS[method]
+    if fn is not _BUILT_IN.get(method):
+        return _registered(fn, method, w, n)
     rng = np.random.default_rng() if rng is None else rng
-    return _draw(_weights(log_weights), n, method, rng)
+    return _draw(w, n, method, rng)
+
+
+def _registered(fn: Callable, method: str, w: np.ndarray, n: int) -> np.ndarray:
+    """The indices a function registered in `RESAMPLING_METHODS` draws (one per weight)."""
+    if n != w.size:
+        raise ValueError(
+            f"the resampling function registered as {method!r} draws one index per weight "
+            f"({w.size}), but {n} were asked for"
+        )
+    out = np.asarray(fn(w), dtype=np.int64).ravel()
+    if out.size != n or (out < 0).any() or (out >= n).any():
+        raise ValueError(
+            f"the resampling function registered as {method!r} must return {n} indices in "
+            f"[0, {n}), got {out.tolist()[:10]!r}"
+        )
+    return np.sort(out)
 
 
 def _draw(w: np.ndarray, n: int, method: str, rng: np.random.Generator) -> np.ndarray:
@@ -124,6 +150,8 @@ RESAMPLING_METHODS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "residual": residual_resample,
 }
 """Method name -> llamppl-style function; the names `resample` and `smc_standard` accept."""
+
+_BUILT_IN = dict(RESAMPLING_METHODS)  # these draw from the run's generator instead
 
 
 def get_resampling_fn(name: str) -> Callable[[np.ndarray], np.ndarray]:

@@ -159,3 +159,23 @@ def test_each_scheme_is_exactly_unbiased_by_integration_over_its_uniforms(method
     for w, n in cases:
         np.testing.assert_allclose(_exact_expected_counts(w, n, method), n * w, atol=1e-9)
     assert len(cases) == 18
+
+
+def test_a_function_registered_in_the_registry_is_what_runs_for_its_name(monkeypatch):
+    seen = []
+
+    def last_heaviest(w):  # every ancestor the heaviest particle (a deliberately biased scheme)
+        seen.append(np.asarray(w).copy())
+        return np.full(len(w), int(np.argmax(w)))
+
+    monkeypatch.setitem(RESAMPLING_METHODS, "heaviest", last_heaviest)
+    log_w = np.log([0.2, 0.5, 0.3])
+    assert resample(log_w, 3, "heaviest").tolist() == [1, 1, 1]
+    np.testing.assert_allclose(seen[0], [0.2, 0.5, 0.3])
+    monkeypatch.setitem(RESAMPLING_METHODS, "multinomial", last_heaviest)
+    assert resample(log_w, 3, "multinomial").tolist() == [1, 1, 1] and len(seen) == 2
+    with pytest.raises(ValueError, match="one index per weight"):
+        resample(log_w, 5, "heaviest")
+    monkeypatch.setitem(RESAMPLING_METHODS, "broken", lambda w: [7, 0, 0])
+    with pytest.raises(ValueError, match=r"3 indices in \[0, 3\)"):
+        resample(log_w, 3, "broken")
