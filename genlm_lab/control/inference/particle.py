@@ -144,8 +144,38 @@ class SequenceModel(Model):
         return self.done_stepping()
 
     async def start(self) -> None:
-        """Weigh the empty prefix: a start weight of -inf kills the particle."""
-        self.score(await self.unit_sampler.start_weight())
+        """Weigh the empty prefix; a start weight of -inf from a budget (no text can end
+        in time) starts the particle dead, as the budget's warning says.
+
+        Raises:
+            ValueError: if the target itself gives the empty sequence weight zero:
+                no sequence can be drawn from it.
+        """
+        weight = await self.unit_sampler.start_weight()
+        target = getattr(self.unit_sampler, "target", None)
+        if weight == -math.inf and (target is None or await target.prefix([]) == -math.inf):
+            raise ValueError(
+                "Start weight is -inf: the target gives the empty sequence weight zero "
+                "(its prefix([]) is -inf), so no sequence can be sampled from it"
+            )
+        self.score(weight)
+
+    def score(self, score: float) -> None:
+        """Multiply the weight by `exp(score)`; NaN (e.g. a dead factor's -inf - -inf) kills.
+
+        As in genlm-control, a NaN log-weight folds to -inf rather than reaching the
+        resampler; +inf is still refused (`Model.score`).
+        """
+        score = float(score)
+        super().score(-math.inf if math.isnan(score) else score)
+
+    def twist(self, amt: float) -> None:
+        """`Model.twist`, except that a NaN twist kills the particle (as a NaN score does)."""
+        amt = float(amt)
+        if math.isnan(amt):
+            self.score(amt)
+            return
+        super().twist(amt)
 
     async def _factor_weights(
         self, context: list[Any], token: Any, forced: bool

@@ -138,3 +138,35 @@ def test_a_token_the_budget_refuses_names_the_factor_and_the_budget():
     assert row.factor == "RegexConstraint" and row.step == 3
     assert row.reason == "RegexConstraint could not end within max_tokens=4 after 'a' (3 tokens)"
     assert seqs.record.steps[-1]["extras"][0]["killed_budget"] == 4
+
+
+def test_a_target_that_weighs_the_empty_text_zero_refuses_to_start_by_name():
+    import pytest
+
+    from genlm_lab.control import DirectTokenSampler, Potential
+    from genlm_lab.control.inference.particle import SequenceModel
+
+    class NoEmptyStart(Potential):
+        async def prefix(self, context):
+            return 0.0 if context else -math.inf
+
+        async def complete(self, context):
+            return 0.0
+
+    model = SequenceModel(DirectTokenSampler(NoEmptyStart([b"a"])))
+    with pytest.raises(ValueError, match="Start weight is -inf"):
+        run(model.start())
+
+
+def test_a_nan_weight_or_twist_kills_the_particle_instead_of_reaching_the_resampler():
+    from genlm_lab.control.inference.particle import SequenceModel
+
+    model = SequenceModel(unit_sampler=None)
+    model.score(-2.0)
+    assert model.weight == -2.0
+    model.twist(math.nan)
+    model.untwist()
+    assert model.weight == -math.inf and model.twist_amount == 0
+    fresh = SequenceModel(unit_sampler=None)
+    fresh.score(math.inf - math.inf)  # a dead factor's logw_next minus its prefix
+    assert fresh.weight == -math.inf
