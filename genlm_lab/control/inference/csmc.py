@@ -41,6 +41,25 @@ def forcible(sampler: Any) -> bool:
     return method is not None and "draw" in inspect.signature(method).parameters
 
 
+class _WeightZero(Exception):
+    """A forced token that the sampler offers with probability zero (no weight to give it)."""
+
+    def __init__(self, token: Any) -> None:
+        super().__init__(f"the sampler gives {token!r} weight zero")
+        self.token = token
+
+
+def _forcing(token: Any) -> Draw:
+    """A `draw=` that picks `token` among those offered, or says it has weight zero."""
+
+    def draw(chart: Any) -> Any:
+        if token not in chart:
+            raise _WeightZero(token)
+        return token
+
+    return draw
+
+
 class RetainedTokenSampler:
     """A token sampler that forces the retained particle along a fixed path (genlm-control's name).
 
@@ -90,8 +109,7 @@ class RetainedTokenSampler:
         """The `draw=` that picks the retained path's token after `context` (None past its end)."""
         if len(context) >= len(self.retained_sequence):
             return None
-        token = self.retained_sequence[len(context)]
-        return lambda _chart: token
+        return _forcing(self.retained_sequence[len(context)])
 
     async def start_weight(self) -> float:
         return float(await self.base.start_weight())
@@ -100,16 +118,25 @@ class RetainedTokenSampler:
         return float(await self.base.logw_eos(context))
 
     async def sample(self, context: Sequence[Any], draw: Draw | None = None) -> tuple:
-        """The base sampler's `(token, logw, logp)`, its token chosen by `draw` if given."""
+        """The base sampler's `(token, logw, logp)`, its token chosen by `draw` if given.
+
+        A forced token the base gives weight zero comes back with log-weight -inf.
+        """
         if draw is None:
             return await self.base.sample(context)
-        return await self.base.sample(context, draw=draw)
+        try:
+            return await self.base.sample(context, draw=draw)
+        except _WeightZero as zero:
+            return zero.token, -math.inf, -math.inf
 
     async def sample_with_info(self, context: Sequence[Any], draw: Draw | None = None) -> tuple:
         """The base sampler's `(token, logw, logp, info)`, its token chosen by `draw` if given."""
         if draw is None:
             return await self.base.sample_with_info(context)
-        return await self.base.sample_with_info(context, draw=draw)
+        try:
+            return await self.base.sample_with_info(context, draw=draw)
+        except _WeightZero as zero:
+            return zero.token, -math.inf, -math.inf, {}
 
     async def forward(self) -> Any:
         """One step for a host particle `self.parent` (genlm-control's submodel protocol).
@@ -122,8 +149,7 @@ class RetainedTokenSampler:
         if getattr(parent, "is_retained", False) and self.retained_idx < len(
             self.retained_sequence
         ):
-            token = self.retained_sequence[self.retained_idx]
-            draw = lambda _chart: token  # noqa: E731
+            draw = _forcing(self.retained_sequence[self.retained_idx])
             self.retained_idx += 1
         token, logw, logp = await self.sample(list(parent.token_ctx), draw=draw)
         parent.score(logw)

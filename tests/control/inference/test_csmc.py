@@ -274,3 +274,29 @@ def test_a_chain_starts_from_plain_smc_and_reports_its_moves():
     assert abs(sum(chain.posterior(burn_in=5).values()) - 1) < 1e-12
     assert chain.last.record.steps[-1]["retained"] == 0
     assert chain.paths == run(pg(3, 0.5, MAX_TOKENS, 20, seed=1)).paths  # seeded
+
+
+def test_a_forced_token_is_weighed_as_a_free_draw_of_it_and_zero_stays_zero():
+    llm, target, _ = _toy(False, False)
+    a, b = llm.vocab[:2]
+
+    def sampler(seed=None):  # proposing from the LM: a weight that depends on the token
+        return direct_token_sampler(target, seed=seed, proposal=llm)
+
+    async def go():
+        free = {}
+        for seed in range(20):  # free draws after "c": each token's weight, by the base alone
+            token, logw, _ = await sampler(seed).sample([llm.vocab[2]])
+            free[token] = logw
+        c = llm.vocab[2]
+        wrapper = RetainedTokenSampler(sampler(), [c, b, a])
+        forced = await wrapper.sample_with_info([c], draw=wrapper.retained_draw([c]))
+        wrong = RetainedTokenSampler(sampler(), [a, a])  # after "a" only "b" can match
+        dead = await wrong.sample_with_info([a], draw=wrong.retained_draw([a]))
+        return free, forced, dead, wrapper.retained_draw([a, b, a])
+
+    free, forced, dead, past = run(go())
+    assert len(free) >= 2 and len(set(free.values())) >= 2  # the weights differ by token
+    assert forced[0] == b and forced[1] == pytest.approx(free[b])
+    assert dead[0] == a and dead[1] == -math.inf
+    assert past is None  # past the path's end the draws are free
