@@ -25,7 +25,7 @@ from genlm_lab.control.core.tokens import join_bytes, token_label
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.inference.budgets import Budget
 from genlm_lab.control.inference.profiling import time_factors
-from genlm_lab.control.potential.base import Potential, factor_names
+from genlm_lab.control.potential.base import Potential, factor_names, factor_temperatures
 from genlm_lab.smc import Model
 
 __all__ = ["SequenceModel", "UnitSampler"]
@@ -68,16 +68,6 @@ def _explainer(factor: Any, depth: int = 3) -> Callable[[Any], str | None] | Non
     return None
 
 
-def _temperatures(names: list[str], factors: list[Any]) -> dict[str, float]:
-    """`{name: temperature}` of the factors that have one other than 1 (`Tempered`: 1 / beta)."""
-    out = {}
-    for name, factor in zip(names, factors, strict=True):
-        t = getattr(factor, "temperature", None)
-        if isinstance(t, int | float) and not isinstance(t, bool) and t != 1.0:
-            out[name] = float(t)
-    return out
-
-
 class SequenceModel(Model):
     """One particle: a token sequence extended by the unit sampler, with forced EOS at max_tokens.
 
@@ -117,8 +107,7 @@ class SequenceModel(Model):
         self.record_factors = record_factors and target is not None
         self.factors = target.factors() if target is not None else []
         self.names = factor_names(target) if target is not None else []
-        #: Each tempered factor's temperature (`Tempered`, a PromptedLLM's own), for the views.
-        self.temperatures = _temperatures(self.names, self.factors)
+        self.temperatures = factor_temperatures(target) if target is not None else {}  # views
         self.context: list[Any] = []
         self.step_extras: dict | None = None
         #: Set by `csmc_standard` on the retained slot: draws then follow the sampler's

@@ -26,7 +26,7 @@ from genlm_lab.control.core.token_types import TokenType, infer_vocabulary_type
 from genlm_lab.control.core.weights import LazyWeights, WeightsBatch
 from genlm_lab.control.potential.checks import PotentialChecks
 
-__all__ = ["Potential", "factor_names"]
+__all__ = ["Potential", "factor_names", "factor_temperatures"]
 
 
 def _nonempty(contexts: Sequence[Any], method: str) -> None:
@@ -358,4 +358,14 @@ def factor_names(potential: Potential) -> list[str]:
         name = factor.name
         seen[name] = seen.get(name, 0) + 1
         out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def factor_temperatures(potential: Potential) -> dict[str, float]:
+    """`{factor name: temperature}` of the factors tempered away from 1 (`Tempered`: 1 / beta)."""
+    out = {}
+    for name, factor in zip(factor_names(potential), potential.factors(), strict=True):
+        t = getattr(factor, "temperature", None)  # Tempered's, or a PromptedLLM's own
+        if isinstance(t, int | float) and not isinstance(t, bool) and t != 1.0:
+            out[name] = float(t)
     return out
