@@ -70,17 +70,18 @@ class AWRS(TokenSampler):
         potential: the weights the target multiplies by the condition (e.g. a
             `PromptedLLM`), and the draws' too unless `proposal` is given; its
             `logw_next` is computed whole.
-        condition: a boolean potential (log-weights 0 or -inf) over the same
-            vocabulary, asked one token at a time: `score(context + [y])`, that
-            is `prefix(context + [y])`, and `complete(context)` for EOS.
+        condition: a boolean potential (log-weights 0 or -inf), asked one token
+            at a time: `score(context + [y])`, that is `prefix(context + [y])`,
+            and `complete(context)` for EOS. Where its vocabulary differs from
+            the potential's, the target is over the tokens both have (as `*`
+            makes it) and the others are never drawn.
         seed: see `TokenSampler`.
         max_accepts: accepted draws to wait for (>= 2 for proper weights);
             more lowers the weight's variance and costs more draws.
         max_rejects: stop with weight -inf after this many rejected draws
             (biased; infinite by default).
-        prune_logws: kept for genlm-control compatibility. The potential and
-            the condition share one vocabulary here (`*` checks it), so there
-            is nothing outside the target's vocabulary to prune.
+        prune_logws: kept for genlm-control compatibility: tokens outside the
+            target's vocabulary are always left out of the draws.
         proper_weights: False draws without replacement until the first
             accepted token and returns weight 0 (-inf if none): an exact draw
             from the normalised target but *not* properly weighted
@@ -96,8 +97,8 @@ class AWRS(TokenSampler):
             steers the draws, as in genlm-control.
 
     Raises:
-        ValueError: for vocabularies that differ, max_accepts < 2 with proper
-            weights, or max_rejects < 1.
+        ValueError: for vocabularies with no token in common, max_accepts < 2
+            with proper weights, or max_rejects < 1.
         TypeError: if `proposal` is given and is not a Potential.
     """
 
@@ -126,12 +127,7 @@ class AWRS(TokenSampler):
             )
         if not max_rejects >= 1:
             raise ValueError(f"max_rejects must be >= 1 (or math.inf), got {max_rejects!r}")
-        if potential.vocab is not condition.vocab and potential.vocab != condition.vocab:
-            raise ValueError(
-                f"AWRS: the potential ({len(potential.vocab)} tokens) and the condition "
-                f"({len(condition.vocab)} tokens) must have the same vocabulary; coerce the "
-                "condition onto the potential first, e.g. `regex.coerce(llm, f=b''.join)`"
-            )
+        same_vocab = potential.vocab is condition.vocab or potential.vocab == condition.vocab
         if proposal is not None:
             _check_proposal(potential, proposal)
         self._rows = FactorRows(potential, autobatch)
@@ -139,6 +135,13 @@ class AWRS(TokenSampler):
         self.proposal = proposal.to_autobatched() if autobatch and proposal else proposal
         self.condition = condition
         super().__init__(self.potential * self.condition, seed)
+        #: Where vocabularies differ, the target holds the tokens both have (a product's
+        #: rule): the potential's rows are read at these indices, the others weigh zero.
+        self._narrow = (
+            None
+            if same_vocab
+            else np.array([self.potential.lookup[t] for t in self.target.vocab_eos])
+        )
         self._checks = condition.factors()
         self._labels: dict[int, str] = {}
         self.max_accepts = int(max_accepts)
@@ -276,14 +279,25 @@ class AWRS(TokenSampler):
     async def _weights(self, context: list[Any]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """The potential's rows and their sum, and the row draws come from (the proposal's, if any)."""
         if self.proposal is None:
-            rows, logws = await self._rows(context)
+            rows, logws = self._on_target(*await self._rows(context))
             return rows, logws, logws
         (rows, logws), proposed = await asyncio.gather(
             self._rows(context), self.proposal.logw_next(context)
         )
+        rows, logws = self._on_target(rows, logws)
         drawn_from = np.asarray(proposed.weights, dtype=float)
         check_log_weights(drawn_from, f"{self.proposal.name}.logw_next")
+        if self._narrow is not None:
+            drawn_from = drawn_from[self._narrow]
         return rows, logws, drawn_from
+
+    def _on_target(
+        self, rows: list[np.ndarray], logws: np.ndarray
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """The potential's rows over the target's tokens (the same arrays if vocabularies agree)."""
+        if self._narrow is None:
+            return rows, logws
+        return [r[self._narrow] for r in rows], logws[self._narrow]
 
     async def _factor_values(
         self, context: list[Any], token: Any, rows: list[np.ndarray], allowed: bool

@@ -153,7 +153,21 @@ def test_awrs_settings_are_checked():
     with pytest.raises(ValueError, match="max_rejects"):
         AWRS(llm, condition, max_rejects=0)
     with pytest.raises(ValueError, match="vocabular"):
-        AWRS(llm, RegexConstraint([b"a"], rb"a*"))
+        AWRS(llm, RegexConstraint([b"zz"], rb"a*"))  # no token in common
+
+
+def test_a_condition_over_fewer_tokens_targets_the_tokens_both_have():
+    llm = toy_llm()
+    fewer = [t for t in llm.vocab if t != llm.vocab[0]]  # the condition never saw "a"
+    condition = RegexConstraint(fewer, rb"(ab|b)*c?")
+    context = [llm.vocab[1]]
+    exact = run(_exact_next(llm, condition, context))
+    exact[llm.vocab[0]] = 0.0  # outside the condition's vocabulary: not in the target
+    sampler = AWRS(llm, condition, seed=0, autobatch=False)
+    assert sampler.target.vocab == fewer
+    draws = run(_draws(sampler, context, 2000))
+    _check_properly_weighted(draws, exact)
+    assert all(d[0] != llm.vocab[0] for d in draws)
 
 
 def test_awrs_reports_each_factors_weight_of_the_token():
