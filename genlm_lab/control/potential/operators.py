@@ -214,6 +214,8 @@ class AutoBatched(Potential):
     Calls that arrive in the same turns of the event loop (e.g. one per SMC
     particle) go out as one batch, so a potential with a fast batched path
     (a single model forward, one parallel mask call) is used at its best.
+    When a batch of several calls fails, each is retried alone, so only the
+    bad contexts fail; a batch of one fails with the batch method's error.
     """
 
     def __init__(self, potential: Potential) -> None:
@@ -252,7 +254,11 @@ class AutoBatched(Potential):
             results = await getattr(self.potential, f"batch_{method}")(contexts)
             if method == "logw_next":
                 results = split_rows(results)
-        except Exception:
+        except Exception as error:
+            if len(batch) == 1:  # the batch's error is its one context's
+                if not batch[0][1].done():
+                    batch[0][1].set_exception(error)
+                return
             # One bad context must not fail the others: retry each on its own.
             for context, future in batch:
                 if future.done():

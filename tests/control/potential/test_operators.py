@@ -134,6 +134,22 @@ def test_autobatched_sends_concurrent_calls_together_and_isolates_errors():
     assert inner.batches[0] == 6  # all six went out as one batch first
 
 
+def test_a_failing_batch_of_one_call_raises_the_batch_methods_error_without_a_retry():
+    class BatchFails(Counting):
+        async def batch_complete(self, contexts):
+            raise ValueError("the batched path failed")
+
+    inner = BatchFails()
+    batched = inner.to_autobatched()
+    with pytest.raises(ValueError, match="the batched path failed"):
+        run(batched.complete([b"a"]))
+    async def two():
+        return await asyncio.gather(batched.complete([b"a"]), batched.complete([b"a", b"a"]))
+
+    both = run(two())
+    assert both == [-1.0, -2.0]  # a batch of two retries each call on its own
+
+
 def test_score_dispatches_on_eos():
     p = llm()
     ctx = [p.vocab[0]]
