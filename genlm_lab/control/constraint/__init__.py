@@ -2,7 +2,8 @@
 
 By family, a folder each: `fsa/` (regexes and automata: `BoolFSA`, `WFSA`),
 `cfg/` (Lark grammars: `BoolCFG`), `json/` (`JsonSchema` and its pieces),
-`python_regex/` (`PythonRegex`), and `predicate` (`BoolPredicate`). Below
+`python_regex/` (`PythonRegex`), `python_syntax/` (`PythonParser`: Python
+source, exact for CPython 3.11) and `predicate` (`BoolPredicate`). Below
 them: `budget/` says how many tokens a constraint still needs to end (what
 token budgets refuse on), asking each family through the hooks its class
 implements (`BudgetHooks`); `llg/` is the adapter to llguidance that compiles
@@ -19,6 +20,7 @@ from genlm_lab.control.constraint.json import JsonSchema
 from genlm_lab.control.constraint.llg import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.predicate import BoolPredicate
 from genlm_lab.control.constraint.python_regex import PythonRegex
+from genlm_lab.control.constraint.python_syntax import PythonParser
 from genlm_lab.control.constraint.regular.automata import Automaton, regex_automaton
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "GrammarPotential",
     "InvalidGrammar",
     "JsonSchema",
+    "PythonParser",
     "PythonRegex",
     "TokenConstraint",
     "WithinBudget",
