@@ -2,7 +2,7 @@
 
 A `Potential` weighs token sequences; language models (`PromptedLLM`,
 `ByteLLM`), regexes (`BoolFSA`), Python `regex` patterns (`PythonRegex`),
-grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python checks
+Python syntax (`PythonParser`), grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python checks
 (`BoolPredicate`) are all potentials, and
 `*`, `coerce` and `**` (`Tempered`) combine them (`Ensemble`: two by a weighted mean;
 `ByteEnsemble`: two models of any tokenizers, byte by byte).
@@ -24,6 +24,7 @@ from genlm_lab.control.constraint.json.schema import JsonSchema
 from genlm_lab.control.constraint.llg.grammar import GrammarPotential, TokenConstraint
 from genlm_lab.control.constraint.predicate import BoolPredicate
 from genlm_lab.control.constraint.python_regex import PythonRegex
+from genlm_lab.control.constraint.python_syntax import PythonParser
 from genlm_lab.control.core.constant import EOS, EOT, EndOfSequence
 from genlm_lab.control.core.util import flatten_units
 from genlm_lab.control.core.weights import LazyWeights
@@ -132,6 +133,7 @@ __all__ = [
     "PriorityMap",
     "Product",
     "PromptedLLM",
+    "PythonParser",
     "PythonRegex",
     "RetainedTokenSampler",
     "SequenceModel",

@@ -54,6 +54,7 @@ PUBLIC = [
     "PriorityMap",
     "Product",
     "PromptedLLM",
+    "PythonParser",
     "PythonRegex",
     "RetainedTokenSampler",
     "SMC",
