@@ -126,9 +126,17 @@ class ByteLLM(Potential):
         return self.make_lazy_weights(weights)
 
     async def cleanup(self) -> None:
+        """Release the beams and their caches (`async with ByteLLM(...)` does it on exit)."""
         if self._start is not None:
             await self._start.cleanup()
         self._beams.clear()
+        self._start = None
+
+    async def __aenter__(self) -> ByteLLM:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.cleanup()
 
     def __repr__(self) -> str:
         return f"ByteLLM({type(self.llm).__name__}, K={self.beam_params.K}, prompt={self.prompt_bytes!r:.40})"

@@ -75,3 +75,15 @@ def test_from_name_loads_the_model_and_refuses_unknown_keywords():
     assert type(p.llm).__name__ == "AsyncTransformer"
     with pytest.raises(TypeError, match="bogus"):
         ByteLLM.from_name("tiny-random", backend="mock", bogus=1)
+
+
+def test_async_with_cleans_up_on_exit_even_after_an_error():
+    async def main():
+        with pytest.raises(RuntimeError, match="inside"):
+            async with ByteLLM(toy(), BeamParams(K=4, eos_byte_strings=[b"$"])) as byte_llm:
+                first = await byte_llm.prefix(list(b"ab"))
+                raise RuntimeError("inside the block")
+        assert not byte_llm._beams and byte_llm._start is None
+        assert await byte_llm.prefix(list(b"ab")) == pytest.approx(first)  # usable again
+
+    run(main())
