@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import warnings
 from collections.abc import Sequence
@@ -19,6 +20,13 @@ from genlm_lab.tokenization.control_tokens import control_token_ids
 from genlm_lab.util import logsumexp
 
 __all__ = ["PromptedLLM", "TokenMappings"]
+
+
+def _in_task() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running event loop
+        return False
 
 
 def _eos_ids(llm: Any, eos: Sequence[Any] | None) -> list[int]:
@@ -133,7 +141,37 @@ class PromptedLLM(Potential):
         )
         super().__init__([llm.byte_vocab[i] for i in self._vocab_ids])
         self._eos_ids_array = np.array(self._eos_token_ids, dtype=np.int64)
+        self._prompt_var: contextvars.ContextVar = contextvars.ContextVar("prompt_ids")
         self.prompt_ids = encode_prompt(llm, prompt if prompt is not None else (prompt_ids or []))
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        """The prompt's token ids: what this asyncio task (or one it started from) last set,
+        else what was last set anywhere.
+
+        Concurrent tasks may each set their own prompt on one `PromptedLLM` and read
+        it back (genlm-control's rule); a task that set none, and code outside any
+        task, read the latest one.
+        """
+        own = self._prompt_var.get(None)
+        return self._prompt_ids if own is None else own
+
+    @prompt_ids.setter
+    def prompt_ids(self, ids: Sequence[int]) -> None:
+        ids = list(ids)
+        self._prompt_ids = ids
+        if _in_task():
+            self._prompt_var.set(ids)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_prompt_ids"] = self.prompt_ids
+        del state["_prompt_var"]  # a ContextVar does not pickle; a copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._prompt_var = contextvars.ContextVar("prompt_ids")
 
     @classmethod
     def from_name(

@@ -162,3 +162,28 @@ def test_encode_decode_and_tokenize_round_trip():
         p.set_prompt_from_str(3)
     with pytest.warns(UserWarning, match="whitespace"):
         p.set_prompt_from_str("a\n")
+
+
+def test_concurrent_tasks_each_read_back_the_prompt_they_set():
+    import copy
+    import pickle
+
+    llm = PromptedLLM(toy(), prompt_ids=[0])
+    alone = PromptedLLM(toy(), prompt_ids=[1, 2])
+
+    async def use(ids):
+        llm.prompt_ids = ids
+        await asyncio.sleep(0)  # the other tasks set theirs meanwhile
+        return list(llm.prompt_ids), await llm.prefix([llm.vocab[0]])
+
+    async def main():
+        return await asyncio.gather(*(use(ids) for ids in ([1], [1, 2], [4])))
+
+    results = run(main())
+    assert [r[0] for r in results] == [[1], [1, 2], [4]]
+    assert results[1][1] == run(alone.prefix([alone.vocab[0]]))  # scored with its own prompt
+    assert llm.prompt_ids == [4]  # outside the tasks: the last one set anywhere
+    copied = copy.copy(llm)
+    copied.prompt_ids = [2]
+    assert llm.prompt_ids == [4] and copied.prompt_ids == [2]
+    assert pickle.loads(pickle.dumps(llm)).prompt_ids == [4]
