@@ -103,8 +103,7 @@ class InferenceVisualizer:
         The page is named after the record file (`run.jsonl` -> `run.html`),
         or after the run's id for a record given as an object.
 
-        Raises:
-            As `visualize`.
+        Raises the errors `visualize` raises for the same argument.
         """
         return self._write_page(json_path, self._record(json_path))
 

@@ -138,7 +138,10 @@ class CriticBoundary(_ThresholdBoundary):
 
     Args:
         critic: anything with an async `prefix(tokens) -> float` (a `Potential`).
-        threshold, min_subunits, max_subunits, sign: as in `SurpriseBoundary`.
+        threshold: as in `SurpriseBoundary`.
+        min_subunits: as in `SurpriseBoundary`.
+        max_subunits: as in `SurpriseBoundary`.
+        sign: as in `SurpriseBoundary`.
         coalesce_grammar: also add the unit's `cumulative_logw` to the change.
 
     Raises:
