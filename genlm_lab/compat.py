@@ -129,6 +129,11 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
         f"{_C}.sampler.signal_boundaries",
     ),
     "genlm.control.sampler.resampling": f"{_S}.resample",
+    # genlm-control main's conditional SMC (sampler/csmc.py; csmc_memory.py is its older name)
+    "genlm.control.sampler.csmc": f"{_C}.inference.csmc",
+    "genlm.control.sampler.csmc_memory": f"{_C}.inference.csmc",
+    # genlm-control main's Python syntax potential
+    "genlm.control.potential.built_in.python_parser": f"{_C}.constraint.python_syntax",
     # genlm-control's KL metrics (evaluation/metrics.py)
     "genlm.control.evaluation": (f"{_C}.evaluation",),
     "genlm.control.evaluation.metrics": f"{_C}.evaluation.metrics",
