@@ -7,10 +7,12 @@ import ast
 import codeop
 import keyword
 import random
+import re
 import sysconfig
 import warnings
 from collections import deque
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 # Standard-library modules read for snippets: varied styles, every statement kind among them.
@@ -55,16 +57,37 @@ WRITTEN = (
 
 def library_snippets(count: int, longest: int = 700) -> list[str]:
     """`count` top-level statements of the modules above, each 80 to `longest` characters."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    found: list[str] = []
-    for name in MODULES:
-        source = (root / name).read_text(encoding="utf-8")
-        for node in ast.parse(source).body:
-            segment = ast.get_source_segment(source, node)
-            if segment and 80 <= len(segment) <= longest:
-                found.append(segment)
+    found = [s for s in _statements() if 80 <= len(s) <= longest]
     random.Random(0).shuffle(found)
     return found[:count]
+
+
+@cache
+def _statements() -> tuple[str, ...]:
+    """The top-level statements of all the modules, read once."""
+    return tuple(s for name in MODULES for s in module_statements(name))
+
+
+def module_statements(name: str) -> list[str]:
+    """The source text of each top-level statement of a standard-library module: what
+    `ast.get_source_segment` gives, without it splitting the module again for each node."""
+    source = (Path(sysconfig.get_paths()["stdlib"]) / name).read_text(encoding="utf-8")
+    lines = _LINE.findall(source)
+    return [_segment(lines, node) for node in ast.parse(source).body]
+
+
+# A line and its end, as the parser splits them: a form feed ends no line.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """The node's text: its lines, cut at its columns (counted in UTF-8 bytes)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset :].decode()
+    tail = lines[last].encode()[: node.end_col_offset].decode()
+    return head + "".join(lines[first + 1 : last]) + tail
 
 
 def parses(text: str) -> bool:

@@ -13,6 +13,10 @@ no longer be valid (a short `\\u` escape): codeop never looks inside one.
 
 from __future__ import annotations
 
+import ast
+import sysconfig
+from pathlib import Path
+
 import pytest
 
 from genlm_lab.control.constraint.python_syntax import Syntax
@@ -22,6 +26,7 @@ from tests.control.constraint.python_syntax._corpus import (
     codeop_verdict,
     last_strings_invalid,
     library_snippets,
+    module_statements,
     mutants,
     parses,
     unclosed_string_unclosable,
@@ -75,6 +80,17 @@ def _first_dead(syntax: Syntax, text: str) -> int | None:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if syntax.live(text[:mid]) else (lo, mid)
     return hi
+
+
+def test_snippets_are_the_statements_ast_reads():
+    root = Path(sysconfig.get_paths()["stdlib"])
+    checked = 0
+    for name in ("textwrap.py", "json/decoder.py", "tomllib/_parser.py"):
+        source = (root / name).read_text(encoding="utf-8")
+        nodes = ast.parse(source).body
+        assert module_statements(name) == [ast.get_source_segment(source, n) for n in nodes]
+        checked += len(nodes)
+    assert checked > 60
 
 
 def test_live_cases_are_live_and_their_continuations_parse(syntax):
