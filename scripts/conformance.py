@@ -31,6 +31,7 @@ Usage:
     python scripts/conformance.py --fast --check     # what `make test` runs (counted tests only)
     python scripts/conformance.py --original         # re-measure the baseline
     python scripts/conformance.py --original --suite genlm-control --only tests/potential/test_json.py
+    python scripts/conformance.py --main-features    # genlm-control main's feature tests
 """
 
 from __future__ import annotations
@@ -288,6 +289,15 @@ def cached_result(suite: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _main_features():
+    """scripts/conformance_main.py: genlm-control main's feature tests (imported on use)."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    import conformance_main
+
+    return conformance_main
+
+
 def write_report(baseline: dict) -> None:
     """CONFORMANCE.md from the latest `ours` result of every suite."""
     rules = tomllib.loads(EXCLUSIONS.read_text())
@@ -356,6 +366,7 @@ def write_report(baseline: dict) -> None:
             lines.append("")
             lines += [f"- `{e['test']}`: {e['reason']}" for e in entries]
             lines.append("")
+    lines += _main_features().report_lines()
     lines += [
         "## Passing on the original, failing on genlm_lab",
         "",
@@ -394,7 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report-only", action="store_true", help="rewrite CONFORMANCE.md from the last results"
     )
+    parser.add_argument(
+        "--main-features",
+        action="store_true",
+        help="run genlm-control main's saved feature tests (scripts/conformance_main.py)",
+    )
     args = parser.parse_args(argv)
+    if args.main_features:
+        result = _main_features().run(args.timeout)
+        print(f"genlm-control main features: {counts(result)} in {result['seconds']:.0f} s")
+        if not args.no_report:
+            write_report(load_baseline())
+            print(f"wrote {REPORT.relative_to(ROOT)}")
+        return 0
     if args.report_only:
         write_report(load_baseline())
         print(f"wrote {REPORT.relative_to(ROOT)}")

@@ -144,3 +144,28 @@ def test_a_counted_only_run_skips_what_cannot_change_the_score(tmp_path):
         == conformance.score("s", full, baseline)
         == (1, 2, ["tests/test_x.py::test_b"])
     )
+
+
+def test_main_feature_report_counts_each_file_and_groups_failures_by_reason(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "conformance_main", SCRIPTS / "conformance_main.py"
+    )
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    out = tmp_path / "main.json"
+    outcomes = {
+        "tests/sampler/test_csmc.py::test_a": "passed",
+        "tests/sampler/test_csmc.py::test_csmc_standard_x": "failed",
+        "tests/evaluation/test_metrics.py::T::test_mock_potentials": "failed",
+        "tests/evaluation/test_metrics.py::T::test_new": "failed",
+    }
+    errors = {"tests/potential/test_harmony.py": "ModuleNotFoundError"}
+    out.write_text(json.dumps({"outcomes": outcomes, "collection_errors": errors, "seconds": 3}))
+    monkeypatch.setattr(main, "OUT", out)
+    text = "\n".join(main.report_lines())
+    assert "| genlm-control main (features of issue 55) | 1 / 3 / 0 | 1 | 3 |" in text
+    assert "| `tests/sampler/test_csmc.py` | commit 5a6466c | 1 / 1 / 0 |" in text
+    assert "did not collect: needs the gpt-oss-20b model" in text
+    assert "- 1 test (`tests/evaluation/test_metrics.py::T::test_new`): not yet explained" in text
+    monkeypatch.setattr(main, "OUT", tmp_path / "absent.json")
+    assert main.report_lines() == []
