@@ -21,6 +21,7 @@ from where users met them first (`genlm_lab.control.InvalidGrammar`).
 | control | `FinishWarning` | `UserWarning` | a live JSON prefix cannot be finished, so a budget cannot tell if it ends in time |
 | control | `BudgetTooSmall` | `UserWarning` | an `SMC` run's `max_tokens` cannot end any text of a constraint |
 | control | `SequencesLengthError` | `ValueError`, `AssertionError` | `Sequences` gets unequal numbers of contexts and weights |
+| control | `HarmonyFormatError` | `ValueError`, `AssertionError` | tokens that no Harmony chat (gpt-oss's format) starts with |
 | control | `BatchAbandoned` | `RuntimeError` | an `AutoBatched` call's batch was dropped before it ran |
 | compat | `CompatError` | `ImportError` | `compat.install()` meets a real GenLM package already imported |
 | workshop_checks | `AnswerError` | `AssertionError` | a workshop exercise's answer has the wrong form |
@@ -35,6 +36,7 @@ from genlm_lab.control.errors import (
     BatchAbandoned,
     BudgetTooSmall,
     FinishWarning,
+    HarmonyFormatError,
     InvalidGrammar,
     SequencesLengthError,
 )
@@ -56,6 +58,7 @@ __all__ = [
     "FinishWarning",
     "GenlmLabError",
     "GenlmLabWarning",
+    "HarmonyFormatError",
     "IntervalWarning",
     "InvalidGrammar",
     "ModelNotFoundError",

@@ -6,8 +6,9 @@ module or the JSON reader); `FinishWarning` says a JSON prefix the mask keeps
 alive could not be finished, so a token budget cannot tell whether it ends in
 time; `BudgetTooSmall` says an `SMC` run's `max_tokens` cannot end any text of a
 constraint; `SequencesLengthError` is a `Sequences` given unequal contexts and
-weights; `BatchAbandoned` is what an `AutoBatched` caller gets when its batch
-is dropped before it ran.
+weights; `HarmonyFormatError` is a token sequence that no Harmony chat starts
+with; `BatchAbandoned` is what an `AutoBatched` caller gets when its batch is
+dropped before it ran.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "BatchAbandoned",
     "BudgetTooSmall",
     "FinishWarning",
+    "HarmonyFormatError",
     "InvalidGrammar",
     "SequencesLengthError",
 ]
@@ -38,6 +40,13 @@ class BudgetTooSmall(GenlmLabWarning, UserWarning):
 
 class SequencesLengthError(GenlmLabError, ValueError, AssertionError):
     """`Sequences` got a different number of contexts and log-weights."""
+
+
+class HarmonyFormatError(GenlmLabError, ValueError, AssertionError):
+    """Tokens that no chat in the Harmony format starts with; the message names the token.
+
+    A ValueError; also an AssertionError, which is what genlm-control's HarmonyChat raises.
+    """
 
 
 class BatchAbandoned(GenlmLabError, RuntimeError):
