@@ -158,7 +158,12 @@ class PromptedLLM(Potential):
 
     @prompt_ids.setter
     def prompt_ids(self, ids: Sequence[int]) -> None:
-        ids = list(ids)
+        """Set the prompt (ids or `Token`s; empty means BOS where the model needs one).
+
+        Raises:
+            ValueError: for an id outside the model's vocabulary, here rather than later.
+        """
+        ids = encode_prompt(self.model, list(ids))
         self._prompt_ids = ids
         if _in_task():
             self._prompt_var.set(ids)

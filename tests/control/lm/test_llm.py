@@ -187,3 +187,11 @@ def test_concurrent_tasks_each_read_back_the_prompt_they_set():
     copied.prompt_ids = [2]
     assert llm.prompt_ids == [4] and copied.prompt_ids == [2]
     assert pickle.loads(pickle.dumps(llm)).prompt_ids == [4]
+
+
+def test_setting_a_prompt_id_outside_the_vocabulary_fails_there():
+    llm = PromptedLLM(toy(), prompt_ids=[1])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        llm.prompt_ids = [0, llm.model.vocab_size]
+    assert llm.prompt_ids == [1]  # unchanged: a later spawn still works
+    assert llm.spawn().prompt_ids == [1]
