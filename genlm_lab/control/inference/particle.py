@@ -149,23 +149,6 @@ class SequenceModel(Model):
             )
         self.score(weight)
 
-    def score(self, score: float) -> None:
-        """Multiply the weight by `exp(score)`; NaN (e.g. a dead factor's -inf - -inf) kills.
-
-        As in genlm-control, a NaN log-weight folds to -inf rather than reaching the
-        resampler; +inf is still refused (`Model.score`).
-        """
-        score = float(score)
-        super().score(-math.inf if math.isnan(score) else score)
-
-    def twist(self, amt: float) -> None:
-        """`Model.twist`, except that a NaN twist kills the particle (as a NaN score does)."""
-        amt = float(amt)
-        if math.isnan(amt):
-            self.score(amt)
-            return
-        super().twist(amt)
-
     async def _factor_weights(
         self, context: list[Any], token: Any, forced: bool
     ) -> dict[str, float | None]:

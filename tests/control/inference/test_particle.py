@@ -156,17 +156,3 @@ def test_a_target_that_weighs_the_empty_text_zero_refuses_to_start_by_name():
     model = SequenceModel(DirectTokenSampler(NoEmptyStart([b"a"])))
     with pytest.raises(ValueError, match="Start weight is -inf"):
         run(model.start())
-
-
-def test_a_nan_weight_or_twist_kills_the_particle_instead_of_reaching_the_resampler():
-    from genlm_lab.control.inference.particle import SequenceModel
-
-    model = SequenceModel(unit_sampler=None)
-    model.score(-2.0)
-    assert model.weight == -2.0
-    model.twist(math.nan)
-    model.untwist()
-    assert model.weight == -math.inf and model.twist_amount == 0
-    fresh = SequenceModel(unit_sampler=None)
-    fresh.score(math.inf - math.inf)  # a dead factor's logw_next minus its prefix
-    assert fresh.weight == -math.inf
