@@ -4,7 +4,8 @@
 parser). `earley` is our own Earley reading of the grammar (terminals as
 regexes), which `finish` uses to write a short completion of a prefix and
 `superset` to write a regular grammar as a regex holding every text it
-derives (the lower bound of its token budget).
+derives (the lower bound of its token budget). `from_cfg` writes a grammar
+object (genlm-grammar's `CFG`) as Lark text, for `BoolCFG(cfg)`.
 """
 
 from genlm_lab.control.constraint.cfg.potential import BoolCFG
