@@ -3,7 +3,8 @@
 A `Potential` weighs token sequences; language models (`PromptedLLM`,
 `ByteLLM`), regexes (`BoolFSA`), Python `regex` patterns (`PythonRegex`),
 Python syntax (`PythonParser`), grammars (`BoolCFG`; weighted: `WCFG`), JSON schemas (`JsonSchema`) and Python checks
-(`BoolPredicate`) are all potentials, and
+(`BoolPredicate`) are all potentials, as is gpt-oss's Harmony chat format with a
+constraint on some of its channels (`HarmonyPotential`), and
 `*`, `coerce` and `**` (`Tempered`) combine them (`Ensemble`: two by a weighted mean;
 `ByteEnsemble`: two models of any tokenizers, byte by byte).
 Token samplers (`direct_token_sampler`, `AWRS`, ...) draw properly weighted
@@ -44,6 +45,7 @@ from genlm_lab.control.inference.smc import SMC, BudgetTooSmall
 from genlm_lab.control.lm.byte_ensemble import ByteEnsemble
 from genlm_lab.control.lm.bytellm import ByteLLM
 from genlm_lab.control.lm.canonical import CanonicalTokenization
+from genlm_lab.control.lm.harmony import HarmonyChat, HarmonyPotential
 from genlm_lab.control.lm.llm import PromptedLLM
 from genlm_lab.control.potential.base import Potential
 from genlm_lab.control.potential.coerce import Coerced, coerce
@@ -118,6 +120,8 @@ __all__ = [
     "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
+    "HarmonyChat",
+    "HarmonyPotential",
     "InferenceVisualizer",
     "InvalidGrammar",
     "JsonSchema",

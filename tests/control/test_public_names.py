@@ -39,6 +39,8 @@ PUBLIC = [
     "FinishWarning",
     "FixedLengthBoundary",
     "GrammarPotential",
+    "HarmonyChat",
+    "HarmonyPotential",
     "InferenceVisualizer",
     "InvalidGrammar",
     "JsonSchema",
