@@ -121,6 +121,7 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
         f"{_C}.inference.smc",
         f"{_C}.inference.particle",
         f"{_C}.inference.sequences",
+        f"{_C}.inference.ensemble",  # genlm-control main's EnsembleSMC, SequencesExt
     ),
     "genlm.control.sampler.smc": (f"{_C}.inference.smc", f"{_C}.inference.particle", _S),
     "genlm.control.sampler.unit": (
