@@ -70,11 +70,14 @@ def lm(request, tmp_path_factory):
     per directory), so a 262k vocabulary's is parsed once, not twice. The view
     checks compare float32 trie masses summed over up to 262k tokens, hence their
     1e-4 relative tolerance. The per-vocabulary caches are emptied between
-    vocabularies, so that a test process holds one of them at a time.
+    vocabularies, so that a test process holds one of them at a time, and the
+    log-prob cache keeps 128 vectors rather than 1,024 (1 GB at 262k tokens).
     """
     directory = copy_panel_tokenizer(request.param, tmp_path_factory.mktemp(request.param))
     tiny.tiny_llama(_cached_tokenizer(str(directory))).save_pretrained(directory)
-    yield load_model_by_name(str(directory), backend="hf", llm_opts={"device": "cpu"})
+    yield load_model_by_name(
+        str(directory), backend="hf", llm_opts={"device": "cpu", "max_cache_logprobs": 128}
+    )
     release_vocabulary_caches()
 
 

@@ -104,6 +104,16 @@ def test_fresh_queue_per_event_loop():
         assert out[0] == ws.sum()
 
 
+def test_a_task_ended_with_its_loop_is_forgotten():
+    """asyncio.run cancels the background task; a cancelled task holds its traceback, which
+    reaches the batcher: kept, it tied the trie (a whole vocabulary) into a cycle that the
+    test suite's workers were seen never to free."""
+    trie = AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="sequential")
+    for _ in range(2):  # no cleanup: each loop ends with the task still serving
+        asyncio.run(trie.weight_sum(np.ones(len(VOCAB))))
+        assert trie._batcher._served == {}
+
+
 def test_unknown_backend_raises_value_error():
     with pytest.raises(ValueError, match="backend 'gpu'"):
         AsyncTokenCharacterTrie.from_vocab(VOCAB, backend="gpu")
