@@ -69,11 +69,13 @@ SUITES: dict[str, tuple[str, str, float, bool]] = {
 #: few tests (timeouts on a loaded machine), so a regression fails; the targets are the goal.
 #: genlm-control and llamppl were lowered when their baselines gained the test files that
 #: had not collected on the original (test_json.py: 100 passes; test_examples.py: 4):
-#: measured 393/471 = 83% and 41/45 = 91% (load average 10-15 on 2 cores).
+#: measured 393/471 = 83% and 41/45 = 91% (load average 10-15 on 2 cores). genlm-control
+#: rose with issue 55's conformance work (the streaming JSON parser, BoolCFG(cfg), Coerced's
+#: pruning, ...): measured 512/529 = 97% (512/550 = 93% counting exclusions as failures).
 FLOORS: dict[str, float] = {
     "genlm-backend": 0.86,
     "genlm-bytes": 0.93,
-    "genlm-control": 0.82,
+    "genlm-control": 0.94,
     "llamppl": 0.88,
 }
 

@@ -41,6 +41,10 @@ MAIN_FEATURE_TESTS: dict[str, str] = {
         "two private names (_PythonLexer, _build_grammar), so that its public tests collect"
     ),
     "tests/potential/test_ensemble.py": "the code index's 36,013-character version (ByteEnsemble)",
+    "tests/potential/test_ensemble_public.py": (
+        "our variant of test_ensemble.py without its import of split_with_atomic_tokens "
+        "and the private _weighted_extremum, so that its other tests collect"
+    ),
     "tests/potential/test_harmony.py": "commit 533a36e (the stored git snapshot)",
     "tests/conftest.py": "commit 533a36e (the stored git snapshot)",
 }
@@ -59,6 +63,41 @@ WHY: dict[str, str] = {
         "genlm-control's private grammar build"
     ),
     "tests/potential/test_harmony.py": "needs the gpt-oss-20b model, not on this machine",
+    "tests/potential/test_ensemble.py": (
+        "imports split_with_atomic_tokens (not in genlm_lab) and genlm-control's private "
+        "_weighted_extremum"
+    ),
+    "tests/potential/test_ensemble_public.py::test_split_with_atomic_tokens_*": (
+        "split_with_atomic_tokens is not in genlm_lab"
+    ),
+    "tests/potential/test_ensemble_public.py::test_weighted_extremum_*": (
+        "genlm-control's private _weighted_extremum"
+    ),
+    "tests/potential/test_ensemble_public.py::test_ensemble_all_power_means": (
+        "genlm_lab names a power mean by its exponent (a number), not main's 'pm5' strings"
+    ),
+    "tests/potential/test_ensemble_public.py::test_ensemble_logw*_next*": (
+        "genlm_lab's Ensemble is a whole potential: logw_next gives the ensemble's weights "
+        "(main's raises NotImplementedError) and there is no logws_next"
+    ),
+    "tests/potential/test_ensemble_public.py::test_ensemble_warns_on_different_vocabularies": (
+        "different vocabularies are one ValueError naming a token of each (main warns, then fails)"
+    ),
+    "tests/potential/test_ensemble_public.py::test_convert_to_weighted_logop_invalid_a": (
+        "the error says what a must be in genlm_lab's words"
+    ),
+    "tests/potential/test_ensemble_public.py::test_ensemble_smc_weight_extraction": (
+        "EnsembleSMC takes a TokenSampler, and the test's mock is not one"
+    ),
+    "tests/potential/test_ensemble_public.py::test_byte_ensemble_cleanup_cache*": (
+        "main's private _cleanup_cache and assignable beam caches"
+    ),
+    "tests/potential/test_ensemble_public.py::test_byte_ensemble_empty_beam_error_covered": (
+        "prune_threshold=100.0 is refused by name (it must be in [0, 1))"
+    ),
+    "tests/potential/test_ensemble_public.py::test_byte_ensemble_empty_beam_error": (
+        "patches ByteBeamState inside genlm-control's ensemble module"
+    ),
     "tests/sampler/test_csmc*.py::test_csmc_standard_*": (
         "the mock model has no start(); genlm_lab's csmc_standard starts every particle, "
         "as smc_standard does"
@@ -102,6 +141,11 @@ def run(timeout: int) -> dict:
     if not OUT.exists():
         raise RuntimeError(f"pytest wrote no results; see {OUT.with_suffix('.log')}")
     return json.loads(OUT.read_text())
+
+
+def _shown(node: str) -> str:
+    """A node id on one line (parametrised ids may hold newlines)."""
+    return node.replace("\n", "\\n")
 
 
 def _why(node: str) -> str:
@@ -148,7 +192,7 @@ def report_lines() -> list[str]:
     for n in sorted(n for n, o in outcomes.items() if o == "failed"):
         by_reason.setdefault(_why(n), []).append(n)
     for why, nodes in by_reason.items():
-        names = ", ".join(f"`{n}`" for n in nodes[:3]) + (", ..." if len(nodes) > 3 else "")
+        names = ", ".join(f"`{_shown(n)}`" for n in nodes[:3]) + (", ..." * (len(nodes) > 3))
         lines.append(f"- {len(nodes)} test{'s' if len(nodes) > 1 else ''} ({names})")
         lines[-1] += f": {why}" if why else ": not yet explained"
     lines += [f"- `{p}` did not collect: {_why(p) or m}" for p, m in errors.items()]
