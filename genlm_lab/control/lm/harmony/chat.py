@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.errors import HarmonyFormatError
-from genlm_lab.control.lm.harmony.grammar import CHANNELS, SPECIAL_TEXTS, Reading, read
+from genlm_lab.control.lm.harmony.grammar import (
+    CHANNELS,
+    HEADER_ALPHABET,
+    SPECIAL_TEXTS,
+    Reading,
+    read,
+)
 from genlm_lab.control.lm.token_maps import TokenMappings
 from genlm_lab.tokenization import Token, decode_vocab
 
@@ -91,6 +98,18 @@ class HarmonyChat:
         self.commentary_tokens = self.decode_tokens(_encode(tokenizer, "commentary"))
         self.final_tokens = self.decode_tokens(_encode(tokenizer, "final"))
         self._first_id: dict[bytes, int] = {}
+
+    @cached_property
+    def header_candidates(self) -> list[tuple[int, str]]:
+        """`(index in potential_vocab, text)` of the tokens a header may hold (ASCII letters,
+        digits, `_.-=` and blanks; not the specials): the only ones a header row can allow."""
+        return [
+            (i, text)
+            for i, t in enumerate(self.potential_vocab)
+            if self.kind_of(t) is None
+            and (text := bytes(t).decode("latin-1"))
+            and set(text) <= HEADER_ALPHABET
+        ]
 
     # ------------------------------------------------------------ reading
     def read(self, tokens: Sequence[Any]) -> Reading:

@@ -31,7 +31,6 @@ from genlm_lab.control.lm.harmony.chat import HarmonyChat
 from genlm_lab.control.lm.harmony.grammar import (
     CHANNELS,
     CONSTRAIN_MARK,
-    HEADER_ALPHABET,
     Reading,
     channel_pattern,
     closer_of,
@@ -103,13 +102,6 @@ class HarmonyPotential(Potential):
             )
         self._base_index = np.array(where, dtype=np.int64)
         self._special = {name: self.lookup.get(t) for name, t in chat.specials.items()}
-        self._header_tokens = [
-            (i, text)
-            for i, t in enumerate(self.vocab)
-            if chat.kind_of(t) is None
-            and (text := bytes(t).decode("latin-1"))
-            and set(text) <= HEADER_ALPHABET
-        ]
         self._masks: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     # ------------------------------------------------------------ weights
@@ -226,7 +218,11 @@ class HarmonyPotential(Potential):
             self._masks.move_to_end(key)
             return self._masks[key]
         found = np.array(
-            [i for i, s in self._header_tokens if pattern.fullmatch(text + s, partial=True)],
+            [
+                i
+                for i, s in self.harmony_chat.header_candidates
+                if pattern.fullmatch(text + s, partial=True)
+            ],
             dtype=np.int64,
         )
         self._masks[key] = found

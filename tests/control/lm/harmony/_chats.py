@@ -10,8 +10,13 @@ CONTENTS = ["ab", "aab", "aabaa", "b", "", "x <|constrain|> y", "<|endoftext|>",
 RECIPIENTS = ["functions.f", "functions.get"]
 
 
-def random_turn(rng: random.Random) -> str:
-    """A turn of one to three messages in Harmony's shapes, now and then with a wrong closer."""
+def random_turn(rng: random.Random, loose_formats: bool = True) -> str:
+    """A turn of one to three messages in Harmony's shapes, now and then with a wrong closer.
+
+    With `loose_formats=False`, a format (` json`, `<|constrain|>json`) comes only with a
+    recipient, as Harmony writes tool calls (openai-harmony 0.0.8 reads a format after
+    a channel with no recipient, `final <|constrain|>json`, as the recipient).
+    """
     channels = rng.sample(["analysis", "commentary", "final"], rng.randint(1, 3))
     parts = []
     for i, channel in enumerate(channels):
@@ -23,7 +28,8 @@ def random_turn(rng: random.Random) -> str:
         head += f"<|channel|>{channel}"
         if recipient and where == "channel":
             head += f" to={recipient}"
-        head += rng.choice(["", "", " json", " <|constrain|>json", "<|constrain|>json"])
+        if loose_formats or recipient:
+            head += rng.choice(["", "", " json", " <|constrain|>json", "<|constrain|>json"])
         if recipient:
             closer = "<|call|>"
         elif channel == "final":
