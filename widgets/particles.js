@@ -208,6 +208,9 @@ function genealogy(data) {
   return svg;
 }
 
+// A conditional run's log_ml is not an estimate of log Z (the retained path is not drawn).
+const CONDITIONAL_ML = "conditional: not an estimate of log Z";
+
 function drawParticles(data) {
   const ps = data.particles || [];
   const kept = data.n_kept;
@@ -216,7 +219,8 @@ function drawParticles(data) {
   const conditional = data.retained !== null && data.retained !== undefined;
   const head = `${conditional ? "conditional SMC" : "SMC"} ${data.status}: step ${data.step}, ` +
     `${count}, ESS ${fmt(data.final_ess ?? (data.ess && data.ess[data.ess.length - 1]), 2)}, ` +
-    `log_ml ${fmt(data.final_log_ml ?? (data.log_ml && data.log_ml[data.log_ml.length - 1]), 3)}`;
+    `log_ml ${fmt(data.final_log_ml ?? (data.log_ml && data.log_ml[data.log_ml.length - 1]), 3)}` +
+    (conditional ? ` (${CONDITIONAL_ML})` : "");
   const scheme = data.resampling_method ? ` (${data.resampling_method})` : "";
   const resampled = (data.resampled || []).length
     ? `resampled${scheme} at step ${data.resampled.join(", ")}` : "no resampling yet";
@@ -226,7 +230,7 @@ function drawParticles(data) {
     h("div", { class: "genlm-cols" },
       lineChart([{ name: "ESS", values: data.ess || [] }], { title: "ESS over steps", yRange: essRange(data) }),
       lineChart([{ name: "log_ml", values: data.log_ml || [], cls: "genlm-line2" }],
-                { title: "log_ml estimate over steps" })),
+                { title: conditional ? `log_ml over steps (${CONDITIONAL_ML})` : "log_ml estimate over steps" })),
     h("div", { class: "genlm-note genlm-resampled" }, resampled),
     drawsList(data),
     retainedLine(data),

@@ -60,6 +60,8 @@ REST_NOTE = (
 )
 
 
+#: A conditional run's log_ml, named for what it is not (the retained path is not drawn).
+CONDITIONAL_ML = "conditional: not an estimate of log Z"
 #: What the retained particle is, beside its mark (◆ in rows, a ring in the genealogy).
 RETAINED_NOTE = (
     "conditional SMC: the retained particle follows a path fixed before the run (the last "
@@ -230,7 +232,7 @@ def particles_html(data: dict) -> str:
         f"{'conditional SMC' if retained is not None else 'SMC'} {data['status']}: "
         f"step {data['step']}, "
         f"{count_text(data)}, ESS {fmt(head_ess, 2)}, "
-        f"log_ml {fmt(head_ml)}"
+        f"log_ml {fmt(head_ml)}" + (f" ({CONDITIONAL_ML})" if retained is not None else "")
     )
     resampled = data["resampled"]
     scheme = f" ({data['resampling_method']})" if data.get("resampling_method") else ""
@@ -262,7 +264,12 @@ def particles_html(data: dict) -> str:
     charts = (
         "<div class='genlm-cols'>"
         + line_chart([("ESS", ess, "genlm-line")], title="ESS over steps", y_range=ess_axis(data))
-        + line_chart([("log_ml", log_ml, "genlm-line2")], title="log_ml estimate over steps")
+        + line_chart(
+            [("log_ml", log_ml, "genlm-line2")],
+            title=f"log_ml over steps ({CONDITIONAL_ML})"
+            if data.get("retained") is not None
+            else "log_ml estimate over steps",
+        )
         + "</div>"
     )
     tree = genealogy_svg(data)

@@ -43,6 +43,10 @@ def test_the_retained_particle_is_marked_in_its_row_and_genealogy_in_both_render
         assert markup.count("genlm-retained-ring") == columns  # one ring per step, on slot 0
         assert markup.count("retained particle\n") == columns  # and its dots' tooltips say so
         assert "◆ slot 0: conditional SMC: the retained particle follows a path" in markup
+        # its log_ml is not an estimate of log Z: the status line and the chart say so
+        assert re.search(r"log_ml -?[\d.]+ \(conditional: not an estimate of log Z\)", markup)
+        assert "log_ml over steps (conditional: not an estimate of log Z)" in markup
+        assert "log_ml estimate" not in markup
 
 
 def test_each_resampling_lists_its_copies_dropped_and_parents_in_both_renderings(csmc_data):
@@ -71,3 +75,4 @@ def test_a_run_without_a_retained_particle_marks_none(csmc_data):
     for markup in (particles_html(plain), _draw_js(plain)):
         assert "retained" not in markup.split("</style>")[-1]
         assert "SMC finished" in markup and "conditional" not in markup
+        assert "log_ml estimate over steps" in markup
