@@ -58,7 +58,7 @@ def checked_weights(particles: Sequence[Any], step: int) -> np.ndarray:
     if bad.size:
         i = int(bad[0])
         try:
-            contents = repr(particles[i].string_for_serialization())
+            contents = repr(serialized(particles[i]))
         except Exception:  # noqa: BLE001 - the message must not hide the weight
             contents = "?"
         when = "before the first step" if step == 0 else f"after step {step}"
@@ -98,9 +98,20 @@ def clone_all(particles: Sequence[Any], indices: Iterable[int]) -> list[Any]:
     return out
 
 
+def serialized(particle: Any) -> Any:
+    """`particle.string_for_serialization()`, or `str(particle)` for a model without one.
+
+    `Model.string_for_serialization` returns `str(self)`; a duck-typed model
+    (one with `step`, `done_stepping`, `untwist` and `weight` but no `Model`
+    base, as genlm-control's tests use) gets the same default.
+    """
+    method = getattr(particle, "string_for_serialization", None)
+    return str(particle) if method is None else method()
+
+
 def contents_of(particles: Sequence[Any]) -> list[str]:
     """`string_for_serialization()` of each particle; TypeError naming one that is not text."""
-    out = [p.string_for_serialization() for p in particles]
+    out = [serialized(p) for p in particles]
     for i, text in enumerate(out):
         if not isinstance(text, str):
             raise TypeError(

@@ -51,8 +51,13 @@ __all__ = ["Policy", "Run", "open_run", "run_particles", "start_all"]
 
 
 async def start_all(particles: Sequence[Any]) -> bool:
-    """Run every particle's `start()` together; True iff all of them died there."""
-    await gather_all(call_all(particles, "start"))
+    """Run every particle's `start()` together; True iff all of them died there.
+
+    A model without a `start` attribute skips it: `Model.start` does nothing
+    by default, so a duck-typed model (no `Model` base) starts as one would.
+    A `start` that is there must still be an `async def`.
+    """
+    await gather_all(call_all([p for p in particles if hasattr(p, "start")], "start"))
     return bool(np.all(checked_weights(particles, 0) == -math.inf))
 
 

@@ -64,3 +64,46 @@ async def test_bad_settings_are_refused_by_name():
         await csmc_standard(Tagged(), 2, ess_threshold=1.5)
     with pytest.raises(TypeError, match="resampling_method"):
         await csmc_standard(Tagged(), 2, resampling_method="systematic")
+
+
+class DuckTagged:
+    """Tagged without the `Model` base: no start(), no string_for_serialization (genlm-control's
+    test mocks look like this); __str__ gives what Tagged serialises to."""
+
+    def __init__(self, steps: int = 4) -> None:
+        self.steps, self.weight, self.is_retained = steps, 0.0, False
+        self.history: list[bool] = []
+
+    def untwist(self) -> None:
+        pass
+
+    def done_stepping(self) -> bool:
+        return len(self.history) >= self.steps
+
+    async def step(self) -> None:
+        self.history.append(bool(self.is_retained))
+        self.weight += 2.0 if self.is_retained else 0.0
+
+    def __str__(self) -> str:
+        return "".join("R" if h else "f" for h in self.history)
+
+
+async def test_a_model_without_start_or_serialization_runs_as_its_model_twin():
+    twin = await csmc_standard(Tagged(), 5, ess_threshold=1.0, seed=11)
+    duck = await csmc_standard(DuckTagged(), 5, ess_threshold=1.0, seed=11)
+    # same seed, same weights: the same resampling draws, steps and contents (str() stands in)
+    fields = ("ancestors", "contents", "log_weights", "resampled")
+    twin_steps = [{k: s.get(k) for k in fields} for s in twin.record.steps]
+    duck_steps = [{k: s.get(k) for k in fields} for s in duck.record.steps]
+    assert len(duck_steps) == 4 and duck_steps == twin_steps
+    assert [p.history for p in duck] == [p.history for p in twin]
+    assert list(duck.log_weights) == list(twin.log_weights)
+
+
+async def test_a_start_that_is_not_async_is_still_refused():
+    class SyncStart(DuckTagged):
+        def start(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match=r"SyncStart.start\(\) returned None"):
+        await csmc_standard(SyncStart(), 2)
