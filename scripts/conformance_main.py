@@ -42,8 +42,8 @@ MAIN_FEATURE_TESTS: dict[str, str] = {
     ),
     "tests/potential/test_ensemble.py": "the code index's 36,013-character version (ByteEnsemble)",
     "tests/potential/test_ensemble_public.py": (
-        "our variant of test_ensemble.py without its import of split_with_atomic_tokens "
-        "and the private _weighted_extremum, so that its other tests collect"
+        "our variant of test_ensemble.py without its import of the private "
+        "_weighted_extremum, so that its other tests collect"
     ),
     "tests/potential/test_harmony.py": "commit 533a36e (the stored git snapshot)",
     "tests/conftest.py": "commit 533a36e (the stored git snapshot)",
@@ -63,13 +63,7 @@ WHY: dict[str, str] = {
         "genlm-control's private grammar build"
     ),
     "tests/potential/test_harmony.py": "needs the gpt-oss-20b model, not on this machine",
-    "tests/potential/test_ensemble.py": (
-        "imports split_with_atomic_tokens (not in genlm_lab) and genlm-control's private "
-        "_weighted_extremum"
-    ),
-    "tests/potential/test_ensemble_public.py::test_split_with_atomic_tokens_*": (
-        "split_with_atomic_tokens is not in genlm_lab"
-    ),
+    "tests/potential/test_ensemble.py": "imports genlm-control's private _weighted_extremum",
     "tests/potential/test_ensemble_public.py::test_weighted_extremum_*": (
         "genlm-control's private _weighted_extremum"
     ),

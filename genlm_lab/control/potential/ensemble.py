@@ -27,10 +27,11 @@ import numpy as np
 
 from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights, WeightsBatch, split_rows
+from genlm_lab.control.potential.atomic_tokens import split_with_atomic_tokens
 from genlm_lab.control.potential.base import Potential
 from genlm_lab.control.potential.logops import WeightedLogOp, convert_to_weighted_logop
 
-__all__ = ["Ensemble", "convert_to_weighted_logop"]
+__all__ = ["Ensemble", "convert_to_weighted_logop", "split_with_atomic_tokens"]
 
 
 class _Rows(NamedTuple):
