@@ -102,7 +102,7 @@ class HarmonyChat:
     @cached_property
     def header_candidates(self) -> list[tuple[int, str]]:
         """`(index in potential_vocab, text)` of the tokens a header may hold (ASCII letters,
-        digits, `_.-=` and blanks; not the specials): the only ones a header row can allow."""
+        digits, `_.-=` and spaces; not the specials): the only ones a header row can allow."""
         return [
             (i, text)
             for i, t in enumerate(self.potential_vocab)

@@ -5,7 +5,7 @@ first one's is in the prompt), a header, `<|message|>`, the content, and a
 closer. The header names the channel (`analysis`, `commentary` or `final`,
 each at most once a turn), may name a recipient (` to=functions.get_weather`,
 before `<|channel|>` or after the channel's name) and a format (` json`, or a
-word after `<|constrain|>`). The closer is the one Harmony gives the message:
+word after `<|constrain|>`), with single spaces, as Harmony writes them. The closer is the one Harmony gives the message:
 a message to a recipient (a tool call) ends with `<|call|>`, a `final` one
 with `<|return|>`, the others with `<|end|>`. The turn is over after
 `<|return|>` or a `<|call|>`; the end of the token sequence (EOS) stands for
@@ -59,10 +59,7 @@ SPECIAL_TEXTS = {
 #: `<|constrain|>` as it stands in header text (ordinary header bytes are ASCII).
 CONSTRAIN_MARK = "\u00a7"
 #: Every character header text can hold, besides `CONSTRAIN_MARK`.
-HEADER_ALPHABET = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-= \t\n"
-)
-_WS = "[ \\t\\n]"
+HEADER_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-= ")
 _NAME = "[A-Za-z0-9_.\\-]+"
 _FORMAT = "[A-Za-z0-9_\\-]+"
 
@@ -71,7 +68,7 @@ _FORMAT = "[A-Za-z0-9_\\-]+"
 def role_pattern(started: bool) -> Any:
     """Header text before `<|channel|>`: `assistant` after `<|start|>`, then an optional recipient."""
     head = "assistant" if started else ""
-    return regex.compile(f"{head}(?:{_WS}+to=(?P<to>{_NAME}))?")
+    return regex.compile(f"{head}(?: to=(?P<to>{_NAME}))?")
 
 
 @lru_cache(maxsize=16)
@@ -82,10 +79,10 @@ def channel_pattern(channels: frozenset[str], has_recipient: bool = False) -> An
     in the role part, `has_recipient`): its message cannot end with `<|end|>`,
     which asks for another, so it must be a tool call.
     """
-    fmt = f"(?:{_WS}+json|{_WS}*{CONSTRAIN_MARK}{_FORMAT})?"
+    fmt = f"(?: json| ?{CONSTRAIN_MARK}{_FORMAT})?"
     branches = []
     for channel in sorted(channels):
-        to = f"{_WS}+to=(?P<to>{_NAME})"
+        to = f" to=(?P<to>{_NAME})"
         if channel == "final" or len(channels) > 1 or has_recipient:
             to = f"(?:{to})?"
         branches.append(f"(?P<channel>{channel}){to}{fmt}")

@@ -45,10 +45,10 @@ def draw(tokens: Sequence[Any], kind_of: Callable[[Any], str | None]) -> str:
 
 def _turn() -> Any:
     s, c, m, e, k, r, x = (CHAR[n] for n in CHAR)
-    ws, name = "[ \\t\\n]", "[A-Za-z0-9_.\\-]+"
-    to = f"{ws}+to={name}"
+    name = "[A-Za-z0-9_.\\-]+"
+    to = f" to={name}"
     start = f"(?:{s}assistant)?"
-    fmt = f"(?:{ws}+json|{ws}*{x}[A-Za-z0-9_\\-]+)?"
+    fmt = f"(?: json| ?{x}[A-Za-z0-9_\\-]+)?"
     content = f"[^{s}{c}{m}{e}{k}{r}{EOS_CHAR}]*"
 
     def plain(ch: str) -> str:

@@ -18,7 +18,19 @@ import re
 import numpy as np
 import pytest
 
-from genlm_lab.control import EOS, WCFG, Coerced, HarmonyChat, HarmonyPotential
+from genlm_lab.control import (
+    EOS,
+    SMC,
+    WCFG,
+    BoolFSA,
+    Coerced,
+    HarmonyChat,
+    HarmonyPotential,
+    Potential,
+    PromptedLLM,
+    direct_token_sampler,
+)
+from tests.control.lm.harmony._gptoss import parse_with_openai_harmony
 from tests.control.lm.harmony._toy import toy_tokenizer
 
 GRAMMAR = "0.9: S -> a S a\n0.1: S -> b"
@@ -149,3 +161,51 @@ async def test_bad_input_is_refused_by_name(toy):
         await harmony.logw_next(tokens_of(toy, "<|message|>"))
     with pytest.raises(ValueError, match="final channel has weight zero"):
         await harmony.logw_next(tokens_of(toy, "<|channel|>final<|message|>bb"))
+
+
+class Nudge(Potential):
+    """A unigram preference: `gain` more log-weight for each favoured token and for EOS."""
+
+    def __init__(self, vocabulary: list, favoured: list, gain: float) -> None:
+        super().__init__(vocabulary)
+        self.row = np.zeros(len(self.vocab_eos))
+        self.row[[*(self.lookup[t] for t in favoured), -1]] = gain
+
+    async def prefix(self, context: list) -> float:
+        return float(sum(self.row[self.lookup[t]] for t in context))
+
+    async def complete(self, context: list) -> float:
+        return await self.prefix(context) + self.row[-1]
+
+    async def logw_next(self, context: list):
+        return self.make_lazy_weights(self.row.copy())
+
+
+@pytest.mark.slow  # a 200k-row model, llguidance's tables of the vocabulary: ~4 s
+async def test_smc_on_a_tiny_random_gpt_oss_writes_turns_openai_harmony_reads(
+    gptoss_chat, openai_encoding
+):
+    from genlm_lab.backend.hf import AsyncTransformer
+    from genlm_lab.backend.tiny import tiny_llama
+
+    chat, tokenizer = gptoss_chat, gptoss_chat.tokenizer
+    model = AsyncTransformer(
+        tiny_llama(tokenizer), tokenizer, byte_vocab=chat.token_maps.decode, max_cache_logprobs=64
+    )
+    llm = PromptedLLM(model)
+    llm.set_prompt_from_str("<|start|>user<|message|>Say ab.<|end|><|start|>assistant")
+    final_ab = BoolFSA.from_regex("(ab)+").coerce(llm, f=b"".join, prune=False)
+    harmony = HarmonyPotential(final_ab, chat, ["final"])
+    assert harmony.vocab == llm.vocab  # both leave out EOS, <|return|>
+    # random weights wander; a strong unigram nudge toward one turn's tokens keeps runs short
+    nudge = Nudge(llm.vocab, tokens_of(chat, "<|channel|>final<|message|>ab"), gain=60.0)
+    sequences = await SMC(direct_token_sampler(llm * nudge * harmony))(
+        n_particles=4, ess_threshold=0.5, max_tokens=8
+    )
+    read = []
+    for context, weight in zip(sequences.contexts, sequences.log_weights, strict=True):
+        assert weight > -math.inf and context[-1] is EOS
+        ids = chat.encode_tokens(context[:-1]) + [chat.return_token.token_id]  # EOS is <|return|>
+        read.append(parse_with_openai_harmony(openai_encoding, ids))
+    texts = [done[-1][2] for done, open_ in read if open_ is None and done[-1][0] == "final"]
+    assert len(texts) == 4 and all(re.fullmatch("(ab)+", t) for t in texts)
