@@ -67,9 +67,6 @@ WHY: dict[str, str] = {
     "tests/potential/test_ensemble_public.py::test_weighted_extremum_*": (
         "genlm-control's private _weighted_extremum"
     ),
-    "tests/potential/test_ensemble_public.py::test_ensemble_all_power_means": (
-        "genlm_lab names a power mean by its exponent (a number), not main's 'pm5' strings"
-    ),
     "tests/potential/test_ensemble_public.py::test_ensemble_logw*_next*": (
         "genlm_lab's Ensemble is a whole potential: logw_next gives the ensemble's weights "
         "(main's raises NotImplementedError) and there is no logws_next"

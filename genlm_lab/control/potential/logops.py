@@ -4,7 +4,9 @@ For weights `x, y >= 0` given as `log x, log y` and a weight `a` in (0, 1):
 
 - power mean `M_p = (a x^p + (1-a) y^p)^(1/p)`, any real `p != 0`; `p = 0` is
   its limit, the geometric mean `x^a y^(1-a)`. "sum" (arithmetic, `p = 1`),
-  "prod" (geometric, `p = 0`) and "harmonic" (`p = -1`) name three of them.
+  "prod" (geometric, `p = 0`) and "harmonic" (`p = -1`) name three of them;
+  genlm-control main's names give the exponent in the string: "p2.5" is
+  `p = 2.5`, "p-2" and "pm2" are `p = -2` ("pm5", ..., "p5").
 - "min" / "max": a geometric interpolation between the extremum `e` of the two
   and one of them: `x^(1-2a) e^(2a)` for `a <= 1/2`, `y^(2a-1) e^(2(1-a))`
   above. `a = 1/2` gives the plain extremum; `a` near 0 gives `x`, near 1
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +32,17 @@ __all__ = ["WeightedLogOp", "convert_to_weighted_logop"]
 NAMED_POWERS = {"sum": 1.0, "prod": 0.0, "harmonic": -1.0}
 #: The named extrema.
 EXTREMA = {"min": np.minimum, "max": np.maximum}
+#: genlm-control main's power-mean names: "p" and the exponent, or "pm" and its magnitude
+#: when negative ("p2", "p0.5", "p-2", "pm2.5").
+POWER_NAME = re.compile(r"p(?:(?P<neg>m)(?P<mag>\d+(?:\.\d+)?)|(?P<p>-?\d+(?:\.\d+)?))", re.ASCII)
+
+
+def power_of_name(op: str) -> float | None:
+    """The exponent a power-mean name such as "pm5" or "p2.5" stands for; None for another string."""
+    found = POWER_NAME.fullmatch(op)
+    if found is None:
+        return None
+    return -float(found["mag"]) if found["neg"] else float(found["p"])
 
 
 def _power_mean(x: np.ndarray, y: np.ndarray, p: float, a: float) -> np.ndarray:
@@ -99,7 +113,8 @@ def convert_to_weighted_logop(op: str | float, a: float = 0.5) -> WeightedLogOp:
 
     Args:
         op: "sum" (arithmetic mean), "prod" (geometric), "harmonic", "min",
-            "max", or a finite number `p`, the power mean's exponent.
+            "max", a finite number `p`, the power mean's exponent, or that
+            exponent named as genlm-control main does ("p2", "p-2" or "pm2").
         a: the weight in (0, 1); 0.5 weighs both arguments alike.
 
     Returns:
@@ -120,8 +135,8 @@ def convert_to_weighted_logop(op: str | float, a: float = 0.5) -> WeightedLogOp:
         if op in EXTREMA:
             f = EXTREMA[op]
             return WeightedLogOp(op, a, lambda x, y: _extremum(x, y, f, a))
-        if op in NAMED_POWERS:
-            p = NAMED_POWERS[op]
+        p = NAMED_POWERS[op] if op in NAMED_POWERS else power_of_name(op)
+        if p is not None:
             return WeightedLogOp(op, a, lambda x, y: _power_mean(x, y, p, a))
     elif isinstance(op, numbers.Real) and not isinstance(op, (bool, np.bool_)):
         p = float(op)
@@ -130,5 +145,6 @@ def convert_to_weighted_logop(op: str | float, a: float = 0.5) -> WeightedLogOp:
     names = ", ".join(repr(n) for n in [*NAMED_POWERS, *EXTREMA])
     raise ValueError(
         f"Invalid operation: {op!r}. Must be one of {names}, or a finite number p "
-        "(the exponent of the weighted power mean)"
+        "(the exponent of the weighted power mean), or a power-mean name such as "
+        "'p2', 'p-2', 'pm2.5'"
     )

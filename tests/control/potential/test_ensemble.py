@@ -143,7 +143,9 @@ def test_a_outside_the_open_unit_interval_is_a_value_error(a):
         convert_to_weighted_logop("sum", a)
 
 
-@pytest.mark.parametrize("op", ["pm5", "Sum", "", True, None, float("inf"), float("nan"), [1]])
+@pytest.mark.parametrize(
+    "op", ["pm-5", "p", "pm", "p5x", "P5", "Sum", "", True, None, float("inf"), float("nan"), [1]]
+)
 def test_unknown_operations_are_a_value_error(op):
     with pytest.raises(ValueError, match="Invalid operation"):
         convert_to_weighted_logop(op, 0.5)
