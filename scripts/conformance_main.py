@@ -89,10 +89,6 @@ WHY: dict[str, str] = {
     "tests/potential/test_ensemble_public.py::test_byte_ensemble_empty_beam_error": (
         "patches ByteBeamState inside genlm-control's ensemble module"
     ),
-    "tests/sampler/test_csmc*.py::test_csmc_standard_*": (
-        "the mock model has no start(); genlm_lab's csmc_standard starts every particle, "
-        "as smc_standard does"
-    ),
     "tests/evaluation/test_metrics.py::*test_mock_potentials": (
         "the KL metrics take Potentials (an AsyncMock is refused by name)"
     ),
