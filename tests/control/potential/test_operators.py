@@ -143,6 +143,7 @@ def test_a_failing_batch_of_one_call_raises_the_batch_methods_error_without_a_re
     batched = inner.to_autobatched()
     with pytest.raises(ValueError, match="the batched path failed"):
         run(batched.complete([b"a"]))
+
     async def two():
         return await asyncio.gather(batched.complete([b"a"]), batched.complete([b"a", b"a"]))
 
