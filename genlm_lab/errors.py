@@ -18,6 +18,9 @@ from where users met them first (`genlm_lab.control.InvalidGrammar`).
 | bytes | `IntervalWarning` | `RuntimeWarning` | a beam's certified interval grows past `max_width` |
 | smc | `AllParticlesDied` | `RuntimeWarning` | every particle of a run has weight zero |
 | control | `InvalidGrammar` | `ValueError` | a regex, grammar or JSON schema cannot be compiled |
+| control | `InvalidSchema` | `ValueError` | a JSON schema its metaschema rejects (also an `InvalidGrammar` and jsonschema's `SchemaError`) |
+| control | `ParseError` | `Exception` | the streaming JSON parser reads text that cannot continue |
+| control | `Incomplete` | `Exception` | the streaming JSON parser's text ended before it could decide |
 | control | `FinishWarning` | `UserWarning` | a live JSON prefix cannot be finished, so a budget cannot tell if it ends in time |
 | control | `BudgetTooSmall` | `UserWarning` | an `SMC` run's `max_tokens` cannot end any text of a constraint |
 | control | `SequencesLengthError` | `ValueError`, `AssertionError` | `Sequences` gets unequal numbers of contexts and weights |
@@ -37,7 +40,10 @@ from genlm_lab.control.errors import (
     BudgetTooSmall,
     FinishWarning,
     HarmonyFormatError,
+    Incomplete,
     InvalidGrammar,
+    InvalidSchema,
+    ParseError,
     SequencesLengthError,
 )
 from genlm_lab.smc.errors import AllParticlesDied
@@ -59,8 +65,11 @@ __all__ = [
     "GenlmLabError",
     "GenlmLabWarning",
     "HarmonyFormatError",
+    "Incomplete",
     "IntervalWarning",
     "InvalidGrammar",
+    "InvalidSchema",
     "ModelNotFoundError",
+    "ParseError",
     "SequencesLengthError",
 ]

@@ -33,6 +33,8 @@ FIRST_HOMES = {
     "genlm_lab.control.inference.smc": ["BudgetTooSmall"],
     "genlm_lab.control.inference.sequences": ["SequencesLengthError"],
     "genlm_lab.control.core.util": ["BatchAbandoned"],
+    "genlm_lab.control.constraint.json.reading": ["InvalidSchema"],
+    "genlm_lab.control.constraint.json.stream.text_input": ["Incomplete", "ParseError"],
     "genlm_lab.control": ["BudgetTooSmall", "FinishWarning", "InvalidGrammar"],
     "genlm_lab.bytes": ["ByteProbsLengthError", "EmptyBeamError", "IntervalWarning"],
     "genlm_lab.smc": ["AllParticlesDied"],

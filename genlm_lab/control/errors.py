@@ -8,10 +8,14 @@ time; `BudgetTooSmall` says an `SMC` run's `max_tokens` cannot end any text of a
 constraint; `SequencesLengthError` is a `Sequences` given unequal contexts and
 weights; `HarmonyFormatError` is a token sequence that no Harmony chat starts
 with; `BatchAbandoned` is what an `AutoBatched` caller gets when its batch is
-dropped before it ran.
+dropped before it ran. `InvalidSchema` is a JSON schema its metaschema rejects;
+`ParseError` and `Incomplete` are what the streaming JSON parser raises on text
+that cannot continue, and on text that ended before it could decide.
 """
 
 from __future__ import annotations
+
+from jsonschema.exceptions import SchemaError
 
 from genlm_lab.util.errors import GenlmLabError, GenlmLabWarning
 
@@ -20,13 +24,39 @@ __all__ = [
     "BudgetTooSmall",
     "FinishWarning",
     "HarmonyFormatError",
+    "Incomplete",
     "InvalidGrammar",
+    "InvalidSchema",
+    "ParseError",
     "SequencesLengthError",
 ]
 
 
 class InvalidGrammar(GenlmLabError, ValueError):
     """A regex, Lark grammar or JSON schema that cannot be compiled; the message names where."""
+
+
+class InvalidSchema(InvalidGrammar, SchemaError):
+    """A JSON schema its draft's metaschema rejects.
+
+    Also `jsonschema`'s `SchemaError`, which genlm-control's `JsonSchema`
+    raises, so code written against either catches it.
+    """
+
+    def __init__(self, message: str) -> None:
+        SchemaError.__init__(self, message)
+        self.args = (message,)
+
+    def __reduce__(self) -> tuple:
+        return (type(self), self.args)  # jsonschema's unset markers do not survive a pickle
+
+
+class ParseError(GenlmLabError, Exception):
+    """The text read so far cannot continue into anything the streaming parser accepts."""
+
+
+class Incomplete(GenlmLabError, Exception):
+    """The text ended before the streaming parser could decide; more text might still parse."""
 
 
 class FinishWarning(GenlmLabWarning, UserWarning):

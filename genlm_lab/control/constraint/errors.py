@@ -9,6 +9,6 @@ the rest of `control`'s errors, in `genlm_lab.control.errors`.
 
 from __future__ import annotations
 
-from genlm_lab.control.errors import FinishWarning, InvalidGrammar
+from genlm_lab.control.errors import FinishWarning, InvalidGrammar, InvalidSchema
 
-__all__ = ["FinishWarning", "InvalidGrammar"]
+__all__ = ["FinishWarning", "InvalidGrammar", "InvalidSchema"]

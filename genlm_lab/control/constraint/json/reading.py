@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from jsonschema.exceptions import SchemaError
-
-from genlm_lab.control.constraint.errors import InvalidGrammar
+from genlm_lab.control.constraint.errors import InvalidGrammar, InvalidSchema
 
 __all__ = [
     "InvalidSchema",
@@ -28,21 +26,6 @@ __all__ = [
     "unique_keys",
     "validator_for",
 ]
-
-
-class InvalidSchema(InvalidGrammar, SchemaError):
-    """A JSON schema its draft's metaschema rejects.
-
-    Also `jsonschema`'s `SchemaError`, which genlm-control's `JsonSchema`
-    raises, so code written against either catches it.
-    """
-
-    def __init__(self, message: str) -> None:
-        SchemaError.__init__(self, message)
-        self.args = (message,)
-
-    def __reduce__(self) -> tuple:
-        return (type(self), self.args)  # jsonschema's unset markers do not survive a pickle
 
 
 def resolve_pointer(root: Any, ref: str) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 import regex
 
+from genlm_lab.control.errors import Incomplete, ParseError
 from genlm_lab.control.potential import AsyncSource
 
 __all__ = [
@@ -37,14 +38,6 @@ __all__ = [
 #: A run of whitespace as Python's `regex` counts it; only JSON's four kinds may be in it.
 _SPACES = regex.compile(r"\s*")
 _JSON_SPACE = frozenset(" \t\n\r")
-
-
-class ParseError(Exception):
-    """The text read so far cannot continue into anything the parser accepts."""
-
-
-class Incomplete(Exception):
-    """The text ended before the parser could decide; more text might still parse."""
 
 
 class TrivialSource(AsyncSource):
