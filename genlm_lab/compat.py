@@ -135,6 +135,8 @@ MODULE_MAP: dict[str, str | tuple[str, ...]] = {
     "genlm.control.sampler.csmc_memory": f"{_C}.inference.csmc",
     # genlm-control main's Python syntax potential
     "genlm.control.potential.built_in.python_parser": f"{_C}.constraint.python_syntax",
+    # genlm-control main's Harmony chat potential (gpt-oss's format)
+    "genlm.control.potential.harmony": f"{_C}.lm.harmony",
     # genlm-control's KL metrics (evaluation/metrics.py)
     "genlm.control.evaluation": (f"{_C}.evaluation",),
     "genlm.control.evaluation.metrics": f"{_C}.evaluation.metrics",
@@ -173,9 +175,6 @@ UNMAPPED: dict[str, str] = {
     "genlm.backend.llm.mlx": "the Apple MLX backend is not implemented; use backend='hf'",
     "genlm.backend.llm.sgl": "the SGLang backend is not implemented; use backend='vllm'",
     "genlm.backend.cache": "genlm-backend's cache internals; genlm_lab caches in the backend",
-    "genlm.control.potential.harmony": (
-        "gpt-oss Harmony chat potentials need the gpt-oss model, which is not on this machine"
-    ),
 }
 
 _MARK = "__genlm_lab_compat__"
