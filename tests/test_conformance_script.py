@@ -48,18 +48,18 @@ def _result(outcomes, collection_errors=None):
 
 
 def test_an_original_run_with_collection_errors_is_not_recorded(tmp_path, monkeypatch):
-    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    monkeypatch.setattr(conformance.config, "BASELINE", tmp_path / "baseline.json")
     broken = _result({"tests/a.py::t": "passed"}, {"tests/b.py": "ImportError: no x"})
     conformance.record_baseline({"llamppl": broken, "genlm-bytes": _result({"t": "passed"})})
     assert set(conformance.load_baseline()) == {"genlm-bytes"}
 
 
 def test_files_that_failed_to_collect_are_added_to_the_baseline(tmp_path, monkeypatch):
-    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    monkeypatch.setattr(conformance.config, "BASELINE", tmp_path / "baseline.json")
     conformance.record_baseline({"llamppl": _result({"tests/a.py::t": "passed"})})
     data = conformance.load_baseline()
     data["llamppl"]["counts"]["collection_errors"] = 1  # as a run before the rule stored it
-    conformance.BASELINE.write_text(json.dumps(data))
+    conformance.config.BASELINE.write_text(json.dumps(data))
     new = _result({"tests/b.py::u": "passed", "tests/b.py::v": "failed"})
     conformance.add_to_baseline("llamppl", ["tests/b.py"], new)
     entry = conformance.load_baseline()["llamppl"]
@@ -74,7 +74,7 @@ def test_files_that_failed_to_collect_are_added_to_the_baseline(tmp_path, monkey
 
 
 def test_check_fails_on_a_baseline_with_collection_errors(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    monkeypatch.setattr(conformance.config, "BASELINE", tmp_path / "baseline.json")
     conformance.record_baseline({"llamppl": _result({"tests/a.py::t": "passed"})})
     ours = {**_result({"tests/a.py::t": "passed"}), "excluded": {}}
     monkeypatch.setattr(conformance, "run_suite", lambda *args, **kwargs: ours)
@@ -82,17 +82,17 @@ def test_check_fails_on_a_baseline_with_collection_errors(tmp_path, monkeypatch,
     assert conformance.main(args) == 0
     data = conformance.load_baseline()
     data["llamppl"]["counts"]["collection_errors"] = 1
-    conformance.BASELINE.write_text(json.dumps(data))
+    conformance.config.BASELINE.write_text(json.dumps(data))
     assert conformance.main(args) == 1
     assert "BASELINE INCOMPLETE" in capsys.readouterr().out
 
 
 def test_original_run_with_collection_errors_exits_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(conformance, "BASELINE", tmp_path / "baseline.json")
+    monkeypatch.setattr(conformance.config, "BASELINE", tmp_path / "baseline.json")
     broken = _result({}, {"tests/b.py": "ModuleNotFoundError: hypothesis_jsonschema"})
     monkeypatch.setattr(conformance, "run_suite", lambda *args, **kwargs: broken)
     assert conformance.main(["--original", "--suite", "llamppl"]) == 2
-    assert not conformance.BASELINE.exists() or "llamppl" not in conformance.load_baseline()
+    assert not conformance.config.BASELINE.exists() or "llamppl" not in conformance.load_baseline()
 
 
 @pytest.mark.integration
