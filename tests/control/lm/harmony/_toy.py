@@ -29,10 +29,23 @@ _CORPUS = [
 
 
 @cache
-def toy_tokenizer(with_specials: bool = True) -> Any:
-    """The toy tokenizer (cached: treat it as read-only); without the Harmony specials if asked."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def toy_tokenizer(with_specials: bool = True, eos: str = "<|return|>") -> Any:
+    """The toy tokenizer (cached: treat it as read-only); without the Harmony specials if
+    asked (its EOS is then `<|endoftext|>`), or with another EOS (`<|return|>` then
+    stays in the vocabulary)."""
     from transformers import PreTrainedTokenizerFast
+
+    if with_specials and eos != "<|return|>":
+        return PreTrainedTokenizerFast(tokenizer_object=_trained(True), eos_token=eos)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=_trained(with_specials),
+        eos_token="<|return|>" if with_specials else "<|endoftext|>",
+    )
+
+
+@cache
+def _trained(with_specials: bool) -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     specials = [*HARMONY_SPECIALS, "<|endoftext|>"] if with_specials else ["<|endoftext|>"]
     tok = Tokenizer(models.BPE())
@@ -45,5 +58,4 @@ def toy_tokenizer(with_specials: bool = True) -> Any:
         show_progress=False,
     )
     tok.train_from_iterator(_CORPUS * 20, trainer)
-    eos = "<|return|>" if with_specials else "<|endoftext|>"
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos)
+    return tok

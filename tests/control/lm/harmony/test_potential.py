@@ -33,25 +33,28 @@ from genlm_lab.control import (
 from tests.control.lm.harmony._gptoss import parse_with_openai_harmony
 from tests.control.lm.harmony._toy import toy_tokenizer
 
-GRAMMAR = "0.9: S -> a S a\n0.1: S -> b"
+
+def grammar(p: float) -> str:
+    """`a^n b a^n` with weight p^n 0.1: a total of 0.1 / (1 - p), 1 for p = 0.9."""
+    return f"{p}: S -> a S a\n0.1: S -> b"
 
 
-def closed_form(text: str, whole: bool) -> float:
-    """log weight of `text` in the grammar: as a whole string, or summed over its completions."""
+def closed_form(text: str, whole: bool, p: float = 0.9) -> float:
+    """log weight of `text` in `grammar(p)`: as a whole string, or summed over its completions."""
     found = re.fullmatch("(a*)(?:(b)(a*))?", text)
     if found is None:
         return -math.inf
     k, has_b, j = len(found.group(1)), found.group(2), len(found.group(3) or "")
     if not has_b:
-        return -math.inf if whole else k * math.log(0.9)
+        return -math.inf if whole else k * math.log(p) + math.log(0.1 / (1 - p))
     if j > k or (whole and j != k):
         return -math.inf
-    return k * math.log(0.9) + math.log(0.1)
+    return k * math.log(p) + math.log(0.1)
 
 
-def grammar_on(chat: HarmonyChat) -> Coerced:
+def grammar_on(chat: HarmonyChat, p: float = 0.9) -> Coerced:
     """The grammar over the chat's tokens (each token its bytes; prune=False keeps them all)."""
-    return Coerced(WCFG.from_string(GRAMMAR), chat.potential_vocab, f=b"".join, prune=False)
+    return Coerced(WCFG.from_string(grammar(p)), chat.potential_vocab, f=b"".join, prune=False)
 
 
 def tokens_of(chat: HarmonyChat, text: str) -> list:
@@ -75,16 +78,23 @@ TURN = (
 
 
 async def test_every_next_token_weight_along_a_turn_is_a_prefix_difference(toy):
-    harmony = HarmonyPotential(grammar_on(toy), toy, ["analysis", "final"])  # commentary free
-    tokens = tokens_of(toy, TURN)
-    states = set()
-    for k in range(len(tokens) + 1):
-        await harmony.assert_logw_next_consistency(tokens[:k])  # every token and EOS
-        states.add(toy.read(tokens[:k]).state)
-    await harmony.assert_autoreg_fact(tokens)
-    assert states == {"between", "role", "header", "content"}
-    complete = await harmony.complete(tokens)
-    assert complete == pytest.approx(closed_form("aabaa", True) + closed_form("aba", True))
+    # EOS is <|return|> (gpt-oss's), then <|endoftext|>: <|return|> a token that ends the turn
+    other_eos = HarmonyChat(toy_tokenizer(eos="<|endoftext|>"))
+    states, turns = set(), 0
+    for chat, ending in ((toy, ""), (other_eos, "<|return|>")):
+        # p = 0.5: the empty text weighs 0.2, what opening a constrained message costs
+        harmony = HarmonyPotential(grammar_on(chat, 0.5), chat, ["analysis", "final"])
+        tokens = tokens_of(chat, TURN + ending)
+        for k in range(len(tokens) + 1):
+            await harmony.assert_logw_next_consistency(tokens[:k])  # every token and EOS
+            states.add(chat.read(tokens[:k]).state)
+        await harmony.assert_autoreg_fact(tokens)
+        complete = await harmony.complete(tokens)
+        assert complete == pytest.approx(
+            closed_form("aabaa", True, 0.5) + closed_form("aba", True, 0.5)
+        )
+        turns += 1
+    assert states == {"between", "role", "header", "content", "over"} and turns == 2
 
 
 async def test_a_turn_weighs_what_its_constrained_channels_weigh(gptoss_chat, gptoss_grammar):
@@ -155,7 +165,9 @@ async def test_bad_input_is_refused_by_name(toy):
     with pytest.raises(ValueError, match="Invalid channel names: \\['invalid'\\]"):
         HarmonyPotential(base, toy, ["final", "invalid"])
     with pytest.raises(ValueError, match="2 tokens of the base potential are no tokens"):
-        HarmonyPotential(WCFG.from_string(GRAMMAR), toy, ["final"])  # its tokens are bytes 97, 98
+        HarmonyPotential(
+            WCFG.from_string(grammar(0.9)), toy, ["final"]
+        )  # its tokens are bytes 97, 98
     harmony = HarmonyPotential(base, toy, ["final"])
     with pytest.raises(ValueError, match="weight zero under `prefix`.*no part of a Harmony chat"):
         await harmony.logw_next(tokens_of(toy, "<|message|>"))
