@@ -145,12 +145,6 @@ class Reading:
         """The message whose content the sequence ends in, if any."""
         return self.messages[-1] if self.state == "content" else None
 
-    def can_end(self) -> bool:
-        """Whether the turn may end here: in a message `<|return|>` closes, or after a call."""
-        if self.state == "content":
-            return closer_of(self.messages[-1]) == "return"
-        return self.state == "over" or (self.state == "between" and self.last_closer == "call")
-
 
 def _fail(pos: int, token: Any, why: str) -> HarmonyFormatError:
     return HarmonyFormatError(
