@@ -28,18 +28,15 @@ proportion to the weights.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from genlm_lab.smc._particles import clone_all, is_alive
 from genlm_lab.smc._run import open_run, run_particles
+from genlm_lab.smc.inference import _Adaptive
 from genlm_lab.smc.options import RunOptions
 from genlm_lab.smc.resample import resample
-from genlm_lab.smc.result import SMCResult, effective_sample_size
-from genlm_lab.util import logsumexp
+from genlm_lab.smc.result import SMCResult
 
 __all__ = ["RETAINED_SLOT", "csmc_standard"]
 
@@ -87,33 +84,16 @@ async def csmc_standard(
     return await run_particles(run, model, n, _Conditional(n, ess_threshold, rng), rng)
 
 
-class _Conditional:
+class _Conditional(_Adaptive):
     """csmc_standard's policy: tag the slots; on a low ESS keep slot 0, draw the rest."""
 
     def __init__(self, n: int, ess_threshold: float, rng: np.random.Generator) -> None:
-        self.n, self.ess_threshold, self.rng = n, ess_threshold, rng
+        super().__init__(n, ess_threshold, "multinomial", rng)
 
-    def expand(self, particles: list[Any], before: np.ndarray) -> tuple[list[Any], np.ndarray]:
-        for slot, p in enumerate(particles):
-            p.untwist()
-            p.is_retained = slot == RETAINED_SLOT
-        return particles, before
+    def mark(self, slot: int, particle: Any) -> None:
+        particle.is_retained = slot == RETAINED_SLOT
 
-    def select(
-        self, candidates: list[Any], weights: np.ndarray
-    ) -> tuple[list[int] | None, Callable[[], list[Any]]]:
-        more = any(is_alive(p) for p in candidates)
-        if not more or effective_sample_size(weights) >= self.ess_threshold * self.n:
-            return None, lambda: candidates
-        free = resample(weights, self.n - 1, "multinomial", self.rng) if self.n > 1 else []
-        ancestors = [RETAINED_SLOT, *(int(a) for a in free)]
-
-        def resampled() -> list[Any]:
-            particles = clone_all(candidates, ancestors)  # slot 0 keeps its own particle
-            average = logsumexp(weights) - math.log(self.n)
-            for slot, p in enumerate(particles):
-                p.weight = average
-                p.is_retained = slot == RETAINED_SLOT
-            return particles
-
-        return ancestors, resampled
+    def ancestors(self, weights: np.ndarray) -> list[int]:
+        """Slot 0 keeps its own particle; the other n - 1 are drawn from all the weights."""
+        free = resample(weights, self.n - 1, self.method, self.rng) if self.n > 1 else []
+        return [RETAINED_SLOT, *(int(a) for a in free)]

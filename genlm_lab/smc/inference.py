@@ -102,9 +102,17 @@ class _Adaptive:
         self.n, self.ess_threshold, self.method, self.rng = n, ess_threshold, method, rng
 
     def expand(self, particles: list[Any], before: np.ndarray) -> tuple[list[Any], np.ndarray]:
-        for p in particles:
+        for slot, p in enumerate(particles):
             p.untwist()
+            self.mark(slot, p)
         return particles, before
+
+    def mark(self, slot: int, particle: Any) -> None:
+        """Tag a particle by its slot after each step and resampling (nothing here)."""
+
+    def ancestors(self, weights: np.ndarray) -> list[int]:
+        """Each new slot's parent: `n` draws of the scheme."""
+        return [int(a) for a in resample(weights, self.n, self.method, self.rng)]
 
     def select(
         self, candidates: list[Any], weights: np.ndarray
@@ -112,13 +120,14 @@ class _Adaptive:
         more = any(is_alive(p) for p in candidates)
         if not more or effective_sample_size(weights) >= self.ess_threshold * self.n:
             return None, lambda: candidates
-        ancestors = resample(weights, self.n, self.method, self.rng)
+        ancestors = self.ancestors(weights)
 
         def resampled() -> list[Any]:
             particles = clone_all(candidates, ancestors)
             average = logsumexp(weights) - math.log(self.n)
-            for p in particles:
+            for slot, p in enumerate(particles):
                 p.weight = average
+                self.mark(slot, p)
             return particles
 
-        return [int(a) for a in ancestors], resampled
+        return ancestors, resampled
