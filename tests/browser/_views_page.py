@@ -94,7 +94,7 @@ def check_views(page, screenshot, shot_prefix: str = "") -> dict:
     n_dots, n_lines, n_steps = printed(page, "GENEALOGY")
     particles = page.locator(".genlm-live.genlm-particles").first
     assert "finished" in particles.locator(".genlm-status").text_content()
-    assert particles.locator("tbody tr").count() == 8
+    assert particles.locator("tbody tr[data-index]").count() == 8  # rows, not draws
     assert particles.locator("svg.genlm-genealogy circle").count() == n_dots
     assert particles.locator("svg.genlm-genealogy line").count() == n_lines
 
@@ -104,7 +104,7 @@ def check_views(page, screenshot, shot_prefix: str = "") -> dict:
     steer = page.locator(".genlm-live.genlm-particles").nth(1)
     heading = steer.locator(".genlm-status").text_content()
     assert f"{n_candidates} candidates, {n_kept} kept" in heading, heading
-    assert steer.locator("tbody tr").count() == n_candidates
+    assert steer.locator("tbody tr[data-index]").count() == n_candidates
     assert steer.locator("svg.genlm-genealogy line").count() == n_steer_lines
     # A last-round candidate's lineage runs back through one particle per step.
     steer.locator(

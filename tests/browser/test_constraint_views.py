@@ -107,7 +107,7 @@ def test_mask_and_constrained_particle_views_draw_live(page, notebook, screensho
         ".textContent.includes('finished')",
         timeout=60_000,
     )
-    assert particles.locator("tbody tr").count() == n_particles
+    assert particles.locator("tbody tr[data-index]").count() == n_particles
     assert particles.locator("td.genlm-factor").count() == n_particles * n_factors
     assert particles.locator(".genlm-killed").count() == n_killed
     heads = particles.locator("thead th").all_text_contents()

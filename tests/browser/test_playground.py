@@ -155,9 +155,7 @@ def _panels(page, kind: str) -> dict:
     page.locator(".genlm-pg-profile table").first.wait_for(timeout=60_000)
     return {
         "status": _text(page, ".genlm-pg-status"),
-        "rows": page.locator(".genlm-pg-particles table.genlm-table")
-        .first.locator("tbody tr")
-        .count(),
+        "rows": page.locator(".genlm-pg-particles tbody tr[data-index]").count(),
         "mask": mask.locator("table thead").first.text_content(),
         "profile": _text(page, ".genlm-pg-profile"),
         "particles": _text(page, ".genlm-pg-particles"),

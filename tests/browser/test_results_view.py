@@ -82,7 +82,7 @@ def test_results_view_rows_arrive_live_and_a_click_opens_the_run(page, notebook,
     selected.wait_for(timeout=60_000)
     run_id = rows.first.get_attribute("data-run-id")
     assert f"Run #{run_id}" in view.text_content()
-    assert selected.locator("table tbody tr").count() == 4  # the run's 4 particles
+    assert selected.locator("table tbody tr[data-index]").count() == 4  # the run's 4 particles
     screenshot(view, "results_view")
 
     errors = [e for e in page.console_errors if not NOISE.search(e)]

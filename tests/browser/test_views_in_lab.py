@@ -100,7 +100,7 @@ def test_smc_tutorial_draws_its_particle_views(page, lab, screenshot):
     views = page.locator(".genlm-live.genlm-particles")
     assert views.count() == 3
     for i in range(2):
-        assert views.nth(i).locator("tbody tr").count() == 8
+        assert views.nth(i).locator("tbody tr[data-index]").count() == 8  # rows, not draws
         assert "finished" in views.nth(i).locator(".genlm-status").text_content()
         assert views.nth(i).locator("svg.genlm-genealogy line").count() > 0
     steer = views.nth(2)
