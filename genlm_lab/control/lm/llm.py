@@ -147,12 +147,8 @@ class PromptedLLM(Potential):
     @property
     def prompt_ids(self) -> list[int]:
         """The prompt's token ids: what this asyncio task (or one it started from) last set,
-        else what was last set anywhere.
-
-        Concurrent tasks may each set their own prompt on one `PromptedLLM` and read
-        it back (genlm-control's rule); a task that set none, and code outside any
-        task, read the latest one.
-        """
+        else, in a task that set none or outside any task, what was last set anywhere
+        (genlm-control's rule: concurrent tasks may each keep their own prompt)."""
         own = self._prompt_var.get(None)
         return self._prompt_ids if own is None else own
 

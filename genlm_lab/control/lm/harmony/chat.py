@@ -52,10 +52,11 @@ class HarmonyChat:
         tokenizer: the tokenizer.
         token_maps: its `TokenMappings`, EOS being the tokenizer's EOS token.
         potential_vocab: every token but the EOS ones (a potential's vocabulary).
-        start_token, channel_token, message_token, end_token, call_token,
-            return_token, constrain_token: the specials' tokens.
-        analysis_tokens, commentary_tokens, final_tokens: each channel's name
-            as the tokenizer writes it.
+        start_token: `<|start|>`'s token; likewise `channel_token`,
+            `message_token`, `end_token`, `call_token`, `return_token` and
+            `constrain_token` for the other specials.
+        analysis_tokens: the channel name "analysis" as the tokenizer writes
+            it; likewise `commentary_tokens` and `final_tokens`.
 
     Raises:
         TypeError: if `tokenizer` lacks `encode` or `decode`.
