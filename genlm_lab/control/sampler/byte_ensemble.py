@@ -157,12 +157,6 @@ class ByteEnsembleTokenSampler(TokenSampler):
             self.particle_prefix_log_prob_1[key] = logp1
             self.particle_prefix_log_prob_2[key] = logp2
 
-    async def sample(
-        self, context: Sequence[Any], draw: Draw | None = None
-    ) -> tuple[Any, float, float]:
-        token, logw, logp, _ = await self.sample_with_info(context, draw)
-        return token, logw, logp
-
     async def sample_with_info(
         self, context: Sequence[Any], draw: Draw | None = None
     ) -> tuple[Any, float, float, dict]:

@@ -25,6 +25,7 @@ normaliser unbiased.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -74,6 +75,9 @@ class FactorRows:
         return rows, total
 
 
+_NEITHER = "{} defines neither sample() nor sample_with_info()"
+
+
 class TokenSampler:
     """Base class: draws a next token properly weighted for `target.logw_next`.
 
@@ -119,11 +123,26 @@ class TokenSampler:
         `draw`, if given, replaces the random choice: it gets a `Chart` of the
         normalised probabilities of the possible keys and returns one (an
         enumeration without replacement passes one; see `_tokens.draw_index`).
+
+        A subclass implements this or `sample_with_info`; each defaults to the other.
+
+        Raises:
+            ValueError: if `draw` is given and `sample_with_info` takes none.
         """
-        raise NotImplementedError(f"{type(self).__name__}.sample() is not defined")
+        if type(self).sample_with_info is TokenSampler.sample_with_info:
+            raise NotImplementedError(_NEITHER.format(type(self).__name__))
+        if draw is None:
+            token, logw, logp, _ = await self.sample_with_info(context)
+        elif "draw" in inspect.signature(self.sample_with_info).parameters:
+            token, logw, logp, _ = await self.sample_with_info(context, draw=draw)
+        else:
+            raise ValueError(f"{type(self).__name__}.sample_with_info() takes no draw=")
+        return token, logw, logp
 
     async def sample_with_info(self, context: Sequence[Any]) -> tuple[Any, float, float, dict]:
         """`sample(context)` plus a JSON-able dict of details (empty by default)."""
+        if type(self).sample is TokenSampler.sample:
+            raise NotImplementedError(_NEITHER.format(type(self).__name__))
         token, logw, logp = await self.sample(context)
         return token, logw, logp, {}
 
@@ -197,12 +216,6 @@ class DirectTokenSampler(TokenSampler):
         super().__init__(self._rows.potential, seed)
         self.potential = self.target  # genlm-control's name for the (wrapped) seat
         self.proposal = proposal.to_autobatched() if autobatch and proposal else proposal
-
-    async def sample(
-        self, context: Sequence[Any], draw: Draw | None = None
-    ) -> tuple[Any, float, float]:
-        token, logw, logp, _ = await self.sample_with_info(context, draw)
-        return token, logw, logp
 
     async def sample_with_info(
         self, context: Sequence[Any], draw: Draw | None = None

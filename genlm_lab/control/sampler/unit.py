@@ -135,26 +135,15 @@ class MultiTokenUnitSampler(TokenSampler):
         """Log-weight of ending after the flattened `context` (SMC's forced EOS at `max_tokens`)."""
         return float(await self.subunit_sampler.logw_eos(flatten_units(context)))
 
-    async def sample(
-        self, context: Sequence[Any], draw: Draw | None = None
-    ) -> tuple[Any, float, float]:
-        """Draw `(unit, logw, logp)` after the unit context `context`.
-
-        `draw` goes to every subunit draw (see `TokenSampler.sample`). Errors
-        of the subunit sampler or the predicate propagate.
-        """
-        unit, logw, logp, _ = await self._draw_unit(context, draw)
-        return unit, logw, logp
-
     async def sample_with_info(
         self, context: Sequence[Any], draw: Draw | None = None
-    ) -> tuple[Any, float, float, dict]:
-        """`sample` plus info: "subunits" (how many tokens were drawn) and "timed_out"."""
-        return await self._draw_unit(context, draw)
-
-    async def _draw_unit(
-        self, context: Sequence[Any], draw: Draw | None
     ) -> tuple[list[Any], float, float, dict]:
+        """Draw `(unit, logw, logp, info)` after the unit context `context`.
+
+        `draw` goes to every subunit draw (see `TokenSampler.sample`); info holds
+        "subunits" (how many tokens were drawn) and "timed_out". Errors of the
+        subunit sampler or the predicate propagate.
+        """
         flat = flatten_units(context)
         buffer: list[Any] = []
         logw = logp = 0.0

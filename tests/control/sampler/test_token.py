@@ -131,6 +131,33 @@ def test_sampler_base_weights_and_info():
     assert run(Fixed(target).sample_with_info([])) == (EOS, 0.0, 0.0, {})
 
 
+def test_sample_and_sample_with_info_each_default_to_the_other():
+    llm = toy_llm()
+    target = llm * RegexConstraint(llm.vocab, PATTERN)
+    drawn = []
+
+    class WithInfo(TokenSampler):
+        async def sample_with_info(self, context, draw=None):
+            token = draw(None) if draw is not None else EOS
+            drawn.append(token)
+            return token, 1.0, -0.5, {"note": 1}
+
+    class WithoutDraw(TokenSampler):
+        async def sample_with_info(self, context):
+            return EOS, 0.0, 0.0, {}
+
+    assert run(WithInfo(target).sample([])) == (EOS, 1.0, -0.5)
+    token = llm.vocab[1]
+    assert run(WithInfo(target).sample([], draw=lambda _: token)) == (token, 1.0, -0.5)
+    assert drawn == [EOS, token]
+    assert run(WithoutDraw(target).sample([])) == (EOS, 0.0, 0.0)
+    with pytest.raises(ValueError, match="WithoutDraw.sample_with_info.. takes no draw="):
+        run(WithoutDraw(target).sample([], draw=lambda _: token))
+    for method in ("sample", "sample_with_info"):
+        with pytest.raises(NotImplementedError, match="defines neither"):
+            run(getattr(TokenSampler(target), method)([]))
+
+
 def test_sampler_smc_shortcut_runs_smc():
     llm = toy_llm()
     sampler = direct_token_sampler(llm * RegexConstraint(llm.vocab, PATTERN))

@@ -9,7 +9,6 @@ can ever match, so none need trying.
 
 from __future__ import annotations
 
-import codecs
 import re
 import unicodedata
 from functools import lru_cache
@@ -17,6 +16,7 @@ from functools import lru_cache
 import regex
 
 from genlm_lab.control.constraint.regular.parse_tree import nodes, parse
+from genlm_lab.util.utf8 import char_range, split_utf8
 
 __all__ = [
     "ascii_only",
@@ -28,22 +28,6 @@ __all__ = [
 ]
 
 
-_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
-
-
-def split_utf8(data: bytes) -> tuple[str, bytes] | None:
-    """`(text, tail)`: the decoded complete characters and the bytes of an unfinished one.
-
-    None if `data` is not a prefix of any valid UTF-8 string.
-    """
-    decoder = _UTF8_DECODER()
-    try:
-        text = decoder.decode(data, final=False)
-    except UnicodeDecodeError:
-        return None
-    return text, decoder.getstate()[0]
-
-
 @lru_cache(maxsize=1 << 16)
 def split_step(data: bytes) -> tuple[str, bytes] | None:
     """`split_utf8` of an unfinished character's bytes and one more byte (cached: at most 4 bytes).
@@ -51,19 +35,6 @@ def split_step(data: bytes) -> tuple[str, bytes] | None:
     What each byte mask asks 128-256 times; there are only so many such strings.
     """
     return split_utf8(data)
-
-
-def char_range(tail: bytes) -> range:
-    """The code points whose UTF-8 encoding starts with the unfinished `tail`."""
-    lead = tail[0]
-    width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    value = lead & (0x7F >> width)
-    for byte in tail[1:]:
-        value = (value << 6) | (byte & 0x3F)
-    missing = 6 * (width - len(tail))
-    low = max(value << missing, (0x80, 0x800, 0x10000)[width - 2])
-    high = min(((value + 1) << missing) - 1, 0x10FFFF)
-    return range(low, high + 1)
 
 
 @lru_cache(maxsize=4096)

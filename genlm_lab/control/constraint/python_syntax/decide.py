@@ -17,7 +17,6 @@ outside strings and comments, and inside them all characters are alike.
 
 from __future__ import annotations
 
-import codecs
 import keyword
 import re
 from functools import lru_cache
@@ -26,6 +25,7 @@ from genlm_lab.control.constraint.python_syntax.escapes import completable
 from genlm_lab.control.constraint.python_syntax.fstring import fstring_live
 from genlm_lab.control.constraint.python_syntax.lexer import STRING_PREFIXES, Lexer, Tail
 from genlm_lab.control.constraint.python_syntax.probe import asks_past_end, parses, string_ok
+from genlm_lab.util.utf8 import char_range, split_utf8
 
 __all__ = ["Syntax"]
 
@@ -34,7 +34,6 @@ _OPERATORS = """( ) [ ] { } : , ; + - * / | & < > = . % ~ ^ @ == != <> <= >= << 
     += -= *= /= %= &= |= ^= @= <<= >>= **= //=""".split()
 _LETTERS = re.compile(r"[A-Za-z_]*\Z")
 _NUMBER_ENDS = ("", "0", ".", "j", "0j")
-_DECODER = codecs.getincrementaldecoder("utf-8")
 
 
 def _normal(text: str) -> str:
@@ -135,7 +134,7 @@ class Syntax:
     # ----------------------------------------------------------------- bytes
     def live_bytes(self, data: bytes) -> bool:
         """`live` of UTF-8 bytes that may end inside a character (False if not UTF-8)."""
-        split = _split_utf8(data)
+        split = split_utf8(data)
         if split is None:
             return False
         text, rest = split
@@ -152,30 +151,11 @@ class Syntax:
         return self.complete(text)
 
 
-def _split_utf8(data: bytes) -> tuple[str, bytes] | None:
-    """The complete characters of `data` and the bytes of an unfinished last one (None:
-    not the start of any UTF-8 string)."""
-    decoder = _DECODER()
-    try:
-        text = decoder.decode(data, final=False)
-    except UnicodeDecodeError:
-        return None
-    return text, decoder.getstate()[0]
-
-
 @lru_cache(maxsize=4096)
 def _stand_ins(rest: bytes) -> tuple[str, ...]:
     """One character of each kind Python tells apart that UTF-8 bytes `rest` can begin."""
-    lead = rest[0]
-    width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    value = lead & (0x7F >> width)
-    for b in rest[1:]:
-        value = (value << 6) | (b & 0x3F)
-    spare = 6 * (width - len(rest))
-    low = max(value << spare, (0x80, 0x800, 0x10000)[width - 2])
-    high = min(((value + 1) << spare) - 1, 0x10FFFF)
     found: dict[str, str] = {}
-    for point in range(low, high + 1):
+    for point in char_range(rest):
         if 0xD800 <= point <= 0xDFFF:
             continue
         c = chr(point)
