@@ -15,9 +15,11 @@ that cannot continue, and on text that ended before it could decide.
 
 from __future__ import annotations
 
-from jsonschema.exceptions import SchemaError
-
 from genlm_lab.util.errors import GenlmLabError, GenlmLabWarning
+from genlm_lab.util.jsonschema_import import import_jsonschema
+
+import_jsonschema()  # first: jsonschema's IRI parser waits until an IRI is checked
+from jsonschema.exceptions import SchemaError  # noqa: E402
 
 __all__ = [
     "BatchAbandoned",

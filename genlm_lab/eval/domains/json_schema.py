@@ -18,12 +18,13 @@ import json
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from genlm_lab.control import JsonSchema
 from genlm_lab.eval.core import Dataset, EvaluationResult, Evaluator, Instance
 from genlm_lab.eval.domain import Domain
 from genlm_lab.eval.domains.json_schema_panel import load_panel
+from genlm_lab.util.jsonschema_import import import_jsonschema
+
+jsonschema = import_jsonschema()
 
 __all__ = [
     "JsonSchemaDataset",
