@@ -20,13 +20,13 @@ CHECK = """
 import json, sys
 {imports}
 parser_built = "rfc3987_syntax.syntax_helpers" in sys.modules
+import rfc3987_syntax  # before any IRI check: the stand-in must be out of sys.modules by now
+real = hasattr(rfc3987_syntax, "syntax_parser")
 checker = jsonschema.FormatChecker()
 verdicts = {{
     fmt: [checker.conforms(iri, fmt) for iri in {iris!r}] for fmt in ("iri", "iri-reference")
 }}
-import rfc3987_syntax
-print(json.dumps({{"parser_built": parser_built, "verdicts": verdicts,
-                  "real": hasattr(rfc3987_syntax, "syntax_parser")}}))
+print(json.dumps({{"parser_built": parser_built, "verdicts": verdicts, "real": real}}))
 """
 
 
