@@ -215,7 +215,12 @@ def test_regex_then_json_then_regex_every_panel_shows_its_own_run(browser, noteb
     page.locator(".genlm-pg-seed input").fill("41")
     page.locator(".genlm-pg-seed input").press("Enter")
     _wait_text(page, ".genlm-pg-code .genlm-code-label", "the form has changed since the run")
-    assert not _text(page, ".genlm-pg-code .genlm-code-note").strip()
+    # The kernel sends the new label and the cleared note as two messages: wait for both.
+    page.wait_for_function(
+        "sel => !((document.querySelector(sel) || {}).textContent || '').trim()",
+        arg=".genlm-pg-code .genlm-code-note",
+        timeout=30_000,
+    )
     box = page.locator(".genlm-pg-code textarea.genlm-code-text")
     assert box.input_value() == runs[2]["code"] and "seed=41" not in box.input_value()
     errors = [e for e in page.console_errors if not NOISE.search(e)]
