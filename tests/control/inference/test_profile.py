@@ -26,17 +26,19 @@ def test_a_real_run_is_split_by_component_and_sums_to_its_wall_time():
             runs.append((seqs, time.perf_counter() - start))
         return runs
 
-    def gap(run):
+    def unattributed(run):
+        """The share of the wall time the profile does not name: outside its parts, or "other"."""
         seqs, wall = run
-        return seqs.record.profile.groupby("component").seconds.sum().get("other", 0.0) / wall
+        per = seqs.record.profile.groupby("component").seconds.sum()
+        return (abs(per.sum() - wall) + per.get("other", 0.0)) / wall
 
-    # On a loaded machine a preemption inside the run's glue code lands in "other";
-    # a profiling gap would show in every run, a preemption only in some.
-    seqs, wall = min(asyncio.run(go()), key=gap)
+    # On a loaded machine a preemption in the run's glue code, or around the run, goes
+    # unattributed: a profiling gap would show in all three runs, a preemption only in some.
+    seqs, wall = min(asyncio.run(go()), key=unattributed)
     frame = seqs.record.profile
     per = frame.groupby("component").seconds.sum()
-    assert abs(per.sum() - wall) <= 0.05 * wall
-    # a run of ~50 ms: scheduling jitter of a few ms is not a profiling gap
+    # A run of ~70 ms: a few ms of scheduling (one tick is 4 ms) is not a profiling gap.
+    assert abs(per.sum() - wall) <= max(0.05 * wall, 0.01), (per, wall)
     assert per.get("other", 0.0) <= max(0.05 * wall, 0.01), per
     assert {"sampler", "lm.forward", "JsonSchema.mask", "PromptedLLM.logw_next"} <= set(per.index)
     calls = frame.groupby("component").calls.sum()
