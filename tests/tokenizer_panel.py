@@ -153,6 +153,7 @@ VOCABULARY_CACHES = (
     ("genlm_lab.control.constraint.budget.tokens", "_READ"),
     ("genlm_lab.control.constraint.llg.engine", "_TOKENIZERS"),
     ("genlm_lab.control.constraint.llg.engine", "_ROOTS"),
+    ("genlm_lab.control.potential.coerce", "_TRIES"),
     ("genlm_lab.control.sampler._item_trie", "_TRIES"),
 )
 

@@ -13,7 +13,9 @@ vocabulary in one native call.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -111,7 +113,7 @@ class Coerced(Potential):
         self.f = _join if f is None else f
         self.prune = prune
         if is_join(f) and all(isinstance(t, (bytes, bytearray)) for t in vocabulary):
-            images = [list(t) for t in vocabulary]  # what `_image([t])` gives, faster
+            images = vocabulary  # its byte values are what `_image([t])` gives, faster
         else:
             images = [self._image([t]) for t in vocabulary]
         known = _symbols(potential)
@@ -131,14 +133,9 @@ class Coerced(Potential):
             inside = [True] * len(kept)
         super().__init__(vocabulary, **({} if eos is None else {"eos": eos}))
         self.is_boolean = potential.is_boolean
-        self._images = images
         self._outside = ~np.array(inside, dtype=bool)
         self._walk = is_join(f) and _byte_level(potential)
-        if self._walk:
-            with gc_paused():  # a node per byte prefix: millions of objects, none of them garbage
-                self._trie = _ByteTrie(self._images)
-        else:
-            self._trie = None
+        self._trie = _shared_trie(images) if self._walk else None
 
     def _default_name(self) -> str:
         return self.potential.name
@@ -170,6 +167,29 @@ class Coerced(Potential):
 
     async def cleanup(self) -> None:
         await self.potential.cleanup()
+
+
+#: The byte tries of the last few vocabularies, by content: coercing onto a vocabulary seen
+#: before (another constraint, a spawned copy, an evaluation's next instance) skips the build,
+#: about a second for 256k tokens. The tries are only read.
+_TRIES: OrderedDict[str, _ByteTrie] = OrderedDict()
+_TRIES_KEPT = 2
+
+
+def _shared_trie(images: Sequence[Sequence[int]]) -> _ByteTrie:
+    """The byte trie of `images` (byte values per token), built once per distinct vocabulary."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.array([len(image) for image in images], dtype=np.int64).tobytes())
+    digest.update(b"".join(bytes(image) for image in images))
+    key = digest.hexdigest()
+    trie = _TRIES.get(key)
+    if trie is None:
+        with gc_paused():  # a node per byte prefix: millions of objects, none of them garbage
+            trie = _TRIES[key] = _ByteTrie(images)
+        if len(_TRIES) > _TRIES_KEPT:
+            _TRIES.popitem(last=False)
+    _TRIES.move_to_end(key)
+    return trie
 
 
 class _ByteTrie:

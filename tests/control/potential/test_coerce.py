@@ -53,6 +53,24 @@ def test_native_masks_and_trie_walk_equal_brute_force(tokens, pattern):
         np.testing.assert_array_equal(run(fast.logw_next(context)).weights, expected)
 
 
+def test_a_vocabulary_seen_before_shares_its_byte_trie_and_each_potential_its_weights():
+    tokens = [b"ab", b"c", b"abc", b"ca"]
+    first = Coerced(BoolFSA.from_regex("(ab|c)*"), tokens)
+    second = Coerced(BoolFSA.from_regex("c?a*b?"), list(tokens))
+    assert second._trie is first._trie and first.spawn()._trie is first._trie
+    # The same bytes cut into other tokens are another vocabulary, with a trie of its own.
+    recut = Coerced(BoolFSA.from_regex("(ab|c)*"), [b"a", b"bc", b"abc", b"ca"])
+    assert recut._trie is not first._trie
+    for coerced in (first, second, recut):
+        for context in ([], [coerced.vocab[1]]):
+            if run(coerced.prefix(context)) == -math.inf:
+                continue
+            np.testing.assert_array_equal(
+                run(coerced.logw_next(context)).weights,
+                run(brute_force_next(coerced, context)),
+            )
+
+
 def test_weighted_potentials_coerce_by_summing_bytes():
     wfsa = WFSA()
     wfsa.add_I(0)
