@@ -13,7 +13,6 @@ vocabulary in one native call.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -25,6 +24,7 @@ from genlm_lab.control.core.constant import EndOfSequence
 from genlm_lab.control.core.weights import LazyWeights
 from genlm_lab.control.potential.base import Potential
 from genlm_lab.util.gc_pause import gc_paused
+from genlm_lab.util.vocab_key import vocabulary_key
 
 __all__ = ["Coerced", "coerce", "is_join"]
 
@@ -178,10 +178,7 @@ _TRIES_KEPT = 2
 
 def _shared_trie(images: Sequence[Sequence[int]]) -> _ByteTrie:
     """The byte trie of `images` (byte values per token), built once per distinct vocabulary."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(np.array([len(image) for image in images], dtype=np.int64).tobytes())
-    digest.update(b"".join(bytes(image) for image in images))
-    key = digest.hexdigest()
+    key = vocabulary_key(images)
     trie = _TRIES.get(key)
     if trie is None:
         with gc_paused():  # a node per byte prefix: millions of objects, none of them garbage

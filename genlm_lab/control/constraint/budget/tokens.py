@@ -8,7 +8,6 @@ keeps the usable tokens (`usable_mask`: not special, not empty) in a byte trie
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -16,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from genlm_lab.control.potential.base import Potential
+from genlm_lab.util.vocab_key import vocabulary_key
 
 __all__ = [
     "FAR",
@@ -125,9 +125,7 @@ _TRIES: dict[str, ByteTrie] = {}
 
 
 def byte_trie(tokens: Sequence[bytes], usable: Sequence[int]) -> ByteTrie:
-    key = hashlib.blake2b(
-        b"\0".join(tokens) + repr((len(tokens), list(usable))).encode(), digest_size=16
-    ).hexdigest()
+    key = vocabulary_key(tokens, list(usable))
     found = _TRIES.get(key)
     if found is None:
         if len(_TRIES) >= 8:

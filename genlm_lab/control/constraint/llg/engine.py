@@ -15,7 +15,6 @@ Special tokens (BOS, chat markers) are never allowed: they are not text.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
@@ -29,6 +28,7 @@ from llguidance.numpy import fill_next_token_bitmask, fill_next_token_bitmask_pa
 from genlm_lab.control.constraint.errors import InvalidGrammar
 from genlm_lab.control.constraint.llg.mask_weights import read_only_masks
 from genlm_lab.control.constraint.llg.matcher_cache import StateCache, as_key
+from genlm_lab.util.vocab_key import vocabulary_key
 
 __all__ = ["Engine", "GreedyTokenizer", "InvalidGrammar", "check_grammar", "llg_tokenizer"]
 
@@ -143,9 +143,7 @@ def llg_tokenizer(tokens: Sequence[bytes], special: Iterable[int] = ()) -> llgui
     """
     raw = [bytes(t) for t in tokens]
     special_ids = sorted({int(i) for i in special} | {len(raw)})
-    key = hashlib.blake2b(
-        b"\0".join(raw) + repr((len(raw), special_ids)).encode(), digest_size=16
-    ).hexdigest()
+    key = vocabulary_key(raw, special_ids)
     with _TOKENIZERS_LOCK:
         found = _TOKENIZERS.get(key)
         if found is None:

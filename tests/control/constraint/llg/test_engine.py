@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from genlm_lab.control import InvalidGrammar
-from genlm_lab.control.constraint.llg.engine import Engine, check_grammar, exact_grammar
+from genlm_lab.control.constraint.llg.engine import (
+    Engine,
+    check_grammar,
+    exact_grammar,
+    llg_tokenizer,
+)
 
 TOKENS = [b"a", b"b", b"ab", b"ba", b"c", b"aa"]
 PATTERN = r"(ab|ba)+c?"
@@ -59,3 +64,11 @@ def test_check_grammar_names_the_position_of_a_regex_error():
     with pytest.raises(InvalidGrammar, match="regex at position"):
         check_grammar(llguidance.LLMatcher.grammar_from_regex("ab(c"), "regex", "ab(c")
     check_grammar(llguidance.LLMatcher.grammar_from_regex("abc"), "regex", "abc")  # no error
+
+
+def test_vocabularies_cut_in_other_places_get_their_own_tokenizers():
+    # Joined with b"\0" between tokens, these two read alike: the cache must tell them apart.
+    cut_late = llg_tokenizer([b"a\x00", b"b"])
+    cut_early = llg_tokenizer([b"a", b"\x00b"])
+    assert cut_late is not cut_early and llg_tokenizer([b"a\x00", b"b"]) is cut_late
+    assert cut_late.decode_bytes([0]) == b"a\x00" and cut_early.decode_bytes([0]) == b"a"
